@@ -1,0 +1,115 @@
+# numacoll — plain Makefile. `make` builds the libraries and programs,
+# `make check` runs the CUnit suites, `make bench` runs the main job.
+# SANITIZE=1 builds everything under -fsanitize=address,undefined in build-san/.
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+DEB_PKGS = libhwloc-dev libnuma-dev libcunit1-dev hwloc pkg-config make gcc
+
+ifeq ($(SANITIZE),1)
+BUILD   ?= build-san
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT      = -O1
+else
+BUILD   ?= build
+SANFLAGS =
+OPT      = -O2
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags hwloc numa 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs hwloc numa 2>/dev/null)
+CUNIT_LIBS := $(shell pkg-config --libs cunit 2>/dev/null)
+
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -pthread $(SANFLAGS)
+CPPFLAGS += -Iinclude -I. $(PKG_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -lrt -pthread
+LDFLAGS += $(SANFLAGS)
+
+# The library: one list of sources.
+LIB_SRCS = \
+	coll/status.c \
+	coll/config.c \
+	coll/wait.c \
+	coll/tree.c \
+	coll/team.c \
+	coll/runner.c \
+	coll/barrier.c \
+	coll/bcast/bcast_pipelined.c \
+	coll/bcast/bcast_inline.c \
+	topo/topo.c \
+	topo/groups.c \
+	shm_seg/layout.c \
+	shm_seg/seg.c
+
+TEST_SRCS = \
+	tests/run_tests.c \
+	tests/test_util.c \
+	tests/test_config.c \
+	tests/test_tree.c \
+	tests/test_topo.c \
+	tests/test_layout.c \
+	tests/test_runner.c \
+	tests/test_bcast.c \
+	tests/test_seg.c
+
+LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+DEPS      = $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/bench/numacoll-bench.d
+
+STATIC = $(BUILD)/libnumacoll.a
+SHARED = $(BUILD)/libnumacoll.so
+TESTS  = $(BUILD)/tests/run_tests
+BENCH  = $(BUILD)/numacoll-bench
+
+.PHONY: all check bench install clean deps deps-check
+all: deps-check $(STATIC) $(SHARED) $(BENCH)
+
+# Fail early with the one command that installs what is missing.
+deps-check:
+	@missing=""; \
+	for p in hwloc numa cunit; do pkg-config --exists $$p 2>/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "numacoll: missing development packages ($$missing )."; \
+	  echo "Install them with: make deps   (runs: apt-get install -y $(DEB_PKGS))"; \
+	  exit 2; \
+	fi
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnumacoll.so -o $@ $^ $(LDLIBS)
+
+$(TESTS): $(TEST_OBJS) $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(STATIC) $(CUNIT_LIBS) $(LDLIBS)
+
+$(BENCH): $(BUILD)/bench/numacoll-bench.o $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+check: deps-check $(TESTS)
+	$(TESTS)
+
+bench: all
+	$(BENCH)
+
+install: $(STATIC) $(SHARED) $(BENCH)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/numacoll.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-san
+
+-include $(DEPS)

@@ -1,0 +1,115 @@
+/* Configuration defaults and validation: every bad value names its parameter. */
+#include <stdio.h>
+#include <string.h>
+
+#include "nct.h"
+#include "numacoll.h"
+
+static void test_defaults(void)
+{
+    numacoll_config_t c;
+    numacoll_config_init(&c);
+    CU_ASSERT_EQUAL(c.frag_size, 8192);
+    CU_ASSERT_EQUAL(c.queue_depth, 64);
+    CU_ASSERT_EQUAL(c.banks, 2);
+    CU_ASSERT_EQUAL(c.tree, NUMACOLL_TREE_KARY);
+    CU_ASSERT_EQUAL(c.radix, 2);
+    CU_ASSERT_EQUAL(c.timeout_ms, 0);
+    CU_ASSERT_EQUAL(c.pu, -1);
+    CU_ASSERT_PTR_NULL(c.topology);
+    char msg[256];
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_OK);
+    CU_ASSERT_STRING_EQUAL(msg, "");
+}
+
+/* Apply one bad value; the message must name `name`. */
+#define EXPECT_BAD(field, value, name)                                          \
+    do {                                                                        \
+        numacoll_config_t c;                                                    \
+        numacoll_config_init(&c);                                               \
+        c.field = value;                                                        \
+        char msg[256] = "";                                                     \
+        CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg),             \
+                        NUMACOLL_ERR_ARG);                                      \
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, name));                              \
+    } while (0)
+
+static void test_invalid(void)
+{
+    EXPECT_BAD(frag_size, 0, "frag_size");
+    EXPECT_BAD(frag_size, 100, "frag_size");          /* not a multiple of 64 */
+    EXPECT_BAD(frag_size, 2u << 20, "frag_size");     /* over 1 MiB */
+    EXPECT_BAD(queue_depth, 0, "queue_depth");
+    EXPECT_BAD(banks, 0, "banks");
+    EXPECT_BAD(banks, 128, "queue_depth");            /* q > s */
+    EXPECT_BAD(radix, 1, "radix");
+    EXPECT_BAD(tree, 7, "tree");
+    EXPECT_BAD(tree, -1, "tree");
+    EXPECT_BAD(verbose, 9, "verbose");
+    EXPECT_BAD(pu, -2, "pu");
+    numacoll_config_t c;
+    numacoll_config_init(&c);
+    c.queue_depth = 6;
+    c.banks = 4;
+    char msg[256];
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "queue_depth = 6"));
+    CU_ASSERT_EQUAL(numacoll_config_check(NULL, NULL, 0), NUMACOLL_ERR_ARG);
+}
+
+static void test_strerror(void)
+{
+    CU_ASSERT_STRING_EQUAL(numacoll_strerror(NUMACOLL_OK), "success");
+    CU_ASSERT_STRING_EQUAL(numacoll_strerror(NUMACOLL_ERR_TIMEOUT),
+                           "wait timed out");
+    CU_ASSERT_STRING_EQUAL(numacoll_strerror(12345), "unknown status");
+    for (int s = 0; s >= NUMACOLL_ERR_UNSUPPORTED; s--)
+        CU_ASSERT_STRING_NOT_EQUAL(numacoll_strerror(s), "unknown status");
+}
+
+static void test_tree_names(void)
+{
+    for (int k = 0; k < NUMACOLL_TREE_COUNT; k++) {
+        const char *n = numacoll_tree_name((numacoll_tree_kind_t)k);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+        CU_ASSERT_EQUAL(numacoll_tree_parse(n), k);
+    }
+    CU_ASSERT_EQUAL(numacoll_tree_parse("banyan"), -1);
+}
+
+/* docs/parameters.md has a row `| `name` | default |` for every parameter
+ * of NUMACOLL_PARAM_LIST, so the page cannot drift from the header. */
+static void test_docs_table(void)
+{
+    FILE *f = fopen("docs/parameters.md", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char row[128];
+#define X(field, type, def, min, max, doc)                                      \
+    if (type == 't')                                                            \
+        snprintf(row, sizeof row, "| `%s` | %s |", #field,                      \
+                 numacoll_tree_name((numacoll_tree_kind_t)(def)));             \
+    else                                                                        \
+        snprintf(row, sizeof row, "| `%s` | %lld |", #field, (long long)(def)); \
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, row));                                  \
+    if (!strstr(text, row))                                                     \
+        fprintf(stderr, "docs/parameters.md lacks the row '%s'\n", row);
+    NUMACOLL_PARAM_LIST(X)
+#undef X
+}
+
+int nct_register_config(void)
+{
+    static const nct_test_t tests[] = {
+        {"defaults are documented and valid", test_defaults},
+        {"invalid values name their parameter", test_invalid},
+        {"status texts", test_strerror},
+        {"tree names round trip", test_tree_names},
+        {"parameters.md lists every parameter", test_docs_table},
+        {NULL, NULL},
+    };
+    return nct_add_suite("config", tests);
+}
