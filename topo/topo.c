@@ -1,0 +1,244 @@
+/*
+ * Topology discovery: turns hwloc into one plain numacoll_locality_t record
+ * for the calling process (PU, core, L3, package, NUMA node).
+ *
+ * hwloc is loaded, queried and destroyed inside the one call, so nothing of
+ * hwloc outlives discovery: groups, trees and segment placement work on the
+ * exchanged records only and are tested without hwloc. The topology can be
+ * this machine, a synthetic description or an XML file; under the last two
+ * hwloc cannot tell where the process runs (its binding queries are dummies
+ * that report every PU), so tests and fake-topology runs inject the PU.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+
+#include "topo/topo.h"
+
+static const char synthetic_prefix[] = "synthetic:";
+
+/* Write the error sentence (msg may be NULL: the caller only wants the code)
+ * and return the status, so error paths stay one line. */
+static int topo_error(char *msg, size_t msglen, const char *fmt, ...)
+{
+    if (msg && msglen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, msglen, fmt, ap);
+        va_end(ap);
+    }
+    return NUMACOLL_ERR_TOPO;
+}
+
+/* hwloc indexes are unsigned with (unsigned)-1 for "unknown"; the record
+ * uses -1 for that, and for anything that would not fit. */
+static int32_t index_or_none(unsigned idx)
+{
+    return idx == HWLOC_UNKNOWN_INDEX || idx > INT32_MAX ? -1 : (int32_t)idx;
+}
+
+static int32_t ancestor_index(hwloc_topology_t topo, hwloc_obj_t pu,
+                              hwloc_obj_type_t type)
+{
+    hwloc_obj_t a = hwloc_get_ancestor_obj_by_type(topo, type, pu);
+    return a ? index_or_none(a->logical_index) : -1;
+}
+
+/* In hwloc 2.x a NUMA node hangs off the memory side of the nearest normal
+ * object that holds memory (package, group, L3, ...), possibly below a
+ * memory-side cache, so it is never an ancestor of the PU: climb until an
+ * object has memory children, then follow the first memory child down. */
+static int32_t local_numa_os_index(hwloc_obj_t pu)
+{
+    for (hwloc_obj_t obj = pu; obj; obj = obj->parent) {
+        if (obj->memory_arity == 0)
+            continue;
+        for (hwloc_obj_t m = obj->memory_first_child; m;
+             m = m->memory_first_child)
+            if (m->type == HWLOC_OBJ_NUMANODE)
+                return index_or_none(m->os_index);
+    }
+    return -1;
+}
+
+/* Both binding queries exist per process and per thread; some systems only
+ * implement one of them, so try the process first as hwloc suggests. */
+static int last_cpu_location(hwloc_topology_t topo, hwloc_bitmap_t set)
+{
+    if (hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+        return 0;
+    return hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_THREAD);
+}
+
+static int cpubind(hwloc_topology_t topo, hwloc_bitmap_t set)
+{
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+        return 0;
+    return hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+}
+
+/* Ask the OS where the process runs. Any failure degrades to PU 0,
+ * unbound: a wrong guess only costs locality, never correctness. */
+static hwloc_obj_t os_pu(hwloc_topology_t topo, int32_t *bound)
+{
+    hwloc_obj_t pu = NULL;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    *bound = 0;
+    if (set && last_cpu_location(topo, set) == 0) {
+        pu = hwloc_get_obj_inside_cpuset_by_type(topo, set, HWLOC_OBJ_PU, 0);
+        /* Under a fake topology the binding is a dummy (every PU): not
+         * evidence of anything, so the process counts as unbound. */
+        if (pu && hwloc_topology_is_thissystem(topo) && cpubind(topo, set) == 0)
+            *bound = !hwloc_bitmap_isincluded(
+                hwloc_topology_get_complete_cpuset(topo), set);
+    }
+    if (!pu) {
+        *bound = 0;
+        pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, 0);
+    }
+    hwloc_bitmap_free(set);
+    return pu;
+}
+
+/* Point hwloc at the requested topology. NULL keeps hwloc's default, which
+ * already honours HWLOC_XMLFILE / HWLOC_SYNTHETIC from the environment. */
+static int select_source(hwloc_topology_t topo, const char *topology,
+                         char *msg, size_t msglen)
+{
+    if (!topology)
+        return NUMACOLL_OK;
+    size_t plen = sizeof synthetic_prefix - 1;
+    if (strncmp(topology, synthetic_prefix, plen) == 0) {
+        if (hwloc_topology_set_synthetic(topo, topology + plen) != 0)
+            return topo_error(msg, msglen,
+                              "hwloc rejected the synthetic topology "
+                              "description \"%s\" (see hwloc(7), e.g. "
+                              "\"pack:2 numa:2 core:4 pu:1\").",
+                              topology + plen);
+        return NUMACOLL_OK;
+    }
+    if (hwloc_topology_set_xml(topo, topology) != 0) {
+        int err = errno;
+        return topo_error(msg, msglen,
+                          "hwloc cannot read the XML topology file \"%s\": "
+                          "%s.", topology, strerror(err));
+    }
+    return NUMACOLL_OK;
+}
+
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* Names where the topology came from, for error sentences. Both variables
+ * are named when both are set: which one wins is hwloc's choice. */
+static const char *source_name(const char *topology, char *buf, size_t len)
+{
+    const char *xml = env_value("HWLOC_XMLFILE");
+    const char *syn = env_value("HWLOC_SYNTHETIC");
+    if (topology)
+        snprintf(buf, len, "\"%s\"", topology);
+    else if (xml && syn)
+        snprintf(buf, len, "HWLOC_XMLFILE=\"%s\" / HWLOC_SYNTHETIC=\"%s\"",
+                 xml, syn);
+    else if (xml)
+        snprintf(buf, len, "HWLOC_XMLFILE=\"%s\"", xml);
+    else if (syn)
+        snprintf(buf, len, "HWLOC_SYNTHETIC=\"%s\"", syn);
+    else
+        snprintf(buf, len, "this machine");
+    return buf;
+}
+
+/* hwloc quietly falls back to the real machine when HWLOC_XMLFILE or
+ * HWLOC_SYNTHETIC cannot be used; a run that asked for a fake machine must
+ * not silently get this one. A fake topology reports is_thissystem == 0
+ * unless HWLOC_THISSYSTEM overrides that, in which case we cannot tell. */
+static int env_topology_ignored(hwloc_topology_t topo)
+{
+    return (env_value("HWLOC_XMLFILE") || env_value("HWLOC_SYNTHETIC")) &&
+           !getenv("HWLOC_THISSYSTEM") && hwloc_topology_is_thissystem(topo);
+}
+
+int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
+                      char *msg, size_t msglen)
+{
+    if (!loc)
+        return topo_error(msg, msglen,
+                          "nc__topo_discover: the locality record is NULL.");
+    /* Unknown until found, so a failed discovery leaves no stale values. */
+    *loc = (numacoll_locality_t){.pu = -1, .core = -1, .l3 = -1, .numa = -1,
+                                 .package = -1, .bound = 0,
+                                 .pid = (int32_t)getpid()};
+    if (msg && msglen > 0)
+        msg[0] = '\0';
+
+    hwloc_topology_t topo;
+    hwloc_obj_t obj;
+    int npus;
+    char src[512];
+    if (hwloc_topology_init(&topo) != 0) {
+        int err = errno;
+        return topo_error(msg, msglen,
+                          "hwloc_topology_init failed for %s: %s.",
+                          source_name(topology, src, sizeof src),
+                          strerror(err));
+    }
+
+    int rc = select_source(topo, topology, msg, msglen);
+    if (rc != NUMACOLL_OK)
+        goto out;
+    if (hwloc_topology_load(topo) != 0) {
+        int err = errno;
+        rc = topo_error(msg, msglen, "hwloc could not load the topology of "
+                        "%s: %s.", source_name(topology, src, sizeof src),
+                        strerror(err));
+        goto out;
+    }
+
+    if (!topology && env_topology_ignored(topo)) {
+        rc = topo_error(msg, msglen, "hwloc could not use %s (unreadable "
+                        "file or invalid description) and fell back to this "
+                        "machine; fix or unset the variable.",
+                        source_name(topology, src, sizeof src));
+        goto out;
+    }
+
+    npus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    if (npus <= 0) {
+        rc = topo_error(msg, msglen, "the topology of %s has no PU.",
+                        source_name(topology, src, sizeof src));
+        goto out;
+    }
+
+    if (pu >= 0) {
+        /* Modulo: an injected placement may oversubscribe the PUs. */
+        obj = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(pu % npus));
+        loc->bound = 1;
+    } else {
+        obj = os_pu(topo, &loc->bound);
+    }
+    if (!obj) {
+        rc = topo_error(msg, msglen, "no PU object found in the topology of "
+                        "%s.", source_name(topology, src, sizeof src));
+        goto out;
+    }
+
+    loc->pu = index_or_none(obj->logical_index);
+    loc->core = ancestor_index(topo, obj, HWLOC_OBJ_CORE);
+    loc->l3 = ancestor_index(topo, obj, HWLOC_OBJ_L3CACHE);
+    loc->package = ancestor_index(topo, obj, HWLOC_OBJ_PACKAGE);
+    loc->numa = local_numa_os_index(obj);
+    rc = NUMACOLL_OK;
+out:
+    hwloc_topology_destroy(topo);
+    return rc;
+}
