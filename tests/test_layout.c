@@ -1,0 +1,118 @@
+/* Segment layout planner: pure arithmetic against hand-computed sizes. */
+#include "nct.h"
+#include "shm_seg/layout.h"
+
+#define KiB ((size_t)1024)
+
+/* Every block page-aligned, back to back, covering exactly [0, total). */
+static void check_blocks(const nc__layout_t *l)
+{
+    size_t next = 0;
+    for (int i = 0; i < nc__layout_nblocks(l); i++) {
+        nc__block_t b = nc__layout_block(l, i);
+        CU_ASSERT_EQUAL(b.off, next);
+        CU_ASSERT_EQUAL(b.off % l->prm.page, 0);
+        CU_ASSERT_EQUAL(b.len % l->prm.page, 0);
+        CU_ASSERT_EQUAL(b.owner, i == 0 ? 0 : i - 1);
+        next = b.off + b.len;
+    }
+    CU_ASSERT_EQUAL(next, l->total);
+}
+
+static void test_paper_example(void)
+{
+    /* p = 8 on 2 NUMA nodes, w = 4 KiB, s = 8, f = 8 KiB, q = 2:
+     * S = w + q*w + p*s*(w + f) = 4 + 8 + 8*(32 + 64) = 780 KiB. */
+    nc__layout_t l;
+    CU_ASSERT_EQUAL_FATAL(nc__layout_paper(&l, 8, 4 * KiB, 8, 2, 8 * KiB), 0);
+    CU_ASSERT_EQUAL(l.total, 780 * KiB);
+    CU_ASSERT_EQUAL(l.hdr_len, 4 * KiB);
+    CU_ASSERT_EQUAL(l.banks_len, 8 * KiB);
+    CU_ASSERT_EQUAL(l.ctrl_len, 32 * KiB);
+    CU_ASSERT_EQUAL(l.buf_len, 64 * KiB);
+    check_blocks(&l);
+    /* ours packs each control slot in a cache line: 4 + 4 + 8*(4 + 64) */
+    CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, 8, 4 * KiB, 8, 2, 8 * KiB), 0);
+    CU_ASSERT_EQUAL(l.total, 552 * KiB);
+    CU_ASSERT_EQUAL(l.ctrl_len, 4 * KiB);
+    CU_ASSERT_EQUAL(l.sync_off, 8 * 64);
+    check_blocks(&l);
+}
+
+static size_t rup(size_t x, size_t w) { return (x + w - 1) / w * w; }
+
+static void test_general_formula(void)
+{
+    const size_t pages[] = {4 * KiB, 64 * KiB};
+    const int ps[] = {1, 2, 3, 8, 17, 64};
+    const unsigned ss[] = {1, 8, 64, 96};
+    const size_t fs[] = {64, 1000 / 64 * 64, 8 * KiB, 12 * KiB, 1024 * KiB};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 6; b++)
+            for (size_t c = 0; c < 4; c++)
+                for (size_t d = 0; d < 5; d++) {
+                    size_t w = pages[a], f = fs[d];
+                    int p = ps[b];
+                    unsigned s = ss[c], q = s % 2 ? 1 : 2;
+                    nc__layout_t l, pl;
+                    CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, w, s, q, f), 0);
+                    size_t want = rup(128 + 4 * (size_t)p, w) + rup(q * 128, w) +
+                                  (size_t)p * (rup(64 * s + 128, w) + rup(s * f, w));
+                    CU_ASSERT_EQUAL(l.total, want);
+                    check_blocks(&l);
+                    CU_ASSERT_EQUAL_FATAL(nc__layout_paper(&pl, p, w, s, q, f), 0);
+                    size_t paper = rup(4 * (size_t)p, w) + q * w +
+                                   (size_t)p * s * (w + rup(f, w));
+                    CU_ASSERT_EQUAL(pl.total, paper);
+                    CU_ASSERT(l.total <= pl.total);
+                }
+}
+
+static void test_64k_pages(void)
+{
+    nc__layout_t l;
+    CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, 4, 64 * KiB, 64, 2, 8 * KiB), 0);
+    CU_ASSERT_EQUAL(l.hdr_len, 64 * KiB);
+    CU_ASSERT_EQUAL(l.banks_len, 64 * KiB);
+    CU_ASSERT_EQUAL(l.ctrl_len, 64 * KiB);     /* 64 lines + 2 sync lines */
+    CU_ASSERT_EQUAL(l.buf_len, 512 * KiB);
+    CU_ASSERT_EQUAL(l.total, 128 * KiB + 4 * 576 * KiB);
+    check_blocks(&l);
+    for (int r = 0; r < 4; r++)
+        CU_ASSERT_EQUAL(nc__layout_rank_off(&l, r) % (64 * KiB), 0);
+}
+
+/* docs/parameters.md: with the defaults, p * 520 KiB + 8 KiB on 4 KiB pages */
+static void test_defaults_size(void)
+{
+    nc__layout_t l;
+    for (int p = 1; p <= 64; p *= 2) {
+        CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, 4 * KiB, 64, 2, 8 * KiB), 0);
+        CU_ASSERT_EQUAL(l.total, (size_t)p * 520 * KiB + 8 * KiB);
+    }
+}
+
+static void test_rejects(void)
+{
+    nc__layout_t l;
+    CU_ASSERT_EQUAL(nc__layout_plan(&l, 0, 4096, 8, 2, 8192), -1);
+    CU_ASSERT_EQUAL(nc__layout_plan(&l, 2, 4096, 0, 1, 8192), -1);
+    CU_ASSERT_EQUAL(nc__layout_plan(&l, 2, 3000, 8, 2, 8192), -1);
+    CU_ASSERT_EQUAL(nc__layout_plan(&l, 2, 4096, 8, 2, 0), -1);
+    /* sizes that overflow size_t are refused, not wrapped */
+    CU_ASSERT_EQUAL(nc__layout_plan(&l, 1 << 30, 4096, 65536, 2,
+                                    (size_t)1 << 40), -1);
+}
+
+int nct_register_layout(void)
+{
+    static const nct_test_t tests[] = {
+        {"paper example is 780 KiB, ours 552 KiB", test_paper_example},
+        {"general formula, both layouts", test_general_formula},
+        {"64 KiB pages", test_64k_pages},
+        {"default size as documented", test_defaults_size},
+        {"bad arguments and overflow", test_rejects},
+        {NULL, NULL},
+    };
+    return nct_add_suite("layout", tests);
+}
