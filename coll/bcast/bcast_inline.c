@@ -1,0 +1,67 @@
+/*
+ * Inline Bcast for messages of at most NC_INLINE_MAX (56) bytes: the data
+ * travels inside the control cache line with its length, so each tree edge
+ * costs one cache-line transfer and nobody touches a fragment buffer.
+ *
+ *  root:   wait for the bank to drain (as the pipelined Bcast: the slots
+ *          belong to the bank), set nreaders = p-1, then write payload and
+ *          length into each child's first slot of the bank (release).
+ *  inner:  wait for its slot (acquire), copy payload and length on to its
+ *          children, copy the payload out, clear the slot, decrement
+ *          nreaders (release).
+ *  leaf:   as inner, with no children.
+ * Cost: depth(tree) * t_line + t_WO + t_A, independent of p for the payload.
+ * Shared slots: own and children's first control slot of bank op % q; bank
+ * op/nreaders. Tuned by tree, radix and banks.
+ */
+#include "coll/team.h"
+#include "coll/wait.h"
+
+static void send_line(numacoll_team_t *t, int nchild, unsigned idx,
+                      const unsigned char *payload, size_t n)
+{
+    for (int c = 0; c < nchild; c++) {
+        nc__ctrl_t *dst = nc__ctrl(t, t->children[c], idx);
+        memcpy(dst->data, payload, n);
+        /* the payload must be visible before its length */
+        atomic_store_explicit(&dst->word, n, memory_order_release);
+    }
+}
+
+int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
+{
+    const unsigned q = t->cfg.banks, set = (unsigned)(t->op % q);
+    const unsigned idx = set * (t->cfg.queue_depth / q);
+    nc__bank_t *bank = &t->banks[set];
+    const int nchild = nc__tree_children(&t->tree, root, t->rank, t->children);
+    uint64_t seen;
+    int rc;
+
+    if (t->rank == root) {
+        unsigned char payload[NC_INLINE_MAX];
+        nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
+        rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
+                              memory_order_relaxed);
+        atomic_store_explicit(&bank->op, t->op, memory_order_release);
+        nc__io_pack(io, 0, payload, nbytes);
+        send_line(t, nchild, idx, payload, nbytes);
+    } else {
+        nc__ctrl_t *mine = nc__ctrl(t, t->rank, idx);
+        nc__wait_why_t why = {nc__tree_parent(&t->tree, root, t->rank),
+                              "inline control slot", (long)idx, (long)t->op};
+        rc = nc__wait(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        if (seen != nbytes)
+            return nc__team_size_mismatch(t, root, (size_t)seen, nbytes);
+        send_line(t, nchild, idx, mine->data, nbytes);
+        nc__io_unpack(io, 0, mine->data, nbytes);
+        atomic_store_explicit(&mine->word, 0, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&bank->nreaders, 1, memory_order_release);
+    }
+    t->op++;
+    return NUMACOLL_OK;
+}

@@ -1,0 +1,91 @@
+/*
+ * Pipelined copy-in/copy-out Bcast (seed 002, section 4.2, with the
+ * corrections of DESIGN.md section 3).
+ *
+ * The root's s fragment buffers (on the root's NUMA node) form q banks of
+ * s/q buffers. Per bank use, numbered by `op` (the same on every rank):
+ *  root:   wait until the bank's nreaders is 0 (every reader of its previous
+ *          use is done), set nreaders = p-1, publish op, then for each
+ *          buffer of the bank: copy in f bytes, set each tree child's
+ *          control slot to the fragment length (release). It never waits at
+ *          the end: it returns once the last fragment is in.
+ *  inner:  for each buffer: wait for its own control slot (acquire), clear
+ *          it, forward the length to its children first, then copy the
+ *          fragment out of the ROOT's buffer; after the bank, decrement
+ *          nreaders (release).
+ *  leaf:   as inner, with no children.
+ * The tree carries notifications only; every rank reads the root's queue.
+ *
+ * Cost (DESIGN.md section 4), m bytes, b = s*f, t per byte, t_W the depth of
+ * the tree in notification hops, t_WO / t_A bank wait and atomic:
+ *   T(m, s, q) = q*ceil(m/b)*(t_WO + t_A) + f*t + ceil(m/f)*t_W + m*t
+ * Shared slots: reads root buffers and own control slots, writes children's
+ * control slots, bank op/nreaders. Tuned by frag_size, queue_depth, banks,
+ * tree and radix.
+ */
+#include "coll/team.h"
+#include "coll/wait.h"
+
+int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
+                        nc__io_t *io)
+{
+    const unsigned q = t->cfg.banks, per_bank = t->cfg.queue_depth / q;
+    const size_t f = t->cfg.frag_size;
+    const int nchild = nc__tree_children(&t->tree, root, t->rank, t->children);
+    const int parent = nc__tree_parent(&t->tree, root, t->rank);
+    size_t sent = 0;
+    uint64_t seen;
+    int rc;
+
+    while (sent < nbytes) {
+        const unsigned set = (unsigned)(t->op % q), first = set * per_bank;
+        nc__bank_t *bank = &t->banks[set];
+        if (t->rank == root) {
+            nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
+            rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+            if (rc != NUMACOLL_OK)
+                return rc;
+            /* Readers learn of this use only through release stores issued
+             * after these two, so relaxed is enough for nreaders. */
+            atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
+                                  memory_order_relaxed);
+            atomic_store_explicit(&bank->op, t->op, memory_order_release);
+            for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
+                 idx++) {
+                size_t n = nbytes - sent < f ? nbytes - sent : f;
+                nc__io_pack(io, sent, nc__buf(t, root, idx), n);
+                /* the fragment must be visible before its length */
+                for (int c = 0; c < nchild; c++)
+                    atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
+                                          n, memory_order_release);
+                sent += n;
+            }
+        } else {
+            for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
+                 idx++) {
+                nc__ctrl_t *mine = nc__ctrl(t, t->rank, idx);
+                nc__wait_why_t why = {parent, "control slot", (long)idx,
+                                      (long)t->op};
+                rc = nc__wait(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
+                if (rc != NUMACOLL_OK)
+                    return rc;
+                size_t want = nbytes - sent < f ? nbytes - sent : f;
+                if (seen != want)
+                    return nc__team_size_mismatch(t, root, (size_t)seen, want);
+                /* Cleared before our decrement below, and nobody writes the
+                 * slot again before the root has seen that decrement. */
+                atomic_store_explicit(&mine->word, 0, memory_order_relaxed);
+                /* forward first: children start while we copy */
+                for (int c = 0; c < nchild; c++)
+                    atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
+                                          seen, memory_order_release);
+                nc__io_unpack(io, sent, nc__buf(t, root, idx), want);
+                sent += want;
+            }
+            /* our copies out of the bank are done before the root may reuse it */
+            atomic_fetch_sub_explicit(&bank->nreaders, 1, memory_order_release);
+        }
+        t->op++;
+    }
+    return NUMACOLL_OK;
+}

@@ -1,0 +1,155 @@
+/*
+ * The team object and the shared structures every algorithm reads: the
+ * internal counterpart of numacoll.h. Memory-ordering rules, stated once:
+ *  - a control slot's word is written with a release store after the data it
+ *    announces (fragment in the root's buffer, or the inline payload) and
+ *    polled with acquire loads, so the data is visible once the word is;
+ *  - nreaders is decremented with release (the reader's copy-out is done)
+ *    and the root polls it with acquire before overwriting the bank;
+ *  - sync lines carry sequence numbers compared rollover-safely.
+ */
+#ifndef NUMACOLL_TEAM_H
+#define NUMACOLL_TEAM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "numacoll.h"
+#include "coll/tree.h"
+#include "shm_seg/layout.h"
+
+#define NC_SEG_MAGIC 0x6e756d61636f6c6cULL /* "numacoll" */
+/* shm_op[] starts here: no op number can take it (ops count from 0 and
+ * would need 2^64 calls to wrap), fixing the paper's start at 1. */
+#define NC_OP_NONE UINT64_MAX
+#define NC_INLINE_MAX 56      /* payload bytes carried in a control line */
+
+/* Header block at offset 0; leaders[] follows at NC_HDR_FIXED. */
+typedef struct nc__seg_hdr {
+    uint64_t magic;
+    uint32_t p, q, s;
+    uint32_t pad0;
+    uint64_t f;
+    /* First failure seen by any rank (a status code), so every waiter stops
+     * instead of waiting for a rank that has given up. */
+    _Alignas(NC_CACHE_LINE) _Atomic int32_t abort_status;
+    _Atomic int32_t abort_rank;
+} nc__seg_hdr_t;
+_Static_assert(sizeof(nc__seg_hdr_t) <= NC_HDR_FIXED, "header fits");
+
+/* One bank: op and nreaders on separate lines (the root writes op once per
+ * bank use, every reader decrements nreaders). */
+typedef struct nc__bank {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t op;
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t nreaders;
+} nc__bank_t;
+_Static_assert(sizeof(nc__bank_t) == 2 * NC_CACHE_LINE, "bank is two lines");
+
+/* One control slot: a cache line. word = fragment bytes announced (0: empty);
+ * inline messages carry their payload in data[]. */
+typedef struct nc__ctrl {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t word;
+    unsigned char data[NC_INLINE_MAX];
+} nc__ctrl_t;
+_Static_assert(sizeof(nc__ctrl_t) == NC_CACHE_LINE, "slot is one line");
+
+/* Barrier flags of one rank: arrive is written by the rank itself and read
+ * by its parent; release is written by the parent and polled by the rank. */
+typedef struct nc__sync {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t arrive;
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t release;
+} nc__sync_t;
+_Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
+               "sync lines");
+
+struct numacoll_team {
+    int rank, p;
+    numacoll_config_t cfg;
+    char topology[512];         /* cfg.topology points here when given */
+    numacoll_locality_t *loc;   /* [p] */
+    int *leaders;               /* [p] leader rank of each rank's node */
+    nc__tree_t tree;
+    int *children;              /* scratch, nc__tree_max_children entries */
+    nc__layout_t layout;
+    unsigned char *base;        /* mapped segment */
+    nc__seg_hdr_t *hdr;
+    nc__bank_t *banks;          /* [q] */
+    uint64_t op;                /* bank uses so far; same on every rank */
+    uint64_t barrier_seq;
+    numacoll_counters_t counters;
+    numacoll_placement_t placement;
+    char seg_name[96];
+    char last_error[256];
+};
+
+/* Control slot idx of rank r. */
+static inline nc__ctrl_t *nc__ctrl(const numacoll_team_t *t, int r, unsigned idx)
+{
+    return (nc__ctrl_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
+                          (size_t)idx * t->layout.prm.ctrl_stride);
+}
+
+/* Fragment buffer idx of rank r. */
+static inline unsigned char *nc__buf(const numacoll_team_t *t, int r,
+                                     unsigned idx)
+{
+    return t->base + nc__layout_rank_off(&t->layout, r) + t->layout.buf_off +
+           (size_t)idx * t->layout.buf_stride;
+}
+
+static inline nc__sync_t *nc__sync(const numacoll_team_t *t, int r)
+{
+    return (nc__sync_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
+                          t->layout.sync_off);
+}
+
+/* Record a detailed error for numacoll_team_last_error(); returns status. */
+int nc__team_fail(numacoll_team_t *t, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Mark the team aborted with status (the first failure wins) so that every
+ * waiter stops instead of waiting for a rank that has given up. */
+void nc__team_abort(numacoll_team_t *t, int status);
+
+/* A rank was announced `got` bytes where its own call expects `want`: the
+ * ranks called Bcast with different sizes. Aborts the team. */
+int nc__team_size_mismatch(numacoll_team_t *t, int root, size_t got,
+                           size_t want);
+
+/* Status of an aborted team, or NUMACOLL_OK. */
+int nc__team_check_abort(numacoll_team_t *t);
+
+/* Data movement for Bcast: contiguous memory or the caller's callbacks. */
+typedef struct nc__io {
+    unsigned char *buf;         /* contiguous when not NULL */
+    numacoll_pack_fn pack;
+    numacoll_unpack_fn unpack;
+    void *ctx;
+    int failed;                 /* a callback returned non-zero */
+} nc__io_t;
+
+static inline void nc__io_pack(nc__io_t *io, size_t off, void *dst, size_t n)
+{
+    if (io->buf)
+        memcpy(dst, io->buf + off, n);
+    else if (io->pack(io->ctx, off, dst, n) != 0)
+        io->failed = 1;
+}
+
+static inline void nc__io_unpack(nc__io_t *io, size_t off, const void *src,
+                                 size_t n)
+{
+    if (io->buf)
+        memcpy(io->buf + off, src, n);
+    else if (io->unpack(io->ctx, off, src, n) != 0)
+        io->failed = 1;
+}
+
+/* Algorithms (coll/bcast/, coll/barrier.c). */
+int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
+                        nc__io_t *io);
+int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
+int nc__barrier_tree(numacoll_team_t *t);
+
+#endif

@@ -1,0 +1,99 @@
+/* Slow path of nc__wait(): spin, then yield, watching for failures. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <signal.h>
+#include <time.h>
+
+#include "coll/wait.h"
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* kill(pid, 0) fails with ESRCH only when no such process exists; EPERM
+ * means it lives under another user, which still counts as alive. */
+static int pid_alive(int pid)
+{
+    return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/* First dead rank among the ones this wait depends on, or -1. */
+static int dead_peer(const numacoll_team_t *t, int peer)
+{
+    if (peer >= 0)
+        return pid_alive(t->loc[peer].pid) ? -1 : peer;
+    for (int r = 0; r < t->p; r++)
+        if (r != t->rank && !pid_alive(t->loc[r].pid))
+            return r;
+    return -1;
+}
+
+static void describe(char *out, size_t len, const numacoll_team_t *t,
+                     const nc__wait_why_t *why)
+{
+    if (why->peer >= 0)
+        snprintf(out, len, "rank %d waited for rank %d on %s %ld (%ld)",
+                 t->rank, why->peer, why->what, why->a, why->b);
+    else
+        snprintf(out, len, "rank %d waited for the team on %s %ld (%ld)",
+                 t->rank, why->what, why->a, why->b);
+}
+
+int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
+                  uint64_t arg, uint64_t *seen, const nc__wait_why_t *why)
+{
+    for (unsigned i = 0; i < t->cfg.spin_count; i++) {
+        uint64_t v = atomic_load_explicit(w, memory_order_acquire);
+        if (nc__cond_holds(v, c, arg)) {
+            *seen = v;
+            return NUMACOLL_OK;
+        }
+        nc__cpu_relax();
+    }
+    uint64_t start = now_ms(), last_check = start;
+    for (unsigned long n = 0;; n++) {
+        uint64_t v = atomic_load_explicit(w, memory_order_acquire);
+        if (nc__cond_holds(v, c, arg)) {
+            *seen = v;
+            return NUMACOLL_OK;
+        }
+        sched_yield();
+        if (n % 64 != 63)
+            continue;
+        char what[160];
+        int st = atomic_load_explicit(&t->hdr->abort_status,
+                                      memory_order_acquire);
+        if (st != 0) {
+            describe(what, sizeof what, t, why);
+            return nc__team_fail(t, NUMACOLL_ERR_ABORTED,
+                                 "%s: rank %d aborted the team (%s)", what,
+                                 atomic_load_explicit(&t->hdr->abort_rank,
+                                                      memory_order_acquire),
+                                 numacoll_strerror(st));
+        }
+        uint64_t now = now_ms();
+        if (now - last_check < 10)
+            continue;
+        last_check = now;
+        int dead = dead_peer(t, why->peer);
+        if (dead >= 0) {
+            nc__team_abort(t, NUMACOLL_ERR_PEER_DEAD);
+            describe(what, sizeof what, t, why);
+            return nc__team_fail(t, NUMACOLL_ERR_PEER_DEAD,
+                                 "%s, but rank %d (pid %d) has died", what,
+                                 dead, (int)t->loc[dead].pid);
+        }
+        if (t->cfg.timeout_ms && now - start >= t->cfg.timeout_ms) {
+            nc__team_abort(t, NUMACOLL_ERR_TIMEOUT);
+            describe(what, sizeof what, t, why);
+            return nc__team_fail(t, NUMACOLL_ERR_TIMEOUT,
+                                 "%s for %u ms without an answer "
+                                 "(value %llu)", what, t->cfg.timeout_ms,
+                                 (unsigned long long)v);
+        }
+    }
+}

@@ -1,0 +1,472 @@
+/*
+ * Bcast end to end through the forked runner: every p in {1,2,3,4,7,8}
+ * (oversubscribed on small machines), every root, every tree kind, sizes at
+ * every fragment and queue boundary, q in {1,2,4}, back-to-back calls with
+ * rotating roots and no barrier between them, data that differs per call,
+ * checked byte for byte on every rank; then the same under a synthetic
+ * 4-NUMA topology, plus packed data, barrier and error paths.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/runner.h"
+#include "nct.h"
+#include "numacoll.h"
+
+#define MiB ((size_t)1 << 20)
+#define FAKE4 "synthetic:pack:2 numa:2 core:4 pu:1"
+
+typedef struct bcast_case {
+    numacoll_config_t cfg;
+    const size_t *sizes;
+    int nsizes;
+    int spread_pus;          /* inject PU (r % 4) * 4 + r / 4: 4 fake nodes */
+    int check_placement;
+} bcast_case_t;
+
+/* Value of byte i of call `call`: differs per call, per position. */
+static unsigned char pattern(uint64_t call, size_t i)
+{
+    uint64_t x = (call + 1) * 0x9e3779b97f4a7c15ULL + i * 0xbf58476d1ce4e5b9ULL;
+    return (unsigned char)(x >> 56 ^ x >> 24 ^ i);
+}
+
+static int bcast_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const bcast_case_t *bc = arg;
+    numacoll_config_t cfg = bc->cfg;
+    if (bc->spread_pus)
+        cfg.pu = (b->rank % 4) * 4 + b->rank / 4;
+    numacoll_team_t *team;
+    int rc = numacoll_team_create(b, &cfg, &team);
+    if (rc != NUMACOLL_OK) {
+        fprintf(stderr, "rank %d: team_create: %s\n", b->rank,
+                numacoll_strerror(rc));
+        return 10;
+    }
+    size_t max = 0;
+    for (int k = 0; k < bc->nsizes; k++)
+        if (bc->sizes[k] > max)
+            max = bc->sizes[k];
+    /* a guard byte past the message catches overruns */
+    unsigned char *buf = malloc(max + 1);
+    if (!buf)
+        return 11;
+    int errors = 0;
+    uint64_t call = 0;
+    for (int k = 0; k < bc->nsizes && errors == 0; k++) {
+        size_t n = bc->sizes[k];
+        for (int root = 0; root < b->size && errors == 0; root++, call++) {
+            if (b->rank == root)
+                for (size_t i = 0; i < n; i++)
+                    buf[i] = pattern(call, i);
+            else
+                memset(buf, 0xEE, n);
+            buf[n] = 0x5A;
+            rc = numacoll_bcast(team, buf, n, root);
+            if (rc != NUMACOLL_OK) {
+                fprintf(stderr, "rank %d: bcast %zu root %d: %s: %s\n", b->rank,
+                        n, root, numacoll_strerror(rc),
+                        numacoll_team_last_error(team));
+                errors++;
+                break;
+            }
+            for (size_t i = 0; i < n; i++)
+                if (buf[i] != pattern(call, i)) {
+                    fprintf(stderr, "rank %d: bcast of %zu bytes from root %d "
+                            "(tree %s, f %zu, s %u, q %u): byte %zu is 0x%02x, "
+                            "want 0x%02x\n", b->rank, n, root,
+                            numacoll_tree_name(cfg.tree), cfg.frag_size,
+                            cfg.queue_depth, cfg.banks, i, buf[i],
+                            pattern(call, i));
+                    errors++;
+                    break;
+                }
+            if (buf[n] != 0x5A) {
+                fprintf(stderr, "rank %d: bcast of %zu bytes wrote past the "
+                        "end\n", b->rank, n);
+                errors++;
+            }
+        }
+    }
+    if (bc->check_placement && errors == 0) {
+        numacoll_placement_t pl;
+        numacoll_team_placement(team, &pl);
+        numacoll_locality_t loc;
+        numacoll_team_locality(team, b->rank, &loc);
+        /* this machine has one node: fake nodes 1..3 must degrade to it */
+        int want_degraded = bc->spread_pus ? loc.numa != 0 : 0;
+        if (pl.degraded != want_degraded || pl.pages == 0 ||
+            (pl.pages_unknown == 0 && pl.pages_on_node != pl.pages)) {
+            fprintf(stderr, "rank %d: placement: node %d bound %d degraded %d "
+                    "pages %zu on node %zu unknown %zu\n", b->rank,
+                    pl.intended_node, pl.bound_node, pl.degraded, pl.pages,
+                    pl.pages_on_node, pl.pages_unknown);
+            errors++;
+        }
+    }
+    free(buf);
+    numacoll_team_destroy(team);
+    return errors ? 1 : 0;
+}
+
+static int run_case(int p, bcast_case_t *bc)
+{
+    nc__run_opts_t o = {.p = p, .timeout_ms = 60000};
+    int rc = nc__run(&o, bcast_body, bc, NULL, NULL);
+    if (rc != 0)
+        fprintf(stderr, "bcast case failed: p %d tree %s radix %u f %zu s %u "
+                "q %u\n", p, numacoll_tree_name(bc->cfg.tree), bc->cfg.radix,
+                bc->cfg.frag_size, bc->cfg.queue_depth, bc->cfg.banks);
+    return rc;
+}
+
+static const int team_sizes[] = {1, 2, 3, 4, 7, 8};
+
+/* Sizes at every boundary of a small queue (f = 4 KiB, s = 8). */
+static int boundary_sizes(size_t f, unsigned s, unsigned q, size_t *out,
+                          int with_16m)
+{
+    size_t b = s * f;
+    size_t v[] = {0, 1, 55, 56, 57, 63, 64, f - 1, f, f + 1, b / q, b, b + 1,
+                  3 * b + 17};
+    int n = 0;
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        out[n++] = v[i];
+    if (with_16m)
+        out[n++] = 16 * MiB;
+    return n;
+}
+
+/* Every p, root, tree kind and q with a small queue so every boundary is
+ * crossed many times. */
+static void test_matrix(void)
+{
+    for (int q = 1; q <= 4; q *= 2)
+        for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++)
+            for (size_t i = 0; i < sizeof team_sizes / sizeof *team_sizes; i++) {
+                bcast_case_t bc = {0};
+                numacoll_config_init(&bc.cfg);
+                bc.cfg.frag_size = 4096;
+                bc.cfg.queue_depth = 8;
+                bc.cfg.banks = (unsigned)q;
+                bc.cfg.tree = kind;
+                bc.cfg.radix = kind == NUMACOLL_TREE_KNOMIAL ? 3 : 2;
+                size_t sizes[16];
+                bc.nsizes = boundary_sizes(4096, 8, (unsigned)q, sizes, 0);
+                bc.sizes = sizes;
+                CU_ASSERT_EQUAL(run_case(team_sizes[i], &bc), 0);
+            }
+}
+
+/* The defaults (f = 8 KiB, s = 64, q = 2, binary tree) up to 16 MiB. */
+static void test_defaults_16m(void)
+{
+    for (size_t i = 0; i < sizeof team_sizes / sizeof *team_sizes; i++) {
+        bcast_case_t bc = {0};
+        numacoll_config_init(&bc.cfg);
+        size_t sizes[16];
+        bc.nsizes = boundary_sizes(bc.cfg.frag_size, bc.cfg.queue_depth,
+                                   bc.cfg.banks, sizes, 1);
+        bc.sizes = sizes;
+        bc.check_placement = 1;
+        CU_ASSERT_EQUAL(run_case(team_sizes[i], &bc), 0);
+    }
+}
+
+/* 16 MiB through every tree kind and q at p = 4 and 8. */
+static void test_16m_every_tree(void)
+{
+    static const size_t sizes[] = {16 * MiB, 3 * MiB + 5};
+    for (int q = 1; q <= 4; q *= 2)
+        for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++) {
+            bcast_case_t bc = {.sizes = sizes, .nsizes = 2};
+            numacoll_config_init(&bc.cfg);
+            bc.cfg.banks = (unsigned)q;
+            bc.cfg.tree = kind;
+            CU_ASSERT_EQUAL(run_case(q == 2 ? 8 : 4, &bc), 0);
+        }
+}
+
+/* The synthetic 4-NUMA machine: ranks spread over 4 fake nodes, every tree,
+ * placement degraded to the one real node and reported as such. */
+static void test_fake_4numa(void)
+{
+    for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++)
+        for (int p = 7; p <= 8; p++) {
+            bcast_case_t bc = {.spread_pus = 1, .check_placement = 1};
+            numacoll_config_init(&bc.cfg);
+            bc.cfg.topology = FAKE4;
+            bc.cfg.verbose = 0;       /* the degradation is asserted instead */
+            bc.cfg.frag_size = 4096;
+            bc.cfg.queue_depth = 8;
+            bc.cfg.tree = kind;
+            size_t sizes[16];
+            bc.nsizes = boundary_sizes(4096, 8, 2, sizes, 0);
+            bc.sizes = sizes;
+            CU_ASSERT_EQUAL(run_case(p, &bc), 0);
+        }
+}
+
+/* The numa tree under the fake topology sees 4 groups led by ranks 0..3. */
+static int numa_groups_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.topology = FAKE4;
+    cfg.verbose = 0;
+    cfg.tree = NUMACOLL_TREE_NUMA;
+    cfg.pu = (b->rank % 4) * 4 + b->rank / 4;
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    int bad = 0;
+    for (int r = 0; r < b->size; r++) {
+        numacoll_locality_t loc;
+        numacoll_team_locality(team, r, &loc);
+        bad += loc.numa != r % 4 || loc.package != (r % 4) / 2 || !loc.bound;
+    }
+    numacoll_team_destroy(team);
+    return bad ? 1 : 0;
+}
+
+static void test_fake_localities(void)
+{
+    nc__run_opts_t o = {.p = 8, .timeout_ms = 30000};
+    CU_ASSERT_EQUAL(nc__run(&o, numa_groups_body, NULL, NULL, NULL), 0);
+}
+
+/* Packed data: the root packs every other 8-byte word of a strided array;
+ * readers unpack into a stride of three words. */
+typedef struct strided {
+    uint64_t *base;
+    size_t stride;         /* in words */
+} strided_t;
+
+static int pack_strided(void *ctx, size_t off, void *dst, size_t n)
+{
+    strided_t *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        size_t byte = off + i;
+        ((unsigned char *)dst)[i] =
+            ((unsigned char *)&s->base[(byte / 8) * s->stride])[byte % 8];
+    }
+    return 0;
+}
+
+static int unpack_strided(void *ctx, size_t off, const void *src, size_t n)
+{
+    strided_t *s = ctx;
+    for (size_t i = 0; i < n; i++) {
+        size_t byte = off + i;
+        ((unsigned char *)&s->base[(byte / 8) * s->stride])[byte % 8] =
+            ((const unsigned char *)src)[i];
+    }
+    return 0;
+}
+
+static int fail_unpack(void *ctx, size_t off, const void *src, size_t n)
+{
+    (void)ctx, (void)off, (void)src, (void)n;
+    return -1;
+}
+
+static int packed_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.frag_size = 1024;
+    cfg.queue_depth = 4;
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    const size_t words_list[] = {1, 7, 128, 1000, 5000};
+    int errors = 0;
+    for (int k = 0; k < 5; k++)
+        for (int root = 0; root < b->size; root++) {
+            size_t words = words_list[k];
+            size_t stride = b->rank == root ? 2 : 3;
+            uint64_t *a = calloc(words * stride, sizeof *a);
+            for (size_t w = 0; w < words; w++)
+                a[w * stride] = b->rank == root ? w * 1000003u + (uint64_t)root
+                                                : 0;
+            strided_t s = {a, stride};
+            int rc = numacoll_bcast_packed(team, words * 8, root, pack_strided,
+                                           unpack_strided, &s);
+            errors += rc != NUMACOLL_OK;
+            for (size_t w = 0; w < words; w++) {
+                errors += a[w * stride] != w * 1000003u + (uint64_t)root;
+                for (size_t g = 1; g < stride; g++)
+                    errors += a[w * stride + g] != 0;   /* gaps untouched */
+            }
+            free(a);
+        }
+    /* a failing unpack is reported on that rank; the others complete */
+    unsigned char buf[3000] = {0};
+    strided_t s0 = {(uint64_t *)buf, 1};
+    int rc = numacoll_bcast_packed(team, sizeof buf, 0, pack_strided,
+                                   b->rank == 1 ? fail_unpack : unpack_strided,
+                                   &s0);
+    errors += rc != (b->rank == 1 ? NUMACOLL_ERR_CALLBACK : NUMACOLL_OK);
+    /* and the team stays usable */
+    errors += numacoll_bcast(team, buf, 100, b->size - 1) != NUMACOLL_OK;
+    numacoll_team_destroy(team);
+    if (errors)
+        fprintf(stderr, "rank %d: %d packed errors\n", b->rank, errors);
+    return errors ? 1 : 0;
+}
+
+static void test_packed(void)
+{
+    for (int p = 2; p <= 5; p += 3) {
+        nc__run_opts_t o = {.p = p, .timeout_ms = 30000};
+        CU_ASSERT_EQUAL(nc__run(&o, packed_body, NULL, NULL, NULL), 0);
+    }
+}
+
+/* Barrier: nobody leaves before the last enters, checked with a shared
+ * counter, 2000 times back to back at p = 8. */
+typedef struct barrier_arg {
+    _Atomic unsigned *counter;
+    int iters;
+    int tree;
+} barrier_arg_t;
+
+static int barrier_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    barrier_arg_t *ba = arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.tree = ba->tree;
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    int errors = 0;
+    for (int i = 1; i <= ba->iters && !errors; i++) {
+        atomic_fetch_add_explicit(ba->counter, 1, memory_order_seq_cst);
+        if (numacoll_barrier(team) != NUMACOLL_OK)
+            errors++;
+        unsigned seen = atomic_load_explicit(ba->counter, memory_order_seq_cst);
+        /* everyone entered barrier i; nobody can have entered i+2 */
+        if (seen < (unsigned)(i * b->size) || seen > (unsigned)((i + 1) * b->size))
+            errors++;
+        if (errors)
+            fprintf(stderr, "rank %d: barrier %d saw counter %u\n", b->rank, i,
+                    seen);
+    }
+    numacoll_counters_t c;
+    numacoll_team_counters(team, &c);
+    errors += c.barrier != (uint64_t)ba->iters;
+    numacoll_team_destroy(team);
+    return errors ? 1 : 0;
+}
+
+static void test_barrier(void)
+{
+    _Atomic unsigned *counter = nc__run_shared_alloc(sizeof *counter);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(counter);
+    for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++) {
+        atomic_store_explicit(counter, 0, memory_order_seq_cst);
+        barrier_arg_t ba = {counter, kind == 0 ? 2000 : 300, kind};
+        nc__run_opts_t o = {.p = 8, .timeout_ms = 60000};
+        CU_ASSERT_EQUAL(nc__run(&o, barrier_body, &ba, NULL, NULL), 0);
+        CU_ASSERT_EQUAL(atomic_load_explicit(counter, memory_order_seq_cst),
+                        8u * (unsigned)ba.iters);
+    }
+    nc__run_shared_free(counter, sizeof *counter);
+}
+
+/* Bad calls fail with NUMACOLL_ERR_ARG and a message, and nothing hangs. */
+static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *team;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    int errors = 0;
+    /* a config every rank rejects */
+    cfg.frag_size = 100;
+    cfg.verbose = 0;
+    errors += numacoll_team_create(b, &cfg, &team) != NUMACOLL_ERR_ARG;
+    /* a config only rank 1 rejects: all must fail together, none hang */
+    cfg.frag_size = b->rank == 1 ? 100 : 8192;
+    errors += numacoll_team_create(b, &cfg, &team) != NUMACOLL_ERR_ARG;
+    cfg.frag_size = 8192;
+    errors += numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK;
+    char buf[200] = {0};
+    errors += numacoll_bcast(team, buf, 10, b->size) != NUMACOLL_ERR_ARG;
+    errors += strstr(numacoll_team_last_error(team), "root") == NULL;
+    errors += numacoll_bcast(team, buf, 10, -1) != NUMACOLL_ERR_ARG;
+    errors += numacoll_bcast(team, NULL, 10, 0) != NUMACOLL_ERR_ARG;
+    errors += numacoll_bcast(team, NULL, 0, 0) != NUMACOLL_OK;
+    errors += numacoll_bcast(NULL, buf, 10, 0) != NUMACOLL_ERR_ARG;
+    numacoll_team_destroy(team);
+    /* a bootstrap that lies about its rank */
+    numacoll_bootstrap_t bad = *b;
+    bad.rank = b->size;
+    errors += numacoll_team_create(&bad, NULL, &team) != NUMACOLL_ERR_ARG;
+    errors += numacoll_team_create(b, NULL, NULL) != NUMACOLL_ERR_ARG;
+    return errors ? 1 : 0;
+}
+
+static void test_bad_args(void)
+{
+    nc__run_opts_t o = {.p = 3, .timeout_ms = 20000};
+    CU_ASSERT_EQUAL(nc__run(&o, bad_args_body, NULL, NULL, NULL), 0);
+}
+
+/* Ranks that disagree on the size: the reader that notices fails with
+ * NUMACOLL_ERR_ARG and a message, the team aborts, nobody hangs. */
+static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    size_t root_n = *(size_t *)arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.verbose = 0;
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    static char buf[100000];
+    int rc = numacoll_bcast(team, buf, b->rank == 0 ? root_n : root_n + 1, 0);
+    int ok = b->rank == 0 ? rc == NUMACOLL_OK
+                          : rc == NUMACOLL_ERR_ARG &&
+                                strstr(numacoll_team_last_error(team), "differ");
+    /* the team is aborted from now on, on every rank: the root learns it
+     * at its next wait at the latest */
+    if (ok && numacoll_barrier(team) != NUMACOLL_ERR_ABORTED)
+        ok = 0;
+    if (ok && numacoll_bcast(team, buf, 10, 0) != NUMACOLL_ERR_ABORTED)
+        ok = 0;
+    numacoll_team_destroy(team);
+    return ok ? 0 : 1;
+}
+
+static void test_size_mismatch(void)
+{
+    size_t sizes[] = {20, 20000};
+    for (int k = 0; k < 2; k++) {
+        nc__run_opts_t o = {.p = 2, .timeout_ms = 20000};
+        CU_ASSERT_EQUAL(nc__run(&o, mismatch_body, &sizes[k], NULL, NULL), 0);
+    }
+}
+
+int nct_register_bcast(void)
+{
+    static const nct_test_t tests[] = {
+        {"every p, root, tree, q and boundary size", test_matrix},
+        {"defaults up to 16 MiB, placement verified", test_defaults_16m},
+        {"16 MiB through every tree and q", test_16m_every_tree},
+        {"fake 4-NUMA topology, every tree", test_fake_4numa},
+        {"fake 4-NUMA localities and groups", test_fake_localities},
+        {"packed data through callbacks", test_packed},
+        {"barrier ordering, every tree", test_barrier},
+        {"bad arguments", test_bad_args},
+        {"sizes that differ between ranks", test_size_mismatch},
+        {NULL, NULL},
+    };
+    return nct_add_suite("bcast", tests);
+}
