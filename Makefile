@@ -29,6 +29,7 @@ LDFLAGS += $(SANFLAGS)
 # The library: one list of sources.
 LIB_SRCS = \
 	coll/status.c \
+	coll/algs.c \
 	coll/config.c \
 	coll/wait.c \
 	coll/tree.c \

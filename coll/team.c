@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "coll/algs.h"
 #include "coll/team.h"
 #include "coll/wait.h"
 #include "shm_seg/seg.h"
@@ -370,6 +371,15 @@ int numacoll_team_counters(const numacoll_team_t *t, numacoll_counters_t *c)
 
 /* ---- dispatch -------------------------------------------------------- */
 
+/* The algorithm for a Bcast of nbytes: a pure function of the size (and,
+ * once tuning tables exist, of the team), identical on every rank. */
+static nc__alg_t bcast_choose(const numacoll_team_t *t, size_t nbytes)
+{
+    (void)t;
+    return nbytes <= NC_INLINE_MAX ? NC_ALG_BCAST_INLINE
+                                   : NC_ALG_BCAST_PIPELINED;
+}
+
 static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
 {
     if (root < 0 || root >= t->p)
@@ -380,8 +390,14 @@ static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
     if (rc != NUMACOLL_OK)
         return rc;
     if (t->p > 1 && nbytes > 0) {
-        rc = nbytes <= NC_INLINE_MAX ? nc__bcast_inline(t, nbytes, root, io)
-                                     : nc__bcast_pipelined(t, nbytes, root, io);
+        switch (bcast_choose(t, nbytes)) {
+        case NC_ALG_BCAST_INLINE:
+            rc = nc__bcast_inline(t, nbytes, root, io);
+            break;
+        default:
+            rc = nc__bcast_pipelined(t, nbytes, root, io);
+            break;
+        }
         if (rc != NUMACOLL_OK)
             return rc;
     }

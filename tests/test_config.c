@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/algs.h"
 #include "nct.h"
 #include "numacoll.h"
 
@@ -101,6 +102,19 @@ static void test_docs_table(void)
 #undef X
 }
 
+static void test_alg_table(void)
+{
+    for (int i = 0; i < NC_ALG_COUNT; i++) {
+        CU_ASSERT_EQUAL(nc__algs[i].id, i);
+        CU_ASSERT_EQUAL(nc__alg_find(nc__algs[i].coll, nc__algs[i].name), i);
+        CU_ASSERT(strlen(nc__algs[i].desc) > 10);
+    }
+    CU_ASSERT_EQUAL(nc__alg_find(NC_COLL_BCAST, "pipelined"),
+                    NC_ALG_BCAST_PIPELINED);
+    CU_ASSERT_EQUAL(nc__alg_find(NC_COLL_BCAST, "tree"), -1);
+    CU_ASSERT_STRING_EQUAL(nc__coll_name(NC_COLL_BARRIER), "barrier");
+}
+
 int nct_register_config(void)
 {
     static const nct_test_t tests[] = {
@@ -109,6 +123,7 @@ int nct_register_config(void)
         {"status texts", test_strerror},
         {"tree names round trip", test_tree_names},
         {"parameters.md lists every parameter", test_docs_table},
+        {"algorithm table is consistent", test_alg_table},
         {NULL, NULL},
     };
     return nct_add_suite("config", tests);

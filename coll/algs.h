@@ -1,0 +1,55 @@
+/*
+ * The algorithm table: one X-macro list of every algorithm of every
+ * collective, {collective, id, name, description}, so that dispatch, the
+ * benchmark (--alg), the tuning-file parser and the autotuner read the same
+ * names. Adding an algorithm = one line here + its file + one case in the
+ * collective's dispatch.
+ */
+#ifndef NUMACOLL_ALGS_H
+#define NUMACOLL_ALGS_H
+
+/* X(id, name): the collectives. */
+#define NC_COLL_LIST(X)                                                        \
+    X(BCAST, "bcast")                                                          \
+    X(BARRIER, "barrier")
+
+typedef enum {
+#define X(id, name) NC_COLL_##id,
+    NC_COLL_LIST(X)
+#undef X
+    NC_COLL_COUNT
+} nc__coll_t;
+
+#define NC_ALG_LIST(X)                                                         \
+    X(BCAST, INLINE, "inline",                                                 \
+      "payload travels in the control cache line with its length; at most "    \
+      "56 bytes")                                                              \
+    X(BCAST, PIPELINED, "pipelined",                                           \
+      "copy-in/copy-out through the root's NUMA-local queue of s fragments "   \
+      "in q banks, notifications down the tree")                               \
+    X(BARRIER, TREE, "tree",                                                   \
+      "fan-in then fan-out along the notification tree on per-rank sync "      \
+      "lines")
+
+typedef enum {
+#define X(coll, id, name, desc) NC_ALG_##coll##_##id,
+    NC_ALG_LIST(X)
+#undef X
+    NC_ALG_COUNT
+} nc__alg_t;
+
+typedef struct nc__alg_info {
+    nc__coll_t coll;
+    nc__alg_t id;
+    const char *name;
+    const char *desc;
+} nc__alg_info_t;
+
+extern const nc__alg_info_t nc__algs[NC_ALG_COUNT];
+
+/* Name of a collective ("bcast", "barrier", ...). */
+const char *nc__coll_name(nc__coll_t coll);
+/* Algorithm of `coll` called `name`, or -1. */
+int nc__alg_find(nc__coll_t coll, const char *name);
+
+#endif
