@@ -10,6 +10,7 @@
  * that report every PU), so tests and fake-topology runs inject the PU.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,6 +169,69 @@ static int env_topology_ignored(hwloc_topology_t topo)
            !getenv("HWLOC_THISSYSTEM") && hwloc_topology_is_thissystem(topo);
 }
 
+/*
+ * Loading a topology costs ~14 ms, and a process creates a team per
+ * communicator: keep the last one loaded, keyed by where it came from (the
+ * argument and both environment variables). Only where the process runs is
+ * asked afresh each time. The lock serialises discovery, which is rare.
+ */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static hwloc_topology_t cache_topo;
+static char cache_key[2048];
+
+static hwloc_topology_t load_topology(const char *topology, char *msg,
+                                      size_t msglen)
+{
+    hwloc_topology_t topo;
+    char src[512];
+    if (hwloc_topology_init(&topo) != 0) {
+        int err = errno;
+        topo_error(msg, msglen, "hwloc_topology_init failed for %s: %s.",
+                   source_name(topology, src, sizeof src), strerror(err));
+        return NULL;
+    }
+    if (select_source(topo, topology, msg, msglen) != NUMACOLL_OK)
+        goto fail;
+    if (hwloc_topology_load(topo) != 0) {
+        int err = errno;
+        topo_error(msg, msglen, "hwloc could not load the topology of %s: %s.",
+                   source_name(topology, src, sizeof src), strerror(err));
+        goto fail;
+    }
+    if (!topology && env_topology_ignored(topo)) {
+        topo_error(msg, msglen, "hwloc could not use %s (unreadable file or "
+                   "invalid description) and fell back to this machine; fix "
+                   "or unset the variable.",
+                   source_name(topology, src, sizeof src));
+        goto fail;
+    }
+    return topo;
+fail:
+    hwloc_topology_destroy(topo);
+    return NULL;
+}
+
+static hwloc_topology_t cached_topology(const char *topology, char *msg,
+                                        size_t msglen)
+{
+    char key[sizeof cache_key];
+    const char *xml = env_value("HWLOC_XMLFILE"), *syn = env_value("HWLOC_SYNTHETIC");
+    int n = snprintf(key, sizeof key, "%s\n%s\n%s", topology ? topology : "",
+                     xml ? xml : "", syn ? syn : "");
+    if (cache_topo && n > 0 && (size_t)n < sizeof key &&
+        strcmp(key, cache_key) == 0)
+        return cache_topo;
+    hwloc_topology_t topo = load_topology(topology, msg, msglen);
+    if (!topo)
+        return NULL;
+    if (cache_topo)
+        hwloc_topology_destroy(cache_topo);
+    cache_topo = topo;
+    /* an over-long key is never matched again: no cache, still correct */
+    snprintf(cache_key, sizeof cache_key, "%s", (size_t)n < sizeof key ? key : "");
+    return topo;
+}
+
 int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
                       char *msg, size_t msglen)
 {
@@ -181,36 +245,14 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
     if (msg && msglen > 0)
         msg[0] = '\0';
 
-    hwloc_topology_t topo;
     hwloc_obj_t obj;
     int npus;
     char src[512];
-    if (hwloc_topology_init(&topo) != 0) {
-        int err = errno;
-        return topo_error(msg, msglen,
-                          "hwloc_topology_init failed for %s: %s.",
-                          source_name(topology, src, sizeof src),
-                          strerror(err));
-    }
-
-    int rc = select_source(topo, topology, msg, msglen);
-    if (rc != NUMACOLL_OK)
+    pthread_mutex_lock(&cache_lock);
+    hwloc_topology_t topo = cached_topology(topology, msg, msglen);
+    int rc = NUMACOLL_ERR_TOPO;
+    if (!topo)
         goto out;
-    if (hwloc_topology_load(topo) != 0) {
-        int err = errno;
-        rc = topo_error(msg, msglen, "hwloc could not load the topology of "
-                        "%s: %s.", source_name(topology, src, sizeof src),
-                        strerror(err));
-        goto out;
-    }
-
-    if (!topology && env_topology_ignored(topo)) {
-        rc = topo_error(msg, msglen, "hwloc could not use %s (unreadable "
-                        "file or invalid description) and fell back to this "
-                        "machine; fix or unset the variable.",
-                        source_name(topology, src, sizeof src));
-        goto out;
-    }
 
     npus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
     if (npus <= 0) {
@@ -239,6 +281,6 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
     loc->numa = local_numa_os_index(obj);
     rc = NUMACOLL_OK;
 out:
-    hwloc_topology_destroy(topo);
+    pthread_mutex_unlock(&cache_lock);
     return rc;
 }
