@@ -369,6 +369,20 @@ int numacoll_team_counters(const numacoll_team_t *t, numacoll_counters_t *c)
     return NUMACOLL_OK;
 }
 
+int nc__bank_claim(numacoll_team_t *t, unsigned set)
+{
+    nc__bank_t *bank = &t->banks[set];
+    nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
+    uint64_t seen;
+    int rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
+                          memory_order_relaxed);
+    atomic_store_explicit(&bank->op, t->op, memory_order_release);
+    return NUMACOLL_OK;
+}
+
 /* ---- dispatch -------------------------------------------------------- */
 
 /* The algorithm for a Bcast of nbytes: a pure function of the size (and,

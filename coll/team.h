@@ -146,6 +146,20 @@ static inline void nc__io_unpack(nc__io_t *io, size_t off, const void *src,
         io->failed = 1;
 }
 
+/*
+ * Root side of a bank use: wait until every reader of the bank's previous
+ * use is done (nreaders == 0, acquire), then announce p-1 new readers and
+ * publish the op number. Readers learn of the use only through release
+ * stores the root issues after this, so relaxed is enough for nreaders.
+ */
+int nc__bank_claim(numacoll_team_t *t, unsigned set);
+
+/* Reader side: this rank's copies out of the bank are done (release). */
+static inline void nc__bank_release(numacoll_team_t *t, unsigned set)
+{
+    atomic_fetch_sub_explicit(&t->banks[set].nreaders, 1, memory_order_release);
+}
+
 /* Algorithms (coll/bcast/, coll/barrier.c). */
 int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
                         nc__io_t *io);

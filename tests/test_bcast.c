@@ -114,8 +114,7 @@ static int bcast_body(const numacoll_bootstrap_t *b, void *arg)
 
 static int run_case(int p, bcast_case_t *bc)
 {
-    nc__run_opts_t o = {.p = p, .timeout_ms = 60000};
-    int rc = nc__run(&o, bcast_body, bc, NULL, NULL);
+    int rc = nct_run(p, bcast_body, bc);
     if (rc != 0)
         fprintf(stderr, "bcast case failed: p %d tree %s radix %u f %zu s %u "
                 "q %u\n", p, numacoll_tree_name(bc->cfg.tree), bc->cfg.radix,
@@ -235,8 +234,7 @@ static int numa_groups_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_fake_localities(void)
 {
-    nc__run_opts_t o = {.p = 8, .timeout_ms = 30000};
-    CU_ASSERT_EQUAL(nc__run(&o, numa_groups_body, NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(8, numa_groups_body, NULL), 0);
 }
 
 /* Packed data: the root packs every other 8-byte word of a strided array;
@@ -323,8 +321,7 @@ static int packed_body(const numacoll_bootstrap_t *b, void *arg)
 static void test_packed(void)
 {
     for (int p = 2; p <= 5; p += 3) {
-        nc__run_opts_t o = {.p = p, .timeout_ms = 30000};
-        CU_ASSERT_EQUAL(nc__run(&o, packed_body, NULL, NULL, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, packed_body, NULL), 0);
     }
 }
 
@@ -372,8 +369,7 @@ static void test_barrier(void)
     for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++) {
         atomic_store_explicit(counter, 0, memory_order_seq_cst);
         barrier_arg_t ba = {counter, kind == 0 ? 2000 : 300, kind};
-        nc__run_opts_t o = {.p = 8, .timeout_ms = 60000};
-        CU_ASSERT_EQUAL(nc__run(&o, barrier_body, &ba, NULL, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(8, barrier_body, &ba), 0);
         CU_ASSERT_EQUAL(atomic_load_explicit(counter, memory_order_seq_cst),
                         8u * (unsigned)ba.iters);
     }
@@ -415,8 +411,7 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_bad_args(void)
 {
-    nc__run_opts_t o = {.p = 3, .timeout_ms = 20000};
-    CU_ASSERT_EQUAL(nc__run(&o, bad_args_body, NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(3, bad_args_body, NULL), 0);
 }
 
 /* Ranks that disagree on the size: the reader that notices fails with
@@ -449,8 +444,7 @@ static void test_size_mismatch(void)
 {
     size_t sizes[] = {20, 20000};
     for (int k = 0; k < 2; k++) {
-        nc__run_opts_t o = {.p = 2, .timeout_ms = 20000};
-        CU_ASSERT_EQUAL(nc__run(&o, mismatch_body, &sizes[k], NULL, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(2, mismatch_body, &sizes[k]), 0);
     }
 }
 

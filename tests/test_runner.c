@@ -32,8 +32,7 @@ static void test_allgather(void)
     size_t sizes[] = {0, 4, 100, 512, 1200, 2000};
     for (int p = 1; p <= 9; p += 4)
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-            nc__run_opts_t o = {.p = p, .timeout_ms = 20000};
-            CU_ASSERT_EQUAL(nc__run(&o, gather_body, &sizes[k], NULL, NULL), 0);
+            CU_ASSERT_EQUAL(nct_run(p, gather_body, &sizes[k]), 0);
         }
 }
 

@@ -47,8 +47,7 @@ static void test_destroy_leaves_nothing(void)
 {
     shared_names_t *sn = nc__run_shared_alloc(sizeof *sn);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sn);
-    nc__run_opts_t o = {.p = 4, .timeout_ms = 20000};
-    CU_ASSERT_EQUAL(nc__run(&o, lifecycle_body, sn, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(4, lifecycle_body, sn), 0);
     CU_ASSERT_NSTRING_EQUAL(sn->name[0], "/numacoll-", 10);
     char uid[32];
     snprintf(uid, sizeof uid, "-%u-", (unsigned)getuid());
@@ -59,7 +58,7 @@ static void test_destroy_leaves_nothing(void)
     /* two teams in a row never share a name */
     char first[128];
     snprintf(first, sizeof first, "%s", sn->name[0]);
-    CU_ASSERT_EQUAL(nc__run(&o, lifecycle_body, sn, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(4, lifecycle_body, sn), 0);
     CU_ASSERT_STRING_NOT_EQUAL(sn->name[0], first);
     nc__run_shared_free(sn, sizeof *sn);
 }
@@ -139,8 +138,7 @@ static int timeout_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_timeout_names_ranks(void)
 {
-    nc__run_opts_t o = {.p = 2, .timeout_ms = 20000};
-    CU_ASSERT_EQUAL(nc__run(&o, timeout_body, NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(2, timeout_body, NULL), 0);
 }
 
 /* Unbound ranks are located where they run and reported unbound; bound
@@ -165,9 +163,8 @@ static int bound_body(const numacoll_bootstrap_t *b, void *arg)
 static void test_bound_and_placed(void)
 {
     int unbound = 0, bound = sysconf(_SC_NPROCESSORS_ONLN) > 1;
-    nc__run_opts_t o = {.p = 2, .timeout_ms = 20000};
-    CU_ASSERT_EQUAL(nc__run(&o, bound_body, &unbound, NULL, NULL), 0);
-    o.bind = 1;
+    CU_ASSERT_EQUAL(nct_run(2, bound_body, &unbound), 0);
+    nc__run_opts_t o = {.p = 2, .bind = 1, .timeout_ms = 60000};
     CU_ASSERT_EQUAL(nc__run(&o, bound_body, &bound, NULL, NULL), 0);
 }
 

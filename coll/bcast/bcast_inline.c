@@ -32,20 +32,15 @@ int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
 {
     const unsigned q = t->cfg.banks, set = (unsigned)(t->op % q);
     const unsigned idx = set * (t->cfg.queue_depth / q);
-    nc__bank_t *bank = &t->banks[set];
     const int nchild = nc__tree_children(&t->tree, root, t->rank, t->children);
     uint64_t seen;
     int rc;
 
     if (t->rank == root) {
         unsigned char payload[NC_INLINE_MAX];
-        nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
-        rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+        rc = nc__bank_claim(t, set);
         if (rc != NUMACOLL_OK)
             return rc;
-        atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
-                              memory_order_relaxed);
-        atomic_store_explicit(&bank->op, t->op, memory_order_release);
         nc__io_pack(io, 0, payload, nbytes);
         send_line(t, nchild, idx, payload, nbytes);
     } else {
@@ -60,7 +55,7 @@ int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
         send_line(t, nchild, idx, mine->data, nbytes);
         nc__io_unpack(io, 0, mine->data, nbytes);
         atomic_store_explicit(&mine->word, 0, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&bank->nreaders, 1, memory_order_release);
+        nc__bank_release(t, set);
     }
     t->op++;
     return NUMACOLL_OK;

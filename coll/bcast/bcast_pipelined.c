@@ -39,17 +39,10 @@ int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
 
     while (sent < nbytes) {
         const unsigned set = (unsigned)(t->op % q), first = set * per_bank;
-        nc__bank_t *bank = &t->banks[set];
         if (t->rank == root) {
-            nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
-            rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+            rc = nc__bank_claim(t, set);
             if (rc != NUMACOLL_OK)
                 return rc;
-            /* Readers learn of this use only through release stores issued
-             * after these two, so relaxed is enough for nreaders. */
-            atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
-                                  memory_order_relaxed);
-            atomic_store_explicit(&bank->op, t->op, memory_order_release);
             for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
                  idx++) {
                 size_t n = nbytes - sent < f ? nbytes - sent : f;
@@ -83,7 +76,7 @@ int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
                 sent += want;
             }
             /* our copies out of the bank are done before the root may reuse it */
-            atomic_fetch_sub_explicit(&bank->nreaders, 1, memory_order_release);
+            nc__bank_release(t, set);
         }
         t->op++;
     }
