@@ -11,7 +11,9 @@
 /* X(id, name): the collectives. */
 #define NC_COLL_LIST(X)                                                        \
     X(BCAST, "bcast")                                                          \
-    X(BARRIER, "barrier")
+    X(BARRIER, "barrier")                                                      \
+    X(REDUCE, "reduce")                                                        \
+    X(ALLREDUCE, "allreduce")
 
 typedef enum {
 #define X(id, name) NC_COLL_##id,
@@ -28,8 +30,21 @@ typedef enum {
       "copy-in/copy-out through the root's NUMA-local queue of s fragments "   \
       "in q banks, notifications down the tree")                               \
     X(BARRIER, TREE, "tree",                                                   \
-      "fan-in then fan-out along the notification tree on per-rank sync "      \
-      "lines")
+      "fan-in then fan-out on per-rank sync lines along the barrier's own "    \
+      "NUMA-aware k-nomial tree (barrier_radix)")                              \
+    X(REDUCE, PIPELINED, "pipelined",                                          \
+      "fragments staged in each rank's NUMA-local slots, folded by parents "   \
+      "along a NUMA-aware k-nomial tree (rank-ordered for non-commutative "    \
+      "ops), pipelined")                                                       \
+    X(ALLREDUCE, INLINE, "inline",                                             \
+      "every rank publishes its contribution in a cache line and folds all "   \
+      "p lines in rank order; at most 56 bytes")                               \
+    X(ALLREDUCE, REDUCE_BCAST, "reduce_bcast",                                 \
+      "pipelined Reduce to rank 0, then Bcast from rank 0; below "             \
+      "allreduce_threshold")                                                   \
+    X(ALLREDUCE, RSAG, "rsag",                                                 \
+      "reduce-scatter in shared memory (each rank folds one cache-line "       \
+      "aligned slice of every contribution) then allgather of the slices")
 
 typedef enum {
 #define X(coll, id, name, desc) NC_ALG_##coll##_##id,

@@ -1,32 +1,75 @@
 /*
- * Barrier: fan-in then fan-out along the team's notification tree rooted at
- * rank 0 (with the numa tree, members meet their leader first and leaders
- * meet the root). Each rank owns two sync lines: `arrive`, written by the
- * rank when its subtree has arrived and read by its parent, and `release`,
- * written by the parent and polled by the rank. Values are the barrier's
- * sequence number, compared rollover-safely, so nothing is ever reset.
- * Cost: 2 * depth(tree) cache-line transfers (plus radix polls per level).
+ * Barrier: fan-in then fan-out along the Barrier's own tree, rooted at rank
+ * 0 and independent of the Bcast's `tree`: the hier shape of coll/tree.h
+ * with k = barrier_radix both inside NUMA nodes and between them, so the
+ * ranks of a node meet their leader first (k-nomial) and the leaders meet
+ * rank 0 along a k-nomial tree over the nodes. Parent and children are
+ * computed once, at team creation.
+ *
+ *  leaf:   store arrive = seq (release), wait for release >= seq (acquire).
+ *  inner:  wait for each child's arrive >= seq, then as a leaf, then store
+ *          release = seq in each child's line.
+ *  root:   wait for its children's arrive, then release them.
+ * Each rank owns two sync lines: `arrive`, written by the rank when its
+ * subtree has arrived and read by its parent, and `release`, written by
+ * the parent and polled by the rank. Values are the barrier's sequence
+ * number, compared rollover-safely (GE), so nothing is ever reset and a
+ * rank may enter barrier seq+1 while its parent still reads seq: arrive
+ * only grows, and a child that has left seq cannot pass seq+1 before its
+ * parent stores seq+1. The release/acquire pairs make everything a rank
+ * wrote before entering visible to every rank after it leaves.
+ *
+ * Cost: 2 * depth * t_l + (k-1) polls per level, depth = ceil(log_k n)
+ * inside a node plus ceil(log_k nodes) between leaders. Shared slots: own
+ * and children's sync lines. Tuned by barrier_radix.
  */
+#include <stdlib.h>
+
 #include "coll/team.h"
 #include "coll/wait.h"
+
+int nc__barrier_init(numacoll_team_t *t)
+{
+    int k = (int)t->cfg.barrier_radix;
+    int rc = nc__tree_init_hier(&t->barrier_tree, t->p, k, k, t->loc);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    t->barrier_children = malloc(
+        (size_t)(nc__tree_max_children(&t->barrier_tree) + 1) *
+        sizeof *t->barrier_children);
+    if (!t->barrier_children)
+        return NUMACOLL_ERR_NOMEM;
+    t->barrier_parent = nc__tree_parent(&t->barrier_tree, 0, t->rank);
+    t->barrier_nchild = nc__tree_children(&t->barrier_tree, 0, t->rank,
+                                          t->barrier_children);
+    return NUMACOLL_OK;
+}
+
+void nc__barrier_fini(numacoll_team_t *t)
+{
+    nc__tree_fini(&t->barrier_tree);
+    free(t->barrier_children);
+    t->barrier_children = NULL;
+}
 
 int nc__barrier_tree(numacoll_team_t *t)
 {
     const uint64_t seq = ++t->barrier_seq;
-    const int nchild = nc__tree_children(&t->tree, 0, t->rank, t->children);
-    const int parent = nc__tree_parent(&t->tree, 0, t->rank);
+    const int nchild = t->barrier_nchild, parent = t->barrier_parent;
+    const int *kids = t->barrier_children;
     uint64_t seen;
     int rc;
 
     for (int c = 0; c < nchild; c++) {
-        nc__wait_why_t why = {t->children[c], "barrier arrive", (long)seq, 0};
-        rc = nc__wait(t, &nc__sync(t, t->children[c])->arrive, NC_WAIT_GE, seq,
+        nc__wait_why_t why = {kids[c], "barrier arrive", (long)seq, 0};
+        rc = nc__wait(t, &nc__sync(t, kids[c])->arrive, NC_WAIT_GE, seq,
                       &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
     }
     if (parent >= 0) {
         nc__sync_t *me = nc__sync(t, t->rank);
+        /* our subtree's arrival (and everything before it) before arrive */
         atomic_store_explicit(&me->arrive, seq, memory_order_release);
         nc__wait_why_t why = {parent, "barrier release", (long)seq, 0};
         rc = nc__wait(t, &me->release, NC_WAIT_GE, seq, &seen, &why);
@@ -34,7 +77,7 @@ int nc__barrier_tree(numacoll_team_t *t)
             return rc;
     }
     for (int c = 0; c < nchild; c++)
-        atomic_store_explicit(&nc__sync(t, t->children[c])->release, seq,
+        atomic_store_explicit(&nc__sync(t, kids[c])->release, seq,
                               memory_order_release);
     return NUMACOLL_OK;
 }

@@ -125,6 +125,8 @@ static void team_free(numacoll_team_t *t)
     if (!t)
         return;
     nc__seg_unmap(t->base, t->layout.total);
+    nc__red_fini(t);
+    nc__barrier_fini(t);
     nc__tree_fini(&t->tree);
     free(t->children);
     free(t->leaders);
@@ -222,10 +224,15 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
         if (!t->children)
             rc = NUMACOLL_ERR_NOMEM;
     }
+    if (rc == NUMACOLL_OK)
+        rc = nc__barrier_init(t);
+    if (rc == NUMACOLL_OK)
+        rc = nc__red_init(t);
     if (rc == NUMACOLL_OK &&
         nc__layout_plan(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
                         t->cfg.queue_depth, t->cfg.banks,
-                        t->cfg.frag_size) != 0)
+                        t->cfg.frag_size, t->cfg.reduce_depth,
+                        t->cfg.reduce_frag_size) != 0)
         rc = NUMACOLL_ERR_ARG;
     if (rc == NUMACOLL_OK && t->cfg.mem_budget &&
         t->layout.total > t->cfg.mem_budget) {

@@ -81,6 +81,13 @@ struct numacoll_team {
     numacoll_placement_t placement;
     char seg_name[96];
     char last_error[256];
+    /* Barrier (coll/barrier.c): its own hier tree rooted at rank 0 with
+     * k = barrier_radix; parent and children computed once. */
+    nc__tree_t barrier_tree;
+    int barrier_parent, barrier_nchild;
+    int *barrier_children;
+    /* Reduce / Allreduce state (coll/reduce/reduce.h). */
+    struct nc__red *red;
 };
 
 /* Control slot idx of rank r. */
@@ -165,5 +172,13 @@ int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
                         nc__io_t *io);
 int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
 int nc__barrier_tree(numacoll_team_t *t);
+
+/* Per-team state of Barrier and Reduce/Allreduce, made at team creation
+ * (after the localities are known) and freed with the team; fini must
+ * accept what a failed init left. */
+int nc__barrier_init(numacoll_team_t *t);
+void nc__barrier_fini(numacoll_team_t *t);
+int nc__red_init(numacoll_team_t *t);
+void nc__red_fini(numacoll_team_t *t);
 
 #endif

@@ -153,11 +153,23 @@ static int numa_base(const nc__tree_t *t, int root, int g)
     return t->group_of[root] == g ? t->pos_in_group[root] : 0;
 }
 
+/* Head of group g: the root in its own group, the leader elsewhere. */
+static int numa_head(const nc__tree_t *t, int root, int g)
+{
+    return g == t->group_of[root] ? root : t->members[t->group_start[g]];
+}
+
 static int numa_parent(const nc__tree_t *t, int root, int rank)
 {
     int g = t->group_of[rank];
-    if (g != t->group_of[root] && t->leader_of[rank] == rank)
-        return root;
+    if (g != t->group_of[root] && t->leader_of[rank] == rank) {
+        if (t->leader_radix < 2)
+            return root;
+        /* hier: the heads form a knomial over groups rotated to the root's */
+        int gr = t->group_of[root], ng = t->ngroups;
+        int u = nc__knomial_parent(rel_of(g, gr, ng), t->leader_radix);
+        return numa_head(t, root, abs_of(u, gr, ng));
+    }
     int s = t->group_start[g], n = t->group_start[g + 1] - s;
     int base = numa_base(t, root, g);
     int u = nc__knomial_parent(rel_of(t->pos_in_group[rank], base, n),
@@ -169,7 +181,16 @@ static int numa_children(const nc__tree_t *t, int root, int rank, int *out)
 {
     int n_out = 0;
     int g = t->group_of[rank];
-    if (rank == root)
+    if (t->leader_radix >= 2) {
+        /* hier: a head lists the heads of its knomial child groups first */
+        if (rank == numa_head(t, root, g)) {
+            int gr = t->group_of[root], ng = t->ngroups;
+            n_out = nc__knomial_children(rel_of(g, gr, ng), t->leader_radix,
+                                         ng, out);
+            for (int i = 0; i < n_out; i++)
+                out[i] = numa_head(t, root, abs_of(out[i], gr, ng));
+        }
+    } else if (rank == root)
         /* Remote leaders first: their subtrees are whole nodes and the
          * cross-node hop is the slowest one. */
         for (int h = 0; h < t->ngroups; h++)
@@ -240,6 +261,20 @@ int nc__tree_init(nc__tree_t *t, int kind, int p, int radix,
         for (int i = t->group_start[g]; i < t->group_start[g + 1]; i++)
             t->pos_in_group[t->members[i]] = i - t->group_start[g];
     return NUMACOLL_OK;
+}
+
+int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
+                       const numacoll_locality_t *loc)
+{
+    if (leader_radix < 2) {
+        if (t)
+            memset(t, 0, sizeof *t);
+        return NUMACOLL_ERR_ARG;
+    }
+    int rc = nc__tree_init(t, NUMACOLL_TREE_NUMA, p, radix, loc);
+    if (rc == NUMACOLL_OK)
+        t->leader_radix = leader_radix;
+    return rc;
 }
 
 /* Out-of-range input gets "no parent" / "no children", never a crash:
@@ -315,14 +350,18 @@ int nc__tree_max_children(const nc__tree_t *t)
         if (t->radix < 2 || !t->group_start)
             return 0;
         /* The root has every remote leader plus its own group's knomial
-         * children; a leader elsewhere has only the latter. */
+         * children; a leader elsewhere has only the latter. hier: a head
+         * has at most the knomial root's count of child groups. */
         int big = 0;
         for (int g = 0; g < t->ngroups; g++) {
             int n = t->group_start[g + 1] - t->group_start[g];
             if (n > big)
                 big = n;
         }
-        return t->ngroups - 1 + knomial_max(big, t->radix);
+        int heads = t->leader_radix >= 2
+                        ? knomial_max(t->ngroups, t->leader_radix)
+                        : t->ngroups - 1;
+        return heads + knomial_max(big, t->radix);
     }
     }
 }

@@ -17,6 +17,12 @@
  *  numa     root -> leaders of the other NUMA groups (flat), then inside
  *           each group a knomial tree rooted at the leader (at the root for
  *           the root's own group) over the group's members in rank order.
+ *  hier     (nc__tree_init_hier, internal) the numa shape with the groups'
+ *           heads (the root in its own group, the leader elsewhere) joined
+ *           by a knomial tree of radix leader_radix over the groups in
+ *           group order rotated to the root's group, instead of flat: in a
+ *           fan-in, members meet their leader first and leaders meet the
+ *           root in ceil(log_k groups) steps. Used by Barrier and Reduce.
  */
 #ifndef NUMACOLL_TREE_H
 #define NUMACOLL_TREE_H
@@ -36,6 +42,8 @@ typedef struct nc__tree {
     int *members;       /* [p] */
     int *group_start;   /* [ngroups+1] */
     int *pos_in_group;  /* [p] index of the rank inside its group */
+    int leader_radix;   /* numa only: 0 = root meets the leaders flat;
+                           >= 2 = heads form a knomial of this radix */
 } nc__tree_t;
 
 /*
@@ -46,6 +54,11 @@ typedef struct nc__tree {
 int nc__tree_init(nc__tree_t *t, int kind, int p, int radix,
                   const numacoll_locality_t *loc);
 void nc__tree_fini(nc__tree_t *t);
+
+/* The hier shape: kind NUMACOLL_TREE_NUMA with radix inside the groups and
+ * leader_radix (>= 2) between the groups' heads. Same errors as above. */
+int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
+                       const numacoll_locality_t *loc);
 
 /* Parent of rank in the tree rooted at root; -1 for the root itself. */
 int nc__tree_parent(const nc__tree_t *t, int root, int rank);

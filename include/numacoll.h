@@ -85,6 +85,11 @@ typedef struct numacoll_config {
     size_t   mem_budget;    /* max segment bytes for one team; 0 = unlimited  */
     int      verbose;       /* 0 silent, 1 warnings, 2 info, 3 debug          */
     int      pu;            /* inject this rank's PU (logical index); -1 auto */
+    unsigned barrier_radix; /* k of the Barrier's NUMA-aware knomial tree     */
+    unsigned reduce_radix;  /* k of the Reduce trees                          */
+    size_t   reduce_frag_size; /* bytes per reduce staging slot              */
+    unsigned reduce_depth;  /* reduce staging slots per rank                  */
+    size_t   allreduce_threshold; /* from this size on Allreduce uses rsag    */
     const char *topology;   /* NULL: this machine (or HWLOC_SYNTHETIC/_XMLFILE
                                from the environment); "synthetic:<desc>" or a
                                path to an hwloc XML file otherwise            */
@@ -122,7 +127,22 @@ typedef struct numacoll_config {
       "Diagnostics on stderr: 0 silent, 1 warnings, 2 info, 3 debug.")       \
     X(pu,          'i', -1,    -1, 1 << 20,                                   \
       "Inject this rank's PU (hwloc logical index) instead of asking the "    \
-      "OS; needed under synthetic or XML topologies. -1 asks the OS.")
+      "OS; needed under synthetic or XML topologies. -1 asks the OS.")        \
+    X(barrier_radix, 'u', 4,   2, 64,                                         \
+      "Radix k of the Barrier's own tree: ranks of a NUMA node meet their "   \
+      "leader along a k-nomial tree, leaders meet rank 0 along another.")     \
+    X(reduce_radix, 'u', 2,    2, 64,                                         \
+      "Radix k of the Reduce trees (NUMA-aware k-nomial for commutative "     \
+      "ops, rank-ordered k-nomial for non-commutative ones).")                \
+    X(reduce_frag_size, 'z', 131072, 64, 16777216,                            \
+      "Bytes per reduce staging slot: the Reduce fragment and the chunk one " \
+      "reduce-scatter/allgather round of Allreduce splits among the ranks.")  \
+    X(reduce_depth, 'u', 4,    1, 65536,                                      \
+      "Reduce staging slots per rank, in its NUMA-local memory: how far a "   \
+      "rank may run ahead of the ranks that read its partial results.")       \
+    X(allreduce_threshold, 'z', 1024, 0, SIZE_MAX,                            \
+      "Allreduce messages of at least this many bytes use reduce-scatter/"    \
+      "allgather, smaller ones (above 56 bytes) Reduce then Bcast.")
 
 /* Fill *cfg with the defaults of NUMACOLL_PARAM_LIST. */
 void numacoll_config_init(numacoll_config_t *cfg);
@@ -139,7 +159,7 @@ int numacoll_config_check(const numacoll_config_t *cfg, char *msg, size_t msglen
  * How a team's processes find each other. allgather() must gather nbytes
  * from every rank into recv (rank i's bytes at recv + i*nbytes) on all
  * ranks, and return 0 on success. It is called a few times during team
- * creation and destruction only, never inside a collective.
+ * creation only: never inside a collective, never at destruction.
  */
 typedef struct numacoll_bootstrap {
     int rank;
@@ -220,14 +240,151 @@ int numacoll_bcast_packed(numacoll_team_t *team, size_t nbytes, int root,
 
 /*
  * Barrier: no rank returns before every rank has entered. Fan-in then
- * fan-out along the team's notification tree over per-rank flags.
+ * fan-out over per-rank flags along the Barrier's own tree: ranks of a
+ * NUMA node meet their leader along a k-nomial tree, the leaders meet rank
+ * 0 along another (k = barrier_radix).
  */
 int numacoll_barrier(numacoll_team_t *team);
+
+/* ---- reductions ------------------------------------------------------ */
+
+/* The value/index pairs of MINLOC and MAXLOC, laid out as C (and MPI's
+ * MPI_FLOAT_INT ... MPI_LONG_DOUBLE_INT) lay them out: value, then int. */
+typedef struct { float v;       int i; } numacoll_float_int_t;
+typedef struct { double v;      int i; } numacoll_double_int_t;
+typedef struct { long v;        int i; } numacoll_long_int_t;
+typedef struct { int v;         int i; } numacoll_2int_t;
+typedef struct { short v;       int i; } numacoll_short_int_t;
+typedef struct { long double v; int i; } numacoll_long_double_int_t;
+
+/*
+ * X(name, c_type, text): element types of the predefined ops. An MPI
+ * binding maps its integer types by width and signedness (MPI_INT ->
+ * INT32, MPI_UNSIGNED_CHAR / MPI_BYTE / MPI_C_BOOL -> UINT8, ...).
+ */
+#define NUMACOLL_DTYPE_LIST(X)                                                \
+    X(INT8,   int8_t,   "int8")                                               \
+    X(UINT8,  uint8_t,  "uint8")                                              \
+    X(INT16,  int16_t,  "int16")                                              \
+    X(UINT16, uint16_t, "uint16")                                             \
+    X(INT32,  int32_t,  "int32")                                              \
+    X(UINT32, uint32_t, "uint32")                                             \
+    X(INT64,  int64_t,  "int64")                                              \
+    X(UINT64, uint64_t, "uint64")                                             \
+    X(FLOAT,  float,    "float")                                              \
+    X(DOUBLE, double,   "double")                                             \
+    X(LONG_DOUBLE, long double, "long_double")                                \
+    X(FLOAT_INT,   numacoll_float_int_t,       "float_int")                   \
+    X(DOUBLE_INT,  numacoll_double_int_t,      "double_int")                  \
+    X(LONG_INT,    numacoll_long_int_t,        "long_int")                    \
+    X(2INT,        numacoll_2int_t,            "2int")                        \
+    X(SHORT_INT,   numacoll_short_int_t,       "short_int")                   \
+    X(LONG_DOUBLE_INT, numacoll_long_double_int_t, "long_double_int")
+
+typedef enum {
+#define NUMACOLL_X_ENUM(name, ctype, text) NUMACOLL_DTYPE_##name,
+    NUMACOLL_DTYPE_LIST(NUMACOLL_X_ENUM)
+#undef NUMACOLL_X_ENUM
+    NUMACOLL_DTYPE_COUNT
+} numacoll_dtype_t;
+
+/*
+ * X(name, text): the predefined ops, with MPI's meaning. Integers take
+ * SUM PROD MIN MAX LAND LOR LXOR BAND BOR BXOR (SUM and PROD wrap modulo
+ * 2^bits, logical ops yield 0 or 1); float, double and long double take
+ * SUM PROD MIN MAX; the pair types take MINLOC and MAXLOC (value, then the
+ * lower index on ties). numacoll_op_valid() says which pairs exist.
+ */
+#define NUMACOLL_OP_LIST(X)                                                   \
+    X(SUM, "sum") X(PROD, "prod") X(MIN, "min") X(MAX, "max")                 \
+    X(LAND, "land") X(LOR, "lor") X(LXOR, "lxor")                             \
+    X(BAND, "band") X(BOR, "bor") X(BXOR, "bxor")                             \
+    X(MINLOC, "minloc") X(MAXLOC, "maxloc")
+
+typedef enum {
+#define NUMACOLL_X_ENUM(name, text) NUMACOLL_OP_##name,
+    NUMACOLL_OP_LIST(NUMACOLL_X_ENUM)
+#undef NUMACOLL_X_ENUM
+    NUMACOLL_OP_COUNT
+} numacoll_op_t;
+
+/* "int8" ... / "sum" ...; NULL when out of range. */
+const char *numacoll_dtype_name(numacoll_dtype_t dtype);
+const char *numacoll_op_name(numacoll_op_t op);
+/* Bytes of one element (sizeof the C type, padding included); 0 if out of
+ * range. Buffers hold count such elements back to back. */
+size_t numacoll_dtype_size(numacoll_dtype_t dtype);
+/* 1 if MPI defines op on dtype (and numacoll implements it), else 0. */
+int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
+
+/*
+ * In-place marker for sendbuf (MPI_IN_PLACE): the rank's contribution is
+ * taken from recvbuf, which then receives the result. Reduce accepts it
+ * (or sendbuf == recvbuf) at the root only; Allreduce on any rank.
+ */
+#define NUMACOLL_IN_PLACE ((const void *)1)
+
+/*
+ * Reduce count elements of every rank's sendbuf with op into root's
+ * recvbuf. recvbuf is not touched on other ranks (it may be NULL there).
+ * Determinism: the combination order is fixed by the team and the root
+ * (a NUMA-aware k-nomial tree, children folded in a fixed order), never
+ * by arrival, so equal inputs give bitwise-equal results on every run.
+ * Every rank must pass the same count, dtype, op and root; ranks that
+ * disagree may wait until timeout_ms. Padding bytes of long double and
+ * pair elements in recvbuf are unspecified. Buffers need no alignment.
+ */
+int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                    size_t count, numacoll_dtype_t dtype, numacoll_op_t op,
+                    int root);
+
+/*
+ * Reduce, with the result in every rank's recvbuf, bitwise identical on
+ * every rank. The algorithm depends on the size only (inline up to 56
+ * bytes, Reduce then Bcast below allreduce_threshold, reduce-scatter/
+ * allgather from it on), so equal inputs give equal results on every run.
+ */
+int numacoll_allreduce(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                       numacoll_op_t op);
+
+/*
+ * A user-defined op, as MPI_User_function: for i < count,
+ *     inout[i] = in[i] op inout[i]
+ * where `in` is the LEFT operand: it always holds the contribution (or the
+ * combined contributions) of lower-ranked processes than `inout`, so a
+ * non-commutative op yields x_0 op x_1 op ... op x_(p-1) (parenthesised
+ * in some fixed way: the op must be associative). `in` may point into
+ * shared memory owned by another rank: fn must not write it. Elements are
+ * elem_size bytes, back to back. Pointers into numacoll's own memory are
+ * aligned like some element of a 64-byte aligned array; the others point
+ * into the caller's buffers. count is at most reduce_frag_size / elem_size
+ * per call.
+ */
+typedef void (*numacoll_user_op_fn)(void *ctx, const void *in, void *inout,
+                                    size_t count);
+
+/*
+ * Reduce / Allreduce with a user op. commutative = 0 combines in rank
+ * order (a k-nomial tree over ranks rooted at rank 0, then one hop to the
+ * root); 1 lets Reduce use the NUMA-aware tree. elem_size must be at most
+ * reduce_frag_size (NUMACOLL_ERR_ARG otherwise).
+ */
+int numacoll_reduce_user(numacoll_team_t *team, const void *sendbuf,
+                         void *recvbuf, size_t count, size_t elem_size,
+                         numacoll_user_op_fn fn, void *ctx, int commutative,
+                         int root);
+int numacoll_allreduce_user(numacoll_team_t *team, const void *sendbuf,
+                            void *recvbuf, size_t count, size_t elem_size,
+                            numacoll_user_op_fn fn, void *ctx,
+                            int commutative);
 
 /* Calls of each operation completed by this rank's team (observability). */
 typedef struct numacoll_counters {
     uint64_t bcast;
     uint64_t barrier;
+    uint64_t reduce;
+    uint64_t allreduce;
 } numacoll_counters_t;
 
 int numacoll_team_counters(const numacoll_team_t *team, numacoll_counters_t *c);

@@ -23,6 +23,7 @@ int nc__layout_plan_params(nc__layout_t *l, const nc__layout_params_t *prm)
 {
     if (prm->p < 1 || !prm->page || !prm->s || !prm->q || !prm->f ||
         !prm->ctrl_stride || !prm->bank_stride || prm->sync_lines < 0 ||
+        prm->ar_lines < 0 || (prm->rs && !prm->rf) ||
         (prm->page & (prm->page - 1)) != 0)
         return -1;
     *l = (nc__layout_t){.prm = *prm};
@@ -33,18 +34,26 @@ int nc__layout_plan_params(nc__layout_t *l, const nc__layout_params_t *prm)
     l->banks_len = round_up(mul(prm->q, prm->bank_stride), prm->page);
     l->rank0_off = add(l->banks_off, l->banks_len);
     l->sync_off = mul(prm->s, prm->ctrl_stride);
-    l->ctrl_len = round_up(add(l->sync_off, mul((size_t)prm->sync_lines,
-                                                NC_CACHE_LINE)), prm->page);
+    l->ar_off = add(l->sync_off, mul((size_t)prm->sync_lines, NC_CACHE_LINE));
+    l->red_ctrl_off = add(l->ar_off, mul((size_t)prm->ar_lines, NC_CACHE_LINE));
+    l->ctrl_len = round_up(add(l->red_ctrl_off,
+                               mul(prm->rs, NC_RED_SLOT_LINES * NC_CACHE_LINE)),
+                           prm->page);
     l->buf_off = l->ctrl_len;
     l->buf_stride = prm->page_per_buffer ? round_up(prm->f, prm->page) : prm->f;
     l->buf_len = round_up(mul(prm->s, l->buf_stride), prm->page);
-    l->rank_len = add(l->ctrl_len, l->buf_len);
+    /* Staging slots start on a page and are cache-line multiples apart, so
+     * every slot is 64-byte aligned: any element type can live in it. */
+    l->red_buf_off = add(l->buf_off, l->buf_len);
+    l->red_buf_stride = round_up(prm->rf, NC_CACHE_LINE);
+    l->red_buf_len = round_up(mul(prm->rs, l->red_buf_stride), prm->page);
+    l->rank_len = add(add(l->ctrl_len, l->buf_len), l->red_buf_len);
     l->total = add(l->rank0_off, mul(p, l->rank_len));
     return l->total == SIZE_MAX ? -1 : 0;
 }
 
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
-                    unsigned q, size_t f)
+                    unsigned q, size_t f, unsigned rs, size_t rf)
 {
     nc__layout_params_t prm = {
         .p = p, .page = page, .s = s, .q = q, .f = f,
@@ -52,6 +61,8 @@ int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
         .bank_stride = 2 * NC_CACHE_LINE,  /* op and nreaders apart */
         .sync_lines = NC_SYNC_LINES,
         .page_per_buffer = 0,
+        .ar_lines = NC_AR_LINES,
+        .rs = rs, .rf = rf,
     };
     return nc__layout_plan_params(l, &prm);
 }

@@ -11,9 +11,14 @@
  *   rank_off(0)       +--------------------------------------------+
  *                     | rank 0 controls: s slots (ctrl_stride apart)|  node of
  *                     |   + sync lines (barrier arrive / release)   |  rank 0
+ *                     |   + 2 inline Allreduce lines (call parity)  |
+ *                     |   + rs reduce slot records of 3 lines each  |
+ *                     |     (full+payload | done | rel)             |
  *                     | rank 0 buffers: s fragments of f bytes      |
+ *                     | rank 0 reduce staging: rs slots of rf bytes |
+ *                     |   (each rounded up to a cache line)         |
  *   rank_off(1)       +--------------------------------------------+
- *                     | rank 1 controls + buffers                   |  node of
+ *                     | rank 1 controls + buffers + staging         |  node of
  *                     ...                                              rank 1
  *   total             +--------------------------------------------+
  *
@@ -22,7 +27,11 @@
  * each and fragment buffers back to back; the paper's layout (one page per
  * control slot, one page per bank, each buffer rounded up to pages, no sync
  * lines) is available as nc__layout_paper() for comparison:
- *   ours : S = H + ceil(q*128/w)*w + p*(ceil((64s+128)/w)*w + ceil(s*f/w)*w)
+ *   ours : S = H + ceil(q*128/w)*w
+ *              + p*(ceil(64*(s + 4 + 3rs)/w)*w + ceil(s*f/w)*w
+ *                   + ceil(rs*ceil64(rf)/w)*w)
+ *          (H = ceil((128 + 4p)/w)*w; s+4 lines: s slots, 2 sync lines,
+ *           2 inline Allreduce lines; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
 #ifndef NUMACOLL_LAYOUT_H
@@ -34,6 +43,8 @@
 #define NC_CACHE_LINE 64
 #define NC_HDR_FIXED 128      /* bytes of nc__seg_hdr before leaders[] */
 #define NC_SYNC_LINES 2       /* barrier arrive + release, per rank     */
+#define NC_AR_LINES 2         /* inline Allreduce lines, per rank       */
+#define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
 
 typedef struct nc__layout_params {
     int      p;
@@ -44,6 +55,9 @@ typedef struct nc__layout_params {
     size_t   bank_stride;     /* bytes per bank record                   */
     int      sync_lines;      /* cache lines of barrier flags per rank   */
     int      page_per_buffer; /* 1: round each buffer up to pages        */
+    int      ar_lines;        /* inline Allreduce lines per rank         */
+    unsigned rs;              /* reduce staging slots per rank (0: none) */
+    size_t   rf;              /* bytes per reduce staging slot           */
 } nc__layout_params_t;
 
 typedef struct nc__layout {
@@ -53,18 +67,24 @@ typedef struct nc__layout {
     size_t rank0_off;         /* first per-rank block                    */
     size_t ctrl_len;          /* controls + sync lines, whole pages      */
     size_t sync_off;          /* inside a rank block: first sync line    */
+    size_t ar_off;            /* inside a rank block: inline Allreduce   */
+    size_t red_ctrl_off;      /* inside a rank block: first reduce slot  */
     size_t buf_off;           /* inside a rank block: first buffer       */
     size_t buf_stride;        /* between consecutive buffers             */
     size_t buf_len;           /* all buffers of one rank, whole pages    */
-    size_t rank_len;          /* ctrl_len + buf_len                      */
+    size_t red_buf_off;       /* inside a rank block: first staging slot */
+    size_t red_buf_stride;    /* rf rounded up to a cache line           */
+    size_t red_buf_len;       /* all staging slots of one rank, pages    */
+    size_t rank_len;          /* ctrl_len + buf_len + red_buf_len        */
     size_t total;
 } nc__layout_t;
 
-/* Our layout for (p, page, s, q, f). Returns 0, or -1 if a size overflows
- * or an argument is zero. */
+/* Our layout for (p, page, s, q, f) plus rs reduce staging slots of rf
+ * bytes (rs = 0: none). Returns 0, or -1 if a size overflows or an
+ * argument is zero (rf may be 0 only with rs = 0). */
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
-                    unsigned q, size_t f);
-/* The seed paper's layout, same parameters. */
+                    unsigned q, size_t f, unsigned rs, size_t rf);
+/* The seed paper's layout, same Bcast parameters (no reduce area). */
 int nc__layout_paper(nc__layout_t *l, int p, size_t page, unsigned s,
                      unsigned q, size_t f);
 /* General planner behind both. */

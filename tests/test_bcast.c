@@ -4,7 +4,8 @@
  * every fragment and queue boundary, q in {1,2,4}, back-to-back calls with
  * rotating roots and no barrier between them, data that differs per call,
  * checked byte for byte on every rank; then the same under a synthetic
- * 4-NUMA topology, plus packed data, barrier and error paths.
+ * 4-NUMA topology, plus packed data and error paths (the barrier has its
+ * own suite in test_reduce.c).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -325,57 +326,6 @@ static void test_packed(void)
     }
 }
 
-/* Barrier: nobody leaves before the last enters, checked with a shared
- * counter, 2000 times back to back at p = 8. */
-typedef struct barrier_arg {
-    _Atomic unsigned *counter;
-    int iters;
-    int tree;
-} barrier_arg_t;
-
-static int barrier_body(const numacoll_bootstrap_t *b, void *arg)
-{
-    barrier_arg_t *ba = arg;
-    numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.tree = ba->tree;
-    numacoll_team_t *team;
-    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
-        return 10;
-    int errors = 0;
-    for (int i = 1; i <= ba->iters && !errors; i++) {
-        atomic_fetch_add_explicit(ba->counter, 1, memory_order_seq_cst);
-        if (numacoll_barrier(team) != NUMACOLL_OK)
-            errors++;
-        unsigned seen = atomic_load_explicit(ba->counter, memory_order_seq_cst);
-        /* everyone entered barrier i; nobody can have entered i+2 */
-        if (seen < (unsigned)(i * b->size) || seen > (unsigned)((i + 1) * b->size))
-            errors++;
-        if (errors)
-            fprintf(stderr, "rank %d: barrier %d saw counter %u\n", b->rank, i,
-                    seen);
-    }
-    numacoll_counters_t c;
-    numacoll_team_counters(team, &c);
-    errors += c.barrier != (uint64_t)ba->iters;
-    numacoll_team_destroy(team);
-    return errors ? 1 : 0;
-}
-
-static void test_barrier(void)
-{
-    _Atomic unsigned *counter = nc__run_shared_alloc(sizeof *counter);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(counter);
-    for (int kind = 0; kind < NUMACOLL_TREE_COUNT; kind++) {
-        atomic_store_explicit(counter, 0, memory_order_seq_cst);
-        barrier_arg_t ba = {counter, kind == 0 ? 2000 : 300, kind};
-        CU_ASSERT_EQUAL(nct_run(8, barrier_body, &ba), 0);
-        CU_ASSERT_EQUAL(atomic_load_explicit(counter, memory_order_seq_cst),
-                        8u * (unsigned)ba.iters);
-    }
-    nc__run_shared_free(counter, sizeof *counter);
-}
-
 /* Bad calls fail with NUMACOLL_ERR_ARG and a message, and nothing hangs. */
 static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
 {
@@ -457,7 +407,6 @@ int nct_register_bcast(void)
         {"fake 4-NUMA topology, every tree", test_fake_4numa},
         {"fake 4-NUMA localities and groups", test_fake_localities},
         {"packed data through callbacks", test_packed},
-        {"barrier ordering, every tree", test_barrier},
         {"bad arguments", test_bad_args},
         {"sizes that differ between ranks", test_size_mismatch},
         {NULL, NULL},

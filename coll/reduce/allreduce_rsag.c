@@ -1,0 +1,211 @@
+/*
+ * Allreduce as a reduce-scatter in shared memory followed by an allgather,
+ * for large messages (from allreduce_threshold bytes on).
+ *
+ * The message goes in rounds of one chunk: the most elements that fit in a
+ * staging slot (rf = reduce_frag_size bytes) in whole units, a unit being
+ * the fewest elements whose size is a multiple of the 64-byte cache line.
+ * Round r takes ticket g = base + r and slot x = g % rs on every rank. A
+ * chunk is split into p slices of whole units (so slices never share a
+ * cache line), slice j owned by the j-th rank in NUMA-group order: the
+ * ranks of a node own one contiguous part of each chunk. There is no root:
+ * every rank does the same three steps per round.
+ *  stage:   claim its slot x, copy its chunk into it except its own slice
+ *           (nobody else reads that), publish full = g + 1 (release).
+ *  combine: wait for every other rank's full (acquire), fold slice j of
+ *           all p contributions in rank order -- its own straight from its
+ *           send buffer -- into its own slot's slice j, copy that to its
+ *           receive buffer, publish done = g + 1 (release).
+ *  gather:  for every other slice, wait for its owner's done, copy the
+ *           slice from the owner's slot to its receive buffer; then
+ *           release every other rank's slot x (it read one slice of each
+ *           in combine and one in gather).
+ * Each rank runs combine(r), stage(r+1), gather(r): the staging of the
+ * next round fills the time the slowest owner needs to finish combining
+ * this one. (With rs = 1 stage(r+1) would wait for releases that follow
+ * gather(r) on the other ranks, which wait for ours: it then comes after
+ * gather(r).) The fold order is rank order for every slice, whatever the
+ * arrival order, so the result is bitwise equal on every rank and run, and
+ * a non-commutative op gets x_0 op ... op x_(p-1).
+ *
+ * NUMA: each owner reads slice j from all p queues, the remote ones once
+ * per remote rank; the allgather reads each slice once from its owner.
+ * Per rank and round: copy-in (p-1)/p of a chunk, combine 1/p (reading p
+ * slices), copy-out 1 chunk.
+ *
+ * Cost, m bytes, n = ceil(m/rf) rounds, t per byte, t_l a line transfer:
+ *   T ~ n * (2*t_l + rf*t*(1 + 2/p) + (p-1) * t_l / overlap) + m*t
+ * i.e. about 2 m t for large m, independent of p except through memory
+ * bandwidth. Shared slots: writes its own slots (data, full, done) and
+ * everyone's rel; reads everyone's full, done and data. Tuned by
+ * reduce_frag_size, reduce_depth and allreduce_threshold.
+ */
+#include <string.h>
+
+#include "coll/reduce/reduce.h"
+
+typedef struct rsag {
+    numacoll_team_t *t;
+    const nc__red_op_t *op;
+    const unsigned char *own;
+    unsigned char *recv;
+    size_t count, elem, unit, chunk;
+    uint64_t base;
+} rsag_t;
+
+/* Operands of the fold: rank j's slice, ours from the send buffer. */
+typedef struct env {
+    numacoll_team_t *t;
+    const unsigned char *own;
+    size_t off;
+    unsigned x;
+} env_t;
+
+static int get_slice(void *vp, int j, const void **ptr)
+{
+    env_t *e = vp;
+    /* every full was awaited before the fold */
+    *ptr = j == e->t->rank ? (const void *)e->own
+                           : (const void *)(nc__rbuf(e->t, j, e->x) + e->off);
+    return NUMACOLL_OK;
+}
+
+static void put_slice(void *vp, int j)
+{
+    (void)vp, (void)j;   /* released after gather, once per slot */
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+    while (b) {
+        size_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Elements [*lo, *hi) of slice j in a round of ne elements. */
+static void slice_of(const rsag_t *s, size_t ne, int j, size_t *lo,
+                     size_t *hi)
+{
+    size_t p = (size_t)s->t->p, units = (ne + s->unit - 1) / s->unit;
+    size_t a = units * (size_t)j / p * s->unit;
+    size_t b = units * (size_t)(j + 1) / p * s->unit;
+    *lo = a < ne ? a : ne;
+    *hi = b < ne ? b : ne;
+}
+
+static void round_of(const rsag_t *s, size_t r, uint64_t *g, unsigned *x,
+                     size_t *e0, size_t *ne)
+{
+    *g = s->base + r;
+    *x = (unsigned)(*g % s->t->cfg.reduce_depth);
+    *e0 = r * s->chunk;
+    *ne = s->count - *e0 < s->chunk ? s->count - *e0 : s->chunk;
+}
+
+static int stage(rsag_t *s, size_t r)
+{
+    numacoll_team_t *t = s->t;
+    uint64_t g;
+    unsigned x;
+    size_t e0, ne, lo, hi;
+    round_of(s, r, &g, &x, &e0, &ne);
+    slice_of(s, ne, t->red->my_slice, &lo, &hi);
+    int rc = nc__rslot_claim(t, x);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    unsigned char *slot = nc__rbuf(t, t->rank, x);
+    const unsigned char *src = s->own + e0 * s->elem;
+    memcpy(slot, src, lo * s->elem);
+    memcpy(slot + hi * s->elem, src + hi * s->elem, (ne - hi) * s->elem);
+    nc__rslot_publish(t, x, g, (unsigned)(t->p - 1));
+    return NUMACOLL_OK;
+}
+
+static int combine(rsag_t *s, size_t r)
+{
+    numacoll_team_t *t = s->t;
+    uint64_t g;
+    unsigned x;
+    size_t e0, ne, lo, hi;
+    round_of(s, r, &g, &x, &e0, &ne);
+    slice_of(s, ne, t->red->my_slice, &lo, &hi);
+    /* Every full, even with an empty slice of ours: a release may only
+     * follow the sight of the use it releases (reduce.h). */
+    for (int i = 1; i < t->p; i++) {
+        int peer = (t->rank + i) % t->p;
+        int rc = nc__rslot_wait_full(t, peer, x, g);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    if (hi > lo) {
+        size_t off = lo * s->elem;
+        unsigned char *dest = nc__rbuf(t, t->rank, x) + off;
+        env_t e = {t, s->own + e0 * s->elem + off, off, x};
+        nc__fold_t f = {t->p, get_slice, put_slice, &e};
+        int rc = nc__fold_run(s->op, &f, dest, hi - lo);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        memcpy(s->recv + e0 * s->elem + off, dest, (hi - lo) * s->elem);
+    }
+    /* our slice must be visible before done */
+    atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, g + 1,
+                          memory_order_release);
+    return NUMACOLL_OK;
+}
+
+static int gather(rsag_t *s, size_t r)
+{
+    numacoll_team_t *t = s->t;
+    struct nc__red *R = t->red;
+    uint64_t g, seen;
+    unsigned x;
+    size_t e0, ne, lo, hi;
+    round_of(s, r, &g, &x, &e0, &ne);
+    /* start after our own slice so owners are not all read in one order */
+    for (int i = 1; i < t->p; i++) {
+        int j = (R->my_slice + i) % t->p, owner = R->slice_rank[j];
+        slice_of(s, ne, j, &lo, &hi);
+        if (hi == lo)
+            continue;
+        nc__wait_why_t why = {owner, "reduce slice done", (long)x, (long)g};
+        int rc = nc__wait(t, &nc__rslot(t, owner, x)->done, NC_WAIT_EQ, g + 1,
+                          &seen, &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        memcpy(s->recv + (e0 + lo) * s->elem,
+               nc__rbuf(t, owner, x) + lo * s->elem, (hi - lo) * s->elem);
+    }
+    for (int i = 1; i < t->p; i++)
+        nc__rslot_release(t, (t->rank + i) % t->p, x);
+    return NUMACOLL_OK;
+}
+
+int nc__allreduce_rsag(numacoll_team_t *t, const nc__red_op_t *op,
+                       const void *own, void *recv, size_t count)
+{
+    const size_t rf = t->cfg.reduce_frag_size, elem = op->elem;
+    const size_t line_multiple = elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
+    rsag_t s = {.t = t, .op = op, .own = own, .recv = recv, .count = count,
+                .elem = elem, .base = t->red->ticket};
+    /* whole cache lines per unit where a slot holds one, else elements */
+    s.unit = line_multiple <= rf ? line_multiple / elem : 1;
+    s.chunk = rf / elem / s.unit * s.unit;
+    const size_t rounds = (count + s.chunk - 1) / s.chunk;
+    const int ahead = t->cfg.reduce_depth >= 2;
+    t->red->ticket += rounds;
+
+    int rc = stage(&s, 0);
+    for (size_t r = 0; r < rounds && rc == NUMACOLL_OK; r++) {
+        rc = combine(&s, r);
+        if (rc == NUMACOLL_OK && ahead && r + 1 < rounds)
+            rc = stage(&s, r + 1);
+        if (rc == NUMACOLL_OK)
+            rc = gather(&s, r);
+        if (rc == NUMACOLL_OK && !ahead && r + 1 < rounds)
+            rc = stage(&s, r + 1);
+    }
+    return rc;
+}

@@ -1,0 +1,304 @@
+/*
+ * Reduce / Allreduce entry points: argument checks, op descriptors, the
+ * choice of algorithm by size, the team's reduce state, and the two pieces
+ * every algorithm shares (slot claim and the fold).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/reduce/reduce.h"
+
+/* ---- team state ------------------------------------------------------- */
+
+int nc__red_init(numacoll_team_t *t)
+{
+    struct nc__red *r = calloc(1, sizeof *r);
+    if (!r)
+        return NUMACOLL_ERR_NOMEM;
+    t->red = r;
+    int p = t->p, k = (int)t->cfg.reduce_radix;
+    int rc = nc__tree_init_hier(&r->numa, p, k, k, t->loc);
+    if (rc == NUMACOLL_OK)
+        rc = nc__tree_init(&r->ranked, NUMACOLL_TREE_KNOMIAL, p, k, NULL);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    int mc = nc__tree_max_children(&r->numa);
+    if (nc__tree_max_children(&r->ranked) > mc)
+        mc = nc__tree_max_children(&r->ranked);
+    r->kids = malloc((size_t)(mc + 1) * sizeof *r->kids);
+    r->expect = calloc(t->cfg.reduce_depth, sizeof *r->expect);
+    r->slice_rank = malloc((size_t)p * sizeof *r->slice_rank);
+    if (!r->kids || !r->expect || !r->slice_rank)
+        return NUMACOLL_ERR_NOMEM;
+    /* Slices go to ranks group by group (the hier tree's members[]), so a
+     * NUMA node's ranks own one contiguous part of every chunk. */
+    for (int j = 0; j < p; j++) {
+        r->slice_rank[j] = r->numa.members[j];
+        if (r->slice_rank[j] == t->rank)
+            r->my_slice = j;
+    }
+    return NUMACOLL_OK;
+}
+
+void nc__red_fini(numacoll_team_t *t)
+{
+    struct nc__red *r = t->red;
+    if (!r)
+        return;
+    nc__tree_fini(&r->numa);
+    nc__tree_fini(&r->ranked);
+    free(r->kids);
+    free(r->expect);
+    free(r->slice_rank);
+    free(r);
+    t->red = NULL;
+}
+
+/* ---- shared pieces ------------------------------------------------------ */
+
+int nc__rslot_claim(numacoll_team_t *t, unsigned x)
+{
+    uint64_t seen;
+    nc__wait_why_t why = {-1, "reduce slot release", (long)x,
+                          (long)t->red->expect[x]};
+    /* acquire: the readers' loads of the old contents happen before our
+     * stores of the new ones */
+    return nc__wait(t, &nc__rslot(t, t->rank, x)->rel, NC_WAIT_GE,
+                    t->red->expect[x], &seen, &why);
+}
+
+int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
+                 size_t nelem)
+{
+    const void *a, *b;
+    int rc;
+    if (f->n == 1) {
+        if ((rc = f->get(f->env, 0, &a)) != NUMACOLL_OK)
+            return rc;
+        if (dest != a)
+            memcpy(dest, a, nelem * op->elem);
+        f->put(f->env, 0);
+        return NUMACOLL_OK;
+    }
+    if (op->impl) {
+        if ((rc = f->get(f->env, 0, &a)) != NUMACOLL_OK ||
+            (rc = f->get(f->env, 1, &b)) != NUMACOLL_OK)
+            return rc;
+        nc__op_apply(op->impl, dest, a, b, nelem);
+        f->put(f->env, 0);
+        f->put(f->env, 1);
+        for (int j = 2; j < f->n; j++) {
+            if ((rc = f->get(f->env, j, &b)) != NUMACOLL_OK)
+                return rc;
+            op->impl->k2(dest, b, nelem);
+            f->put(f->env, j);
+        }
+        return NUMACOLL_OK;
+    }
+    if ((rc = f->get(f->env, f->n - 1, &b)) != NUMACOLL_OK)
+        return rc;
+    memcpy(dest, b, nelem * op->elem);
+    f->put(f->env, f->n - 1);
+    for (int j = f->n - 2; j >= 0; j--) {
+        if ((rc = f->get(f->env, j, &a)) != NUMACOLL_OK)
+            return rc;
+        op->fn(op->ctx, a, dest, nelem);
+        f->put(f->env, j);
+    }
+    return NUMACOLL_OK;
+}
+
+/* ---- op descriptors ------------------------------------------------------ */
+
+int nc__red_op_predef(numacoll_team_t *t, nc__red_op_t *op,
+                      numacoll_dtype_t dtype, numacoll_op_t o)
+{
+    const nc__op_impl_t *impl = nc__op_impl(o, dtype);
+    if (!impl) {
+        const char *on = numacoll_op_name(o), *dn = numacoll_dtype_name(dtype);
+        if (!on || !dn)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                                 "unknown %s %d", on ? "dtype" : "op",
+                                 on ? (int)dtype : (int)o);
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "op %s is not defined on type %s", on, dn);
+    }
+    *op = (nc__red_op_t){.elem = numacoll_dtype_size(dtype), .impl = impl,
+                         .commutative = 1};
+    return NUMACOLL_OK;
+}
+
+int nc__red_op_user(numacoll_team_t *t, nc__red_op_t *op, size_t elem_size,
+                    numacoll_user_op_fn fn, void *ctx, int commutative)
+{
+    if (!fn)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "user op without function");
+    if (elem_size == 0 || elem_size > t->cfg.reduce_frag_size)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "user op element of %zu bytes: must be 1 .. "
+                             "reduce_frag_size (%zu)", elem_size,
+                             t->cfg.reduce_frag_size);
+    *op = (nc__red_op_t){.elem = elem_size, .fn = fn, .ctx = ctx,
+                         .commutative = commutative != 0};
+    return NUMACOLL_OK;
+}
+
+/* ---- argument checks ------------------------------------------------------ */
+
+/* Common checks; root < 0 means Allreduce. *own gets the contribution. */
+static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                      size_t count, const nc__red_op_t *op, int root,
+                      const void **own)
+{
+    const char *what = root < 0 ? "allreduce" : "reduce";
+    if (root >= t->p)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "reduce root %d is outside the team of %d", root,
+                             t->p);
+    if (count > SIZE_MAX / op->elem)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "%s of %zu elements of %zu bytes overflows", what,
+                             count, op->elem);
+    int writes = root < 0 || t->rank == root;
+    if (sendbuf == NUMACOLL_IN_PLACE && !writes)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "NUMACOLL_IN_PLACE on rank %d, which is not the "
+                             "reduce root %d", t->rank, root);
+    int in_place = writes && (sendbuf == NUMACOLL_IN_PLACE ||
+                              sendbuf == recvbuf);
+    *own = in_place ? recvbuf : sendbuf;
+    if (count > 0 && (!*own || (writes && !recvbuf)))
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "%s of %zu elements with a NULL %s buffer", what,
+                             count, *own ? "receive" : "send");
+    return nc__team_check_abort(t);
+}
+
+/* ---- Reduce --------------------------------------------------------------- */
+
+static int reduce_run(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                      size_t count, const nc__red_op_t *op, int root)
+{
+    if (root < 0)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "reduce root %d is outside the team of %d", root,
+                             t->p);
+    const void *own;
+    int rc = check_args(t, sendbuf, recvbuf, count, op, root, &own);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    if (count > 0) {
+        if (t->p == 1) {
+            if (own != recvbuf)
+                memcpy(recvbuf, own, count * op->elem);
+        } else {
+            rc = nc__reduce_pipelined(t, op, own, recvbuf, count, root);
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+    }
+    t->counters.reduce++;
+    return NUMACOLL_OK;
+}
+
+int numacoll_reduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                    size_t count, numacoll_dtype_t dtype, numacoll_op_t op,
+                    int root)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__red_op_t o;
+    int rc = nc__red_op_predef(t, &o, dtype, op);
+    return rc != NUMACOLL_OK ? rc
+                             : reduce_run(t, sendbuf, recvbuf, count, &o, root);
+}
+
+int numacoll_reduce_user(numacoll_team_t *t, const void *sendbuf,
+                         void *recvbuf, size_t count, size_t elem_size,
+                         numacoll_user_op_fn fn, void *ctx, int commutative,
+                         int root)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__red_op_t o;
+    int rc = nc__red_op_user(t, &o, elem_size, fn, ctx, commutative);
+    return rc != NUMACOLL_OK ? rc
+                             : reduce_run(t, sendbuf, recvbuf, count, &o, root);
+}
+
+/* ---- Allreduce ------------------------------------------------------------ */
+
+nc__alg_t nc__allreduce_choose(const numacoll_team_t *t, size_t nbytes)
+{
+    if (nbytes <= NC_RED_INLINE)
+        return NC_ALG_ALLREDUCE_INLINE;
+    return nbytes < t->cfg.allreduce_threshold ? NC_ALG_ALLREDUCE_REDUCE_BCAST
+                                               : NC_ALG_ALLREDUCE_RSAG;
+}
+
+int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
+                       void *recvbuf, size_t count, const nc__red_op_t *op)
+{
+    const void *own;
+    int rc = check_args(t, sendbuf, recvbuf, count, op, -1, &own);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    size_t nbytes = count * op->elem;
+    if (alg < 0)
+        alg = (int)nc__allreduce_choose(t, nbytes);
+    if (alg == NC_ALG_ALLREDUCE_INLINE && nbytes > NC_RED_INLINE)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "inline allreduce of %zu bytes: at most %d",
+                             nbytes, NC_RED_INLINE);
+    if (count > 0) {
+        if (t->p == 1) {
+            if (own != recvbuf)
+                memcpy(recvbuf, own, nbytes);
+        } else {
+            switch (alg) {
+            case NC_ALG_ALLREDUCE_INLINE:
+                rc = nc__allreduce_inline(t, op, own, recvbuf, count);
+                break;
+            case NC_ALG_ALLREDUCE_REDUCE_BCAST:
+                rc = nc__allreduce_reduce_bcast(t, op, own, recvbuf, count);
+                break;
+            case NC_ALG_ALLREDUCE_RSAG:
+                rc = nc__allreduce_rsag(t, op, own, recvbuf, count);
+                break;
+            default:
+                return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                                     "algorithm %d is not an allreduce", alg);
+            }
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+    }
+    t->counters.allreduce++;
+    return NUMACOLL_OK;
+}
+
+int numacoll_allreduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                       size_t count, numacoll_dtype_t dtype, numacoll_op_t op)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__red_op_t o;
+    int rc = nc__red_op_predef(t, &o, dtype, op);
+    return rc != NUMACOLL_OK ? rc
+                             : nc__allreduce_with(t, -1, sendbuf, recvbuf,
+                                                  count, &o);
+}
+
+int numacoll_allreduce_user(numacoll_team_t *t, const void *sendbuf,
+                            void *recvbuf, size_t count, size_t elem_size,
+                            numacoll_user_op_fn fn, void *ctx, int commutative)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__red_op_t o;
+    int rc = nc__red_op_user(t, &o, elem_size, fn, ctx, commutative);
+    return rc != NUMACOLL_OK ? rc
+                             : nc__allreduce_with(t, -1, sendbuf, recvbuf,
+                                                  count, &o);
+}

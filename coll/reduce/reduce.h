@@ -1,0 +1,175 @@
+/*
+ * Reduce / Allreduce internals: the staging slots every reduce algorithm
+ * shares, the op descriptor, the fold that fixes the combination order,
+ * and the algorithm entry points.
+ *
+ * Staging slots. Each rank owns rs = reduce_depth slots of rf =
+ * reduce_frag_size bytes in its NUMA-local block, each with a record of
+ * three cache lines (shm_seg/layout.h):
+ *   full  written by the owner: word = ticket + 1 once the slot holds the
+ *         data of that ticket (release, after the data); data[56] carries
+ *         payloads of at most 56 bytes inline;
+ *   done  written by the owner (reduce-scatter/allgather only): ticket + 1
+ *         once its combined slice is in the slot (release, after it);
+ *   rel   a running count of reader releases: every reader adds 1
+ *         (fetch_add, release) when it will read the slot no more.
+ * A *ticket* numbers slot uses: a Reduce of n fragments or an Allreduce of
+ * n rounds takes n consecutive tickets, on every rank alike (team-wide
+ * counter), and ticket g lives in slot g % rs of whichever ranks stage it.
+ * Reuse rule (the Bcast's nreaders, generalised so one slot may serve a
+ * different algorithm, root or reader count on every use): the owner adds
+ * the number of readers of each use it publishes to its private expect[x]
+ * and rewrites slot x only once rel >= expect[x] (acquire); a reader
+ * releases a use only after it has seen that use's full word, so releases
+ * are never counted against an earlier use. Values are compared
+ * rollover-safely; nothing is ever reset.
+ */
+#ifndef NUMACOLL_REDUCE_H
+#define NUMACOLL_REDUCE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "coll/algs.h"
+#include "coll/reduce/ops.h"
+#include "coll/team.h"
+#include "coll/wait.h"
+
+#define NC_RED_INLINE 56   /* payload bytes in a full / inline line */
+
+/* A line with its payload first, so the payload is 64-byte aligned. */
+typedef struct nc__rline {
+    _Alignas(NC_CACHE_LINE) unsigned char data[NC_RED_INLINE];
+    _Atomic uint64_t word;
+} nc__rline_t;
+_Static_assert(sizeof(nc__rline_t) == NC_CACHE_LINE, "rline is one line");
+
+typedef struct nc__rslot {
+    nc__rline_t full;
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t done;
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t rel;
+} nc__rslot_t;
+_Static_assert(sizeof(nc__rslot_t) == NC_RED_SLOT_LINES * NC_CACHE_LINE,
+               "slot record lines");
+
+/* Private per-rank state (team->red). */
+struct nc__red {
+    nc__tree_t numa;      /* commutative ops: hier tree, reduce_radix     */
+    nc__tree_t ranked;    /* others: knomial over ranks, rooted at 0      */
+    int *kids;            /* scratch for either tree's children           */
+    uint64_t ticket;      /* slot uses so far, equal on every rank        */
+    uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
+    uint64_t ar_seq;      /* inline Allreduce calls so far                */
+    int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */
+    int my_slice;         /* the slice this rank owns                     */
+};
+
+/* An op: predefined kernels (impl) or a user callback. */
+typedef struct nc__red_op {
+    size_t elem;                  /* bytes per element                    */
+    const nc__op_impl_t *impl;    /* predefined, or NULL                  */
+    numacoll_user_op_fn fn;       /* user op when impl is NULL            */
+    void *ctx;
+    int commutative;
+} nc__red_op_t;
+
+/* Slot record x and staging buffer x of rank r; inline line of rank r for
+ * call parity par. */
+static inline nc__rslot_t *nc__rslot(const numacoll_team_t *t, int r,
+                                     unsigned x)
+{
+    return (nc__rslot_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
+                           t->layout.red_ctrl_off +
+                           (size_t)x * sizeof(nc__rslot_t));
+}
+
+static inline unsigned char *nc__rbuf(const numacoll_team_t *t, int r,
+                                      unsigned x)
+{
+    return t->base + nc__layout_rank_off(&t->layout, r) +
+           t->layout.red_buf_off + (size_t)x * t->layout.red_buf_stride;
+}
+
+static inline nc__rline_t *nc__arline(const numacoll_team_t *t, int r,
+                                      unsigned par)
+{
+    return (nc__rline_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
+                           t->layout.ar_off + (size_t)par * NC_CACHE_LINE);
+}
+
+/* Owner: wait until every reader of slot x's previous uses released it. */
+int nc__rslot_claim(numacoll_team_t *t, unsigned x);
+
+/* Owner: the slot holds ticket g now; `readers` ranks will release it.
+ * The data must be written before (the release store orders it). */
+static inline void nc__rslot_publish(numacoll_team_t *t, unsigned x,
+                                     uint64_t g, unsigned readers)
+{
+    t->red->expect[x] += readers;
+    atomic_store_explicit(&nc__rslot(t, t->rank, x)->full.word, g + 1,
+                          memory_order_release);
+}
+
+/* Reader: wait until rank r's slot x holds ticket g (acquire). */
+static inline int nc__rslot_wait_full(numacoll_team_t *t, int r, unsigned x,
+                                      uint64_t g)
+{
+    uint64_t seen;
+    nc__wait_why_t why = {r, "reduce slot", (long)x, (long)g};
+    return nc__wait(t, &nc__rslot(t, r, x)->full.word, NC_WAIT_EQ, g + 1,
+                    &seen, &why);
+}
+
+/* Reader: done reading rank r's slot x (its reads happen before). */
+static inline void nc__rslot_release(numacoll_team_t *t, int r, unsigned x)
+{
+    atomic_fetch_add_explicit(&nc__rslot(t, r, x)->rel, 1,
+                              memory_order_release);
+}
+
+/*
+ * The fold: dest = o_0 op o_1 op ... op o_(n-1), the only place that
+ * decides the combination order. get(env, j, &ptr) waits for operand j
+ * and returns its address; put(env, j) says operand j is no longer read.
+ * Predefined ops fold left to right, ((o_0 op o_1) op o_2) ..., in dest;
+ * dest may be o_0 itself (in place), no other operand. User ops fold
+ * right to left, o_0 op (o_1 op (... op o_(n-1))), through
+ * fn(in = o_j, inout = dest): dest must not be any operand. Both give
+ * the rank-ordered result for an associative op; for floating point both
+ * are fixed orders, so equal inputs give equal bits.
+ */
+typedef struct nc__fold {
+    int n;
+    int (*get)(void *env, int j, const void **ptr);
+    void (*put)(void *env, int j);
+    void *env;
+} nc__fold_t;
+
+int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
+                 size_t nelem);
+
+/* Algorithms. own: this rank's contribution (recvbuf when in place). */
+int nc__reduce_pipelined(numacoll_team_t *t, const nc__red_op_t *op,
+                         const void *own, void *recv, size_t count, int root);
+int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
+                         const void *own, void *recv, size_t count);
+int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__red_op_t *op,
+                               const void *own, void *recv, size_t count);
+int nc__allreduce_rsag(numacoll_team_t *t, const nc__red_op_t *op,
+                       const void *own, void *recv, size_t count);
+
+/* Allreduce with a chosen algorithm (NC_ALG_ALLREDUCE_*), or -1 to let the
+ * size decide as numacoll_allreduce() does; for tests and the benchmark.
+ * sendbuf may be NUMACOLL_IN_PLACE. */
+int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
+                       void *recvbuf, size_t count, const nc__red_op_t *op);
+/* The algorithm numacoll_allreduce() picks for nbytes. */
+nc__alg_t nc__allreduce_choose(const numacoll_team_t *t, size_t nbytes);
+
+/* Fill an op descriptor; NUMACOLL_ERR_ARG (with last_error) if invalid. */
+int nc__red_op_predef(numacoll_team_t *t, nc__red_op_t *op,
+                      numacoll_dtype_t dtype, numacoll_op_t o);
+int nc__red_op_user(numacoll_team_t *t, nc__red_op_t *op, size_t elem_size,
+                    numacoll_user_op_fn fn, void *ctx, int commutative);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * Pipelined Reduce, any root, fragment by fragment through the staging
+ * slots of coll/reduce/reduce.h.
+ *
+ * The message of m bytes is cut into fragments of the elements that fit in
+ * rf = reduce_frag_size bytes; fragment k takes ticket g = base + k and
+ * slot x = g % rs on every rank. Messages of at most 56 bytes travel as one
+ * fragment in the slot's full line itself (one cache-line transfer per
+ * tree edge, no staging buffer touched).
+ *  leaf:   claim its slot x (every reader of its previous use is done),
+ *          copy its fragment in, publish full = g + 1 (release). It runs
+ *          up to rs fragments ahead of its parent.
+ *  inner:  claim its slot x, then fold its own fragment with its
+ *          children's (waiting for each child's full, acquire; releasing
+ *          each child's slot as soon as it has been read) into the slot,
+ *          and publish. While it combines fragment k its children stage
+ *          k+1, ..., so copies and combines overlap along the tree.
+ *  root:   as inner, but folds straight into its receive buffer (in place
+ *          when sendbuf is recvbuf); a user op folds in its slot first and
+ *          copies out, since the fold's destination must not be an operand.
+ * Trees: commutative ops (all predefined ones) use the hier tree rooted at
+ * the root (members meet their NUMA leader along a k-nomial tree, leaders
+ * meet the root along another, k = reduce_radix); a node folds its own
+ * fragment first, then its children smallest subtree first, remote leaders
+ * last. Non-commutative user ops use a k-nomial tree over ranks rooted at
+ * rank 0, whose subtrees are runs of consecutive ranks: folding own, then
+ * children in ascending rank order yields x_0 op ... op x_(p-1); rank 0
+ * then stages the result and the root (if not 0) copies it out. The order
+ * is fixed by (team, root), never by arrival.
+ *
+ * Cost, m bytes, t per byte, t_l one cache-line transfer, d tree depth,
+ * c children per node, n = ceil(m/rf) fragments:
+ *   T ~ (n + d - 1) * max(rf*t*(c+1), c*t_l)      (pipeline of depth d)
+ *   small m (<= 56 B): d * (t_l + c*t_l)
+ * Shared slots: writes its own slots (data, full) and its children's rel;
+ * reads its children's full and data; the root with a rank-ordered tree
+ * reads rank 0's. Tuned by reduce_frag_size, reduce_depth, reduce_radix.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/reduce/reduce.h"
+
+typedef struct env {
+    numacoll_team_t *t;
+    const int *kids;
+    const unsigned char *own;
+    unsigned x;
+    uint64_t g;
+    int inl;
+} env_t;
+
+static const void *slot_data(numacoll_team_t *t, int r, unsigned x, int inl)
+{
+    return inl ? (const void *)nc__rslot(t, r, x)->full.data
+               : (const void *)nc__rbuf(t, r, x);
+}
+
+/* Operand 0 is this rank's fragment, operand j > 0 child j - 1's slot. */
+static int get_operand(void *vp, int j, const void **ptr)
+{
+    env_t *e = vp;
+    if (j == 0) {
+        *ptr = e->own;
+        return NUMACOLL_OK;
+    }
+    int rc = nc__rslot_wait_full(e->t, e->kids[j - 1], e->x, e->g);
+    *ptr = slot_data(e->t, e->kids[j - 1], e->x, e->inl);
+    return rc;
+}
+
+static void put_operand(void *vp, int j)
+{
+    env_t *e = vp;
+    if (j > 0)
+        nc__rslot_release(e->t, e->kids[j - 1], e->x);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int nc__reduce_pipelined(numacoll_team_t *t, const nc__red_op_t *op,
+                         const void *own, void *recv, size_t count, int root)
+{
+    struct nc__red *R = t->red;
+    const int me = t->rank;
+    const nc__tree_t *tree = op->commutative ? &R->numa : &R->ranked;
+    const int top = op->commutative ? root : 0;
+    const unsigned rs = t->cfg.reduce_depth;
+    const size_t elem = op->elem;
+    const int inl = count * elem <= NC_RED_INLINE;
+    const size_t fe = inl ? count : t->cfg.reduce_frag_size / elem;
+    const size_t nfrags = (count + fe - 1) / fe;
+    /* Only the root's own result goes to recv; the top of a rank-ordered
+     * tree that is not the root stages it for the root instead. */
+    const int to_recv = me == top && me == root;
+    const int collect = me == root && me != top;
+
+    int nk = nc__tree_children(tree, top, me, R->kids);
+    if (op->commutative) {
+        /* smallest subtrees first, the remote leaders' last: any fixed
+         * order will do, this one waits least */
+        for (int i = 0, j = nk - 1; i < j; i++, j--) {
+            int s = R->kids[i];
+            R->kids[i] = R->kids[j];
+            R->kids[j] = s;
+        }
+    } else {
+        qsort(R->kids, (size_t)nk, sizeof *R->kids, cmp_int);
+    }
+    const uint64_t base = R->ticket;
+    R->ticket += nfrags;
+
+    for (size_t k = 0; k < nfrags; k++) {
+        const uint64_t g = base + k;
+        const unsigned x = (unsigned)(g % rs);
+        const size_t e0 = k * fe, ne = count - e0 < fe ? count - e0 : fe;
+        unsigned char *out = to_recv ? (unsigned char *)recv + e0 * elem : NULL;
+        env_t e = {t, R->kids, (const unsigned char *)own + e0 * elem, x, g,
+                   inl};
+        nc__fold_t f = {nk + 1, get_operand, put_operand, &e};
+        int rc;
+        if (to_recv && op->impl) {
+            rc = nc__fold_run(op, &f, out, ne);
+        } else {
+            /* our slot: the one the parent reads, or the user op's scratch */
+            rc = nc__rslot_claim(t, x);
+            if (rc != NUMACOLL_OK)
+                return rc;
+            unsigned char *dest = inl ? nc__rslot(t, me, x)->full.data
+                                      : nc__rbuf(t, me, x);
+            rc = nc__fold_run(op, &f, dest, ne);
+            if (rc == NUMACOLL_OK) {
+                if (to_recv)
+                    memcpy(out, dest, ne * elem);
+                else /* one reader: the parent, or the root for the top */
+                    nc__rslot_publish(t, x, g, 1);
+            }
+        }
+        if (rc != NUMACOLL_OK)
+            return rc;
+        if (collect) {
+            rc = nc__rslot_wait_full(t, top, x, g);
+            if (rc != NUMACOLL_OK)
+                return rc;
+            memcpy((unsigned char *)recv + e0 * elem, slot_data(t, top, x, inl),
+                   ne * elem);
+            nc__rslot_release(t, top, x);
+        }
+    }
+    return NUMACOLL_OK;
+}
