@@ -30,5 +30,7 @@ int nct_register_layout(void);
 int nct_register_runner(void);
 int nct_register_bcast(void);
 int nct_register_seg(void);
+int nct_register_reduce(void);
+int nct_register_bench(void);
 
 #endif

@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     int (*regs[])(void) = {
         nct_register_config, nct_register_tree,   nct_register_topo,
         nct_register_layout, nct_register_runner, nct_register_bcast,
-        nct_register_seg,
+        nct_register_seg,    nct_register_reduce, nct_register_bench,
     };
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         if (regs[i]() != 0) {

@@ -1,0 +1,245 @@
+/*
+ * numacoll-bench internals, shared by the two builds of the same program:
+ *
+ *   numacoll-bench       standalone: forks p ranks with the core's runner and
+ *                        times numacoll teams (bench_team.c);
+ *   numacoll-bench-mpi   the same sources built with mpicc -DNCB_BUILD_MPI: runs
+ *                        under mpirun and times MPI_Bcast etc., i.e. whatever
+ *                        coll component Open MPI selected (bench_mpi.c).
+ *
+ * bench_opts.c parses the options; bench_core.c owns the operation table
+ * and the one timing loop; bench_report.c the table, CSV, JSON, plot and
+ * --merge. A backend
+ * supplies an ncb_world_t (rank, p, untimed helpers) and one ncb_target_t
+ * per configuration (the calls being measured). Nothing here includes MPI
+ * or numacoll.h, so the MPI build needs neither the library nor hwloc.
+ */
+#ifndef NCB_BENCH_H
+#define NCB_BENCH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define NCB_VERSION      "0.2"
+#define NCB_MAX_SIZES    64
+#define NCB_MAX_CFGS     16
+#define NCB_LABEL_MAX    80
+#define NCB_MAX_BYTES    ((size_t)1 << 30)
+
+/* ---- the operations ----------------------------------------------------
+ * X(id, name, flags, elem, what): one entry per operation. elem is the
+ * element size in bytes (sizes must be multiples of it). Reduce and
+ * Allreduce sum uint32 elements, so results are exact and checkable. */
+enum {
+    NCB_SIZED = 1,     /* takes a message size                          */
+    NCB_ROOTED = 2,    /* has a root, rotated by --root-shift            */
+    NCB_SUM = 4,       /* every rank contributes, uint32 sum             */
+    NCB_ALL = 8,       /* every rank receives the result                 */
+};
+
+#define NCB_OP_LIST(X)                                                        \
+    X(BCAST, "bcast", NCB_SIZED | NCB_ROOTED | NCB_ALL, 1,                    \
+      "the root's bytes to every rank")                                       \
+    X(REDUCE, "reduce", NCB_SIZED | NCB_ROOTED | NCB_SUM, 4,                  \
+      "uint32 sum of every rank's vector at the root")                        \
+    X(ALLREDUCE, "allreduce", NCB_SIZED | NCB_SUM | NCB_ALL, 4,               \
+      "uint32 sum of every rank's vector at every rank")                      \
+    X(BARRIER, "barrier", 0, 0, "no data")
+
+typedef enum {
+#define X(id, name, flags, elem, what) NCB_OP_##id,
+    NCB_OP_LIST(X)
+#undef X
+    NCB_OP_COUNT
+} ncb_op_id_t;
+
+typedef struct ncb_op {
+    const char *name;
+    unsigned flags;
+    size_t elem;
+    const char *what;
+} ncb_op_t;
+
+extern const ncb_op_t ncb_ops[NCB_OP_COUNT];
+
+/* Index of the operation called name, or -1. */
+int ncb_op_find(const char *name);
+
+/* ---- one call, as a backend receives it ------------------------------- */
+typedef struct ncb_call {
+    void *buf;          /* bcast: root ? sbuf : rbuf (in place)          */
+    void *sbuf;         /* reduce/allreduce: this rank's contribution    */
+    void *rbuf;         /* reduce/allreduce: the result                  */
+    size_t bytes;
+    size_t count;       /* bytes / elem                                  */
+    int root;
+} ncb_call_t;
+
+/* One configuration as a backend runs it. */
+typedef struct ncb_target {
+    /* NULL where this mode lacks the operation. Returns 0 or a non-zero
+     * status; last_error() words it. */
+    int (*run[NCB_OP_COUNT])(void *ctx, const ncb_call_t *c);
+    /* The barrier between samples (not timed). */
+    int (*barrier)(void *ctx);
+    /* 0 if op can run at this size; otherwise writes why into why[len]. */
+    int (*applies)(void *ctx, int op, size_t bytes, char *why, size_t len);
+    const char *(*last_error)(void *ctx);
+    void *ctx;
+} ncb_target_t;
+
+/* One rank's view of the run; every helper is collective and untimed. */
+typedef struct ncb_world {
+    int rank, p;
+    int (*sync)(struct ncb_world *w);
+    /* element-wise max over ranks of v[0..n), result on every rank */
+    int (*allmax)(struct ncb_world *w, double *v, int n);
+    /* all[r*n + i] = rank r's mine[i], at least on rank 0 */
+    int (*gather)(struct ncb_world *w, const double *mine, int n, double *all);
+    /* Two cache lines shared by ranks 0 and 1 (NULL when p < 2): the
+     * one-line round trip is measured on them. ping is written by rank 0,
+     * pong by rank 1. */
+    _Atomic uint64_t *ping, *pong;
+    void *ctx;
+} ncb_world_t;
+
+/* ---- options ----------------------------------------------------------- */
+
+/* A numacoll configuration as given on the command line. Numbers are -1
+ * (strings "") where not given: the library's default applies. The
+ * standalone backend validates them with the library. */
+typedef struct ncb_spec {
+    char label[NCB_LABEL_MAX];
+    char word[32];          /* a bare name: a tree or an algorithm        */
+    char alg[32];
+    char tree[16];
+    long long frag;
+    long queue, banks, radix, spin;
+    char params[256];       /* other library parameters: "name=value,..." */
+} ncb_spec_t;
+
+typedef enum { NCB_STANDALONE, NCB_MPI } ncb_mode_t;
+
+typedef struct ncb_opts {
+    ncb_mode_t mode;
+    int p;                       /* standalone ranks; 0 = CPUs (>= 2)     */
+    unsigned ops;                /* bit per ncb_op_id_t; 0 = all in mode  */
+    size_t sizes[NCB_MAX_SIZES];
+    int nsizes;
+    ncb_spec_t base;             /* --alg/--tree/... outside --compare    */
+    ncb_spec_t cfg[NCB_MAX_CFGS];
+    int ncfg;                    /* >= 1 after ncb_parse                  */
+    char baseline[NCB_LABEL_MAX];
+    int root_shift;              /* root of call c = (c * shift) % p      */
+    int hot;                     /* --cache hot: one region, reused       */
+    int check;                   /* verify received data                  */
+    int reps;                    /* samples per size and configuration    */
+    int iters;                   /* calls per sample; 0 = adaptive        */
+    int warmup;                  /* untimed calls; -1 = by size           */
+    double sample_us;            /* adaptive target duration of a sample  */
+    int bind;                    /* -1: when p <= CPUs                    */
+    const char *topology;
+    const char *label;           /* MPI: name of this configuration       */
+    const char *csv, *json, *plot;
+    int quiet;
+    int merge;                   /* remaining arguments are CSV files     */
+    char **files;
+    int nfiles;
+    int list_params, list_algs, help;
+} ncb_opts_t;
+
+/* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
+ * (help, lists), 2 on a usage error with a sentence in err. */
+int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
+              char *err, size_t errlen);
+void ncb_usage(FILE *to, ncb_mode_t mode);
+
+/* Parse one size ("4096", "64k", "16m", "1g"); 0 on success. */
+int ncb_parse_size(const char *s, size_t *out);
+
+/* ---- results ----------------------------------------------------------- */
+enum { NCB_ROW_OK, NCB_ROW_NA, NCB_ROW_BAD };
+
+typedef struct ncb_row {
+    int op, cfg;
+    size_t bytes;
+    int calls, samples;           /* calls per sample, samples            */
+    double min, med, max;         /* seconds per call (max over ranks)    */
+    double memcpy_s;              /* same size on one core; < 0: n/a      */
+    int status;
+    char note[64];                /* why NA / what failed                 */
+} ncb_row_t;
+
+typedef struct ncb_report {
+    const char *mode;             /* "standalone", "mpi", "merged"        */
+    int p;
+    char where[160];              /* e.g. "ranks on CPUs 0,1"              */
+    int ncfg, baseline;
+    char label[NCB_MAX_CFGS][NCB_LABEL_MAX];
+    char desc[NCB_MAX_CFGS][200];
+    double barrier_s[NCB_MAX_CFGS];  /* < 0: unknown                      */
+    double line_rtt;              /* seconds; < 0: unknown                */
+    double line_rtt_end;          /* the same at the end of the run       */
+    size_t arena, llc;
+    int hot, check, root_shift, reps, iters, nmerged;
+    double sample_us;
+    char extra[256];              /* a backend's note (MPI_T counters)     */
+    char busy[128];               /* other programs were running          */
+    ncb_row_t *rows;
+    int nrows, cap;
+    int failures;
+} ncb_report_t;
+
+/* Set up an empty report for these options. */
+void ncb_report_init(ncb_report_t *r, const ncb_opts_t *o, const char *mode,
+                     int p);
+ncb_row_t *ncb_report_add(ncb_report_t *r);
+void ncb_report_free(ncb_report_t *r);
+
+/* The terminal table: header, then per operation a heading and one line
+ * per size (printed as each size completes). */
+void ncb_print_header(const ncb_report_t *r, FILE *to);
+void ncb_print_op_header(const ncb_report_t *r, int op, FILE *to);
+void ncb_print_rows(const ncb_report_t *r, int op, size_t bytes, FILE *to);
+/* Everything at once (used by --merge). */
+void ncb_print_all(const ncb_report_t *r, FILE *to);
+
+int ncb_write_csv(const ncb_report_t *r, const char *path);
+int ncb_write_json(const ncb_report_t *r, const char *path);
+/* gnuplot, log-log time vs size per configuration plus the memcpy limit.
+ * Returns 0, or 1 after a one-line note when gnuplot is missing/fails. */
+int ncb_write_plot(const ncb_report_t *r, const char *png);
+/* --csv/--json/--plot of o, in that order; returns non-zero on a failure
+ * to write a file. */
+int ncb_write_outputs(const ncb_report_t *r, const ncb_opts_t *o);
+
+/* --merge: read CSV files written by --csv, one configuration per label;
+ * repeated labels (interleaved rounds) give medians of the per-run
+ * medians. Prints the comparison and writes o's outputs. */
+int ncb_merge(const ncb_opts_t *o);
+
+/* ---- the measurement ---------------------------------------------------- */
+
+/* Run on every rank: references, then every operation and size over the
+ * configurations t[0..ncfg). Rank 0 fills *rep and prints as it goes.
+ * Returns 0, 1 if a check failed, or another non-zero status on error. */
+int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t,
+                int ncfg, ncb_report_t *rep);
+
+/* ---- what each build provides (bench_team.c or bench_mpi.c) ----------- */
+
+/* Run the benchmark with parsed options; returns the exit status. */
+int ncb_backend_main(ncb_opts_t *o, int argc, char **argv);
+/* --list-algs and --list-params for this build. */
+void ncb_backend_list_algs(FILE *to);
+void ncb_backend_list_params(FILE *to);
+
+/* Largest CPU cache in bytes (sysfs), 32 MiB if unknown. */
+size_t ncb_llc_bytes(void);
+
+/* Monotonic seconds. */
+double ncb_now(void);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * MPI backend of numacoll-bench (numacoll-bench-mpi, built with mpicc): the
+ * calls are MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier on
+ * MPI_COMM_WORLD, so the numbers are those of whatever coll component Open
+ * MPI selected (numacoll, tuned, sm, han, ...: chosen with mpirun --mca,
+ * see bench/compare-ompi.sh). The timing loop is the standalone one
+ * (bench_core.c). Reduce and Allreduce sum uint32 (MPI_UINT32_T, MPI_SUM).
+ *
+ * The one-line round trip needs memory shared by ranks 0 and 1: rank 0
+ * creates a POSIX shared-memory object, broadcasts its name, rank 1 maps
+ * it, and rank 0 unlinks it once both have (nothing is left behind).
+ */
+#include <fcntl.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+typedef struct mctx {
+    MPI_Comm comm;
+    int last;                 /* last MPI error code */
+    char msg[MPI_MAX_ERROR_STRING];
+} mctx_t;
+
+static int note(mctx_t *m, int rc)
+{
+    m->last = rc;
+    if (rc != MPI_SUCCESS) {
+        int len = 0;
+        MPI_Error_string(rc, m->msg, &len);
+    }
+    return rc;
+}
+
+static int run_bcast(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Bcast(c->buf, (int)c->bytes, MPI_BYTE, c->root,
+                             m->comm));
+}
+
+static int run_reduce(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Reduce(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
+                              MPI_SUM, c->root, m->comm));
+}
+
+static int run_allreduce(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Allreduce(c->sbuf, c->rbuf, (int)c->count,
+                                 MPI_UINT32_T, MPI_SUM, m->comm));
+}
+
+static int run_barrier(void *ctx, const ncb_call_t *c)
+{
+    (void)c;
+    mctx_t *m = ctx;
+    return note(m, MPI_Barrier(m->comm));
+}
+
+static int barrier(void *ctx)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Barrier(m->comm));
+}
+
+static const char *last_error(void *ctx)
+{
+    mctx_t *m = ctx;
+    return m->last == MPI_SUCCESS ? "" : m->msg;
+}
+
+static int w_sync(ncb_world_t *w)
+{
+    return MPI_Barrier(((mctx_t *)w->ctx)->comm) != MPI_SUCCESS;
+}
+
+static int w_allmax(ncb_world_t *w, double *v, int n)
+{
+    return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX,
+                         ((mctx_t *)w->ctx)->comm) != MPI_SUCCESS;
+}
+
+static int w_gather(ncb_world_t *w, const double *mine, int n, double *all)
+{
+    return MPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0,
+                      ((mctx_t *)w->ctx)->comm) != MPI_SUCCESS;
+}
+
+/* Map one page shared by ranks 0 and 1; NULL (no line reference) when
+ * they cannot share memory, e.g. on different hosts. */
+static unsigned char *share_lines(int rank, MPI_Comm comm)
+{
+    char name[64] = "";
+    unsigned char *page = NULL;
+    int ok = 1;
+    if (rank == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(name, sizeof name, "/numacoll-bench-%d-%ld", (int)getpid(),
+                 (long)ts.tv_nsec);
+        int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 || ftruncate(fd, 4096) != 0)
+            ok = 0;
+        if (ok) {
+            void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                           0);
+            ok = p != MAP_FAILED;
+            page = ok ? p : NULL;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (!ok) {
+            shm_unlink(name);
+            name[0] = '\0';
+        }
+    }
+    MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
+    if (rank == 1 && name[0]) {
+        int fd = shm_open(name, O_RDWR, 0600);
+        if (fd >= 0) {
+            void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                           0);
+            page = p == MAP_FAILED ? NULL : p;
+            close(fd);
+        }
+    }
+    int mine = (rank > 1) || page != NULL, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (rank == 0 && name[0])
+        shm_unlink(name);
+    if (!all && page) {
+        munmap(page, 4096);
+        page = NULL;
+    }
+    return all ? page : NULL;
+}
+
+static void describe_where(int rank, int p, MPI_Comm comm, char *out,
+                           size_t len)
+{
+    cpu_set_t set;
+    int bound = sched_getaffinity(0, sizeof set, &set) == 0 &&
+                CPU_COUNT(&set) == 1;
+    int mine[2] = {sched_getcpu(), bound}, *all = NULL;
+    if (rank == 0)
+        all = malloc((size_t)p * 2 * sizeof *all);
+    MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, comm);
+    if (rank != 0 || !all)
+        return;
+    int nbound = 0;
+    size_t o = (size_t)snprintf(out, len, "ranks on CPUs ");
+    for (int r = 0; r < p && o < len; r++) {
+        o += (size_t)snprintf(out + o, len - o, "%s%d", r ? "," : "",
+                              all[2 * r]);
+        nbound += all[2 * r + 1];
+    }
+    if (o < len)
+        snprintf(out + o, len - o, " (%s)", nbound == p ? "each bound to one"
+                 : nbound ? "some bound" : "not bound");
+    free(all);
+}
+
+/* Counters of the numacoll component through MPI_T, so the output shows
+ * whether numacoll actually ran the calls. Open MPI reports a counter
+ * relative to when its handle was allocated, so the handles are made
+ * before the run and read after it: the counts are this run's. */
+#define NPVARS 4
+static const char *const pvar_names[NPVARS] = {
+    "coll_numacoll_bcast_count", "coll_numacoll_bcast_fallback_count",
+    "coll_numacoll_barrier_count", "coll_numacoll_barrier_fallback_count"};
+
+typedef struct pvars {
+    int on;
+    MPI_T_pvar_session sess;
+    MPI_T_pvar_handle h[NPVARS];
+    int have[NPVARS];
+} pvars_t;
+
+static void pvars_begin(pvars_t *pv)
+{
+    int provided, num = 0;
+    memset(pv, 0, sizeof *pv);
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    if (MPI_T_pvar_get_num(&num) != MPI_SUCCESS ||
+        MPI_T_pvar_session_create(&pv->sess) != MPI_SUCCESS) {
+        MPI_T_finalize();
+        return;
+    }
+    pv->on = 1;
+    for (int i = 0; i < num; i++) {
+        char name[256], desc[8];
+        int nl = sizeof name, dl = sizeof desc, verb, cls, bind, ro, cont, at;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_pvar_get_info(i, name, &nl, &verb, &cls, &dt, &en, desc, &dl,
+                                &bind, &ro, &cont, &at) != MPI_SUCCESS)
+            continue;
+        for (int k = 0; k < NPVARS; k++) {
+            int count;
+            if (strcmp(name, pvar_names[k]) != 0 ||
+                dt != MPI_UNSIGNED_LONG_LONG ||
+                MPI_T_pvar_handle_alloc(pv->sess, i, NULL, &pv->h[k],
+                                        &count) != MPI_SUCCESS)
+                continue;
+            if (count == 1)
+                pv->have[k] = 1;
+            else
+                MPI_T_pvar_handle_free(pv->sess, &pv->h[k]);
+        }
+    }
+}
+
+static void pvars_end(pvars_t *pv, char *out, size_t len)
+{
+    if (!pv->on)
+        return;
+    unsigned long long val[NPVARS] = {0};
+    int any = 0;
+    for (int k = 0; k < NPVARS; k++) {
+        if (!pv->have[k])
+            continue;
+        if (MPI_T_pvar_read(pv->sess, pv->h[k], &val[k]) == MPI_SUCCESS)
+            any = 1;
+        MPI_T_pvar_handle_free(pv->sess, &pv->h[k]);
+    }
+    MPI_T_pvar_session_free(&pv->sess);
+    MPI_T_finalize();
+    if (any && out)
+        snprintf(out, len, "numacoll component (MPI_T, rank 0, this run): %llu "
+                 "bcast calls through numacoll, %llu handed back; %llu "
+                 "barriers, %llu handed back", val[0], val[1], val[2], val[3]);
+}
+
+void ncb_backend_list_algs(FILE *to)
+{
+    fprintf(to, "Under MPI the coll component Open MPI selected picks the "
+            "algorithm; choose\nthe component with mpirun --mca coll ... "
+            "(bench/compare-ompi.sh).\n");
+}
+
+void ncb_backend_list_params(FILE *to)
+{
+    fprintf(to, "Under MPI numacoll's parameters are MCA parameters:\n"
+            "  ompi_info --param coll numacoll --level 9\n");
+}
+
+int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    /* errors come back as codes, so a failure names the call */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (o->ops == 0)
+        o->ops = (1u << NCB_OP_COUNT) - 1;
+    mctx_t m = {.comm = MPI_COMM_WORLD, .last = MPI_SUCCESS};
+    ncb_target_t t = {.run = {[NCB_OP_BCAST] = run_bcast,
+                              [NCB_OP_REDUCE] = run_reduce,
+                              [NCB_OP_ALLREDUCE] = run_allreduce,
+                              [NCB_OP_BARRIER] = run_barrier},
+                      .barrier = barrier, .last_error = last_error, .ctx = &m};
+    unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD) : NULL;
+    ncb_world_t w = {.rank = rank, .p = p, .sync = w_sync, .allmax = w_allmax,
+                     .gather = w_gather, .ctx = &m};
+    if (page) {
+        w.ping = (_Atomic uint64_t *)page;
+        w.pong = (_Atomic uint64_t *)(page + 64);
+    }
+    pvars_t pv;
+    pvars_begin(&pv);
+    ncb_report_t rep;
+    ncb_report_init(&rep, o, "mpi", p);
+    snprintf(rep.desc[0], sizeof rep.desc[0], "%s = MPI_COMM_WORLD, the coll "
+             "component(s) Open MPI selected", o->cfg[0].label);
+    describe_where(rank, p, MPI_COMM_WORLD, rep.where, sizeof rep.where);
+    int rc = ncb_measure(o, &w, &t, 1, &rep);
+    pvars_end(&pv, rank == 0 ? rep.extra : NULL, sizeof rep.extra);
+    if (rank == 0) {
+        if (rep.extra[0] && !o->quiet)
+            printf("# %s\n", rep.extra);
+        if ((rc == 0 || rc == 1) && ncb_write_outputs(&rep, o))
+            rc = rc ? rc : 5;
+    }
+    ncb_report_free(&rep);
+    if (page)
+        munmap(page, 4096);
+    if (rc > 1) {
+        fprintf(stderr, "numacoll-bench-mpi: rank %d stops the job (status "
+                "%d)\n", rank, rc);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+    }
+    /* only rank 0 knows about failed checks: tell everyone */
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return rc;
+}

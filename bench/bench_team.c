@@ -1,0 +1,518 @@
+/*
+ * Standalone backend of numacoll-bench: forks p ranks with the core's
+ * runner (coll/runner.h), builds one numacoll team per configuration in
+ * every rank, and hands the measurement loop an ncb_world_t made of the
+ * runner's bootstrap allgather and one ncb_target_t per team.
+ *
+ * --alg: "auto" calls the public entry point (numacoll_bcast, whose
+ * dispatch picks inline or pipelined by size); a named algorithm from the
+ * core's table (coll/algs.h) calls that algorithm's function directly, so
+ * the same sizes can be timed through each. The table has no function
+ * pointer yet, hence the one switch below.
+ */
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "coll/algs.h"
+#include "coll/reduce/reduce.h"
+#include "coll/runner.h"
+#include "coll/team.h"
+#include "numacoll.h"
+
+/* The collective of the core's table behind each operation; -1: none yet. */
+static const int op_coll[NCB_OP_COUNT] = {
+    [NCB_OP_BCAST] = NC_COLL_BCAST,
+    [NCB_OP_REDUCE] = NC_COLL_REDUCE,
+    [NCB_OP_ALLREDUCE] = NC_COLL_ALLREDUCE,
+    [NCB_OP_BARRIER] = NC_COLL_BARRIER,
+};
+
+typedef struct tcfg {
+    numacoll_config_t cfg;
+    int alg[NCB_OP_COUNT];     /* -1: auto (public dispatch); else nc__alg_t */
+    numacoll_team_t *team;
+    nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
+} tcfg_t;
+
+typedef struct trun {
+    const ncb_opts_t *o;
+    tcfg_t cfg[NCB_MAX_CFGS];
+    char desc[NCB_MAX_CFGS][200];
+    /* shared page, mapped before the fork: the two ping-pong lines and
+     * rank 0's exit status (the runner only says "some rank failed") */
+    unsigned char *shared;
+    int bind;
+} trun_t;
+
+#define SHARED_BYTES 4096
+#define SHARED_STATUS(tr) ((_Atomic int *)((tr)->shared + 128))
+
+/* ---- the calls ------------------------------------------------------------- */
+
+static int run_bcast(void *ctx, const ncb_call_t *c)
+{
+    tcfg_t *tc = ctx;
+    nc__io_t io = {.buf = c->buf};
+    switch (tc->alg[NCB_OP_BCAST]) {
+    case NC_ALG_BCAST_INLINE:
+        return nc__bcast_inline(tc->team, c->bytes, c->root, &io);
+    case NC_ALG_BCAST_PIPELINED:
+        return nc__bcast_pipelined(tc->team, c->bytes, c->root, &io);
+    default:
+        return numacoll_bcast(tc->team, c->buf, c->bytes, c->root);
+    }
+}
+
+/* Reduce has one algorithm: the public call reaches it. */
+static int run_reduce(void *ctx, const ncb_call_t *c)
+{
+    tcfg_t *tc = ctx;
+    return numacoll_reduce(tc->team, c->sbuf, c->rbuf, c->count,
+                           NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM, c->root);
+}
+
+static int run_allreduce(void *ctx, const ncb_call_t *c)
+{
+    tcfg_t *tc = ctx;
+    if (tc->alg[NCB_OP_ALLREDUCE] >= 0)
+        return nc__allreduce_with(tc->team, tc->alg[NCB_OP_ALLREDUCE], c->sbuf,
+                                  c->rbuf, c->count, &tc->sum);
+    return numacoll_allreduce(tc->team, c->sbuf, c->rbuf, c->count,
+                              NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+}
+
+static int run_barrier(void *ctx, const ncb_call_t *c)
+{
+    (void)c;
+    return numacoll_barrier(((tcfg_t *)ctx)->team);
+}
+
+static int barrier(void *ctx)
+{
+    return numacoll_barrier(((tcfg_t *)ctx)->team);
+}
+
+static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
+{
+    const tcfg_t *tc = ctx;
+    if (op == NCB_OP_BCAST && tc->alg[op] == NC_ALG_BCAST_INLINE &&
+        bytes > NC_INLINE_MAX) {
+        snprintf(why, len, "inline carries at most %d bytes", NC_INLINE_MAX);
+        return 1;
+    }
+    if (op == NCB_OP_ALLREDUCE && tc->alg[op] == NC_ALG_ALLREDUCE_INLINE &&
+        bytes > NC_RED_INLINE) {
+        snprintf(why, len, "inline carries at most %d bytes", NC_RED_INLINE);
+        return 1;
+    }
+    return 0;
+}
+
+static const char *last_error(void *ctx)
+{
+    return numacoll_team_last_error(((tcfg_t *)ctx)->team);
+}
+
+/* Operations this build can run; the rest say why in resolve(). */
+static unsigned available_ops(void)
+{
+    return (1u << NCB_OP_COUNT) - 1;
+}
+
+/* ---- the world: the runner's bootstrap --------------------------------------- */
+
+typedef struct tworld {
+    const numacoll_bootstrap_t *boot;
+} tworld_t;
+
+static int w_sync(ncb_world_t *w)
+{
+    const numacoll_bootstrap_t *b = ((tworld_t *)w->ctx)->boot;
+    unsigned char x = 0, *all = malloc((size_t)b->size);
+    int rc = all ? b->allgather(&x, all, 1, b->ctx) : -1;
+    free(all);
+    return rc;
+}
+
+static int w_gather(ncb_world_t *w, const double *mine, int n, double *all)
+{
+    const numacoll_bootstrap_t *b = ((tworld_t *)w->ctx)->boot;
+    return b->allgather(mine, all, (size_t)n * sizeof *mine, b->ctx);
+}
+
+static int w_allmax(ncb_world_t *w, double *v, int n)
+{
+    double *all = malloc((size_t)n * (size_t)w->p * sizeof *all);
+    if (!all || w_gather(w, v, n, all) != 0) {
+        free(all);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < w->p; r++)
+            if (all[r * n + i] > v[i])
+                v[i] = all[r * n + i];
+    free(all);
+    return 0;
+}
+
+/* "ranks on CPUs 0,1 (bound), NUMA nodes 0,0" from every rank's view. */
+static void describe_where(ncb_world_t *w, numacoll_team_t *team, int bound,
+                           char *out, size_t len)
+{
+    double mine[2] = {sched_getcpu(), -1};
+    numacoll_locality_t loc;
+    if (numacoll_team_locality(team, w->rank, &loc) == NUMACOLL_OK)
+        mine[1] = loc.numa;
+    double *all = malloc((size_t)w->p * 2 * sizeof *all);
+    if (!all || w_gather(w, mine, 2, all) != 0) {
+        free(all);
+        return;
+    }
+    size_t o = (size_t)snprintf(out, len, "ranks on CPUs ");
+    for (int r = 0; r < w->p && o < len; r++)
+        o += (size_t)snprintf(out + o, len - o, "%s%d", r ? "," : "",
+                              (int)all[2 * r]);
+    if (o < len)
+        o += (size_t)snprintf(out + o, len - o, " (%s), NUMA nodes ",
+                              bound ? "bound" : "not bound");
+    for (int r = 0; r < w->p && o < len; r++)
+        o += (size_t)snprintf(out + o, len - o, "%s%d", r ? "," : "",
+                              (int)all[2 * r + 1]);
+    free(all);
+}
+
+static int rank_main(const numacoll_bootstrap_t *b, void *arg)
+{
+    trun_t *tr = arg;
+    const ncb_opts_t *o = tr->o;
+    ncb_target_t t[NCB_MAX_CFGS];
+    int rc = 0, made = 0;
+    for (int c = 0; c < o->ncfg; c++, made++) {
+        numacoll_config_t cfg = tr->cfg[c].cfg;
+        /* under a fake topology hwloc cannot say where we run: rank r is
+         * placed on PU r of the description */
+        if (cfg.topology)
+            cfg.pu = b->rank;
+        int st = numacoll_team_create(b, &cfg, &tr->cfg[c].team);
+        if (st != NUMACOLL_OK) {
+            fprintf(stderr, "numacoll-bench: rank %d: team for %s: %s\n",
+                    b->rank, o->cfg[c].label, numacoll_strerror(st));
+            rc = 4;
+            break;
+        }
+        st = nc__red_op_predef(tr->cfg[c].team, &tr->cfg[c].sum,
+                               NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+        if (st != NUMACOLL_OK) {
+            fprintf(stderr, "numacoll-bench: rank %d: uint32 sum: %s\n",
+                    b->rank, numacoll_strerror(st));
+            rc = 4;
+            made++;
+            break;
+        }
+        memset(&t[c], 0, sizeof t[c]);
+        t[c].run[NCB_OP_BCAST] = run_bcast;
+        t[c].run[NCB_OP_REDUCE] = run_reduce;
+        t[c].run[NCB_OP_ALLREDUCE] = run_allreduce;
+        t[c].run[NCB_OP_BARRIER] = run_barrier;
+        t[c].barrier = barrier;
+        t[c].applies = applies;
+        t[c].last_error = last_error;
+        t[c].ctx = &tr->cfg[c];
+    }
+    if (rc == 0) {
+        tworld_t tw = {.boot = b};
+        ncb_world_t w = {.rank = b->rank, .p = b->size, .sync = w_sync,
+                         .allmax = w_allmax, .gather = w_gather, .ctx = &tw};
+        if (b->size >= 2) {
+            w.ping = (_Atomic uint64_t *)tr->shared;
+            w.pong = (_Atomic uint64_t *)(tr->shared + 64);
+        }
+        ncb_report_t rep;
+        ncb_report_init(&rep, o, "standalone", b->size);
+        for (int c = 0; c < o->ncfg; c++)
+            snprintf(rep.desc[c], sizeof rep.desc[c], "%s", tr->desc[c]);
+        describe_where(&w, tr->cfg[0].team, tr->bind, rep.where,
+                       sizeof rep.where);
+        rc = ncb_measure(o, &w, t, o->ncfg, &rep);
+        if (b->rank == 0 && (rc == 0 || rc == 1) && ncb_write_outputs(&rep, o))
+            rc = rc ? rc : 5;
+        ncb_report_free(&rep);
+    }
+    for (int c = 0; c < made; c++)
+        numacoll_team_destroy(tr->cfg[c].team);
+    /* relaxed: the parent reads it only after waitpid() has seen this
+     * process exit, which orders everything the process did before */
+    if (b->rank == 0)
+        atomic_store_explicit(SHARED_STATUS(tr), rc, memory_order_relaxed);
+    /* only rank 0 knows about failed checks; other failures are everyone's */
+    return rc == 1 ? 0 : rc;
+}
+
+/* ---- options to configurations --------------------------------------------- */
+
+/* The library's parameter table, with where each field lives. */
+static const struct {
+    const char *name;
+    char type;
+    long long min;
+    unsigned long long max;
+    size_t off;
+} params[] = {
+#define X(field, type, def, min, max, doc)                                   \
+    {#field, type, (long long)(min), (unsigned long long)(max),              \
+     offsetof(numacoll_config_t, field)},
+    NUMACOLL_PARAM_LIST(X)
+#undef X
+};
+
+/* Apply "name=value,..." from --param or --compare to cfg. */
+static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
+                        size_t errlen)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *kv = strtok_r(buf, ",", &save); kv;
+         kv = strtok_r(NULL, ",", &save)) {
+        char *v = strchr(kv, '=');
+        *v++ = '\0';
+        size_t i = 0, n = sizeof params / sizeof params[0];
+        while (i < n && strcmp(params[i].name, kv) != 0)
+            i++;
+        if (i == n) {
+            snprintf(err, errlen, "unknown key '%s' (alg, tree, radix, frag, "
+                     "queue, banks, spin, or a parameter of --list-params)", kv);
+            return 2;
+        }
+        unsigned char *field = (unsigned char *)cfg + params[i].off;
+        char *end = NULL;
+        size_t z = 0;
+        long long x = 0;
+        int bad = 0;
+        switch (params[i].type) {
+        case 'z':
+            bad = ncb_parse_size(v, &z) != 0 || z > params[i].max;
+            if (!bad)
+                memcpy(field, &z, sizeof z);
+            break;
+        case 't':
+            x = numacoll_tree_parse(v);
+            bad = x < 0;
+            if (!bad)
+                *(int *)field = (int)x;
+            break;
+        default:
+            x = strtoll(v, &end, 10);
+            bad = !*v || *end || x < params[i].min ||
+                  (unsigned long long)x > params[i].max;
+            if (!bad && params[i].type == 'u')
+                *(unsigned *)field = (unsigned)x;
+            else if (!bad)
+                *(int *)field = (int)x;
+            break;
+        }
+        if (bad) {
+            snprintf(err, errlen, "%s: '%s' is out of range or malformed "
+                     "(--list-params)", kv, v);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static void alg_names(char *out, size_t len)
+{
+    size_t o = 0;
+    for (int op = 0; op < NCB_OP_COUNT; op++) {
+        if (op_coll[op] < 0)
+            continue;
+        o += (size_t)snprintf(out + o, len - o, "%s%s: auto", o ? "; " : "",
+                              ncb_ops[op].name);
+        for (int i = 0; i < NC_ALG_COUNT && o < len; i++)
+            if ((int)nc__algs[i].coll == op_coll[op])
+                o += (size_t)snprintf(out + o, len - o, ", %s",
+                                      nc__algs[i].name);
+        if (o >= len)
+            break;
+    }
+}
+
+static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
+{
+    const ncb_spec_t *s = &tr->o->cfg[c];
+    tcfg_t *tc = &tr->cfg[c];
+    numacoll_config_init(&tc->cfg);
+    tc->cfg.verbose = 0;
+    /* a wait that hangs becomes an error naming who waited for whom, not
+     * a benchmark that never ends (--param timeout_ms=0 to wait forever) */
+    tc->cfg.timeout_ms = 30000;
+    tc->cfg.topology = tr->o->topology;
+    char names[256];
+    alg_names(names, sizeof names);
+    const char *tree = s->tree, *alg = s->alg;
+    if (s->word[0]) {
+        int is_alg = 0;
+        for (int op = 0; op < NCB_OP_COUNT; op++)
+            if (op_coll[op] >= 0 && nc__alg_find(op_coll[op], s->word) >= 0)
+                is_alg = 1;
+        if (numacoll_tree_parse(s->word) >= 0)
+            tree = s->word;
+        else if (is_alg)
+            alg = s->word;
+        else {
+            snprintf(err, errlen, "--compare: '%s' is neither a tree (flat, "
+                     "chain, kary, knomial, numa) nor an algorithm (%s)",
+                     s->word, names);
+            return 2;
+        }
+    }
+    if (tree[0]) {
+        int k = numacoll_tree_parse(tree);
+        if (k < 0) {
+            snprintf(err, errlen, "unknown tree '%s' (flat, chain, kary, "
+                     "knomial, numa)", tree);
+            return 2;
+        }
+        tc->cfg.tree = k;
+    }
+    const int is_auto = !alg[0] || strcmp(alg, "auto") == 0;
+    int found = is_auto;
+    for (int op = 0; op < NCB_OP_COUNT; op++) {
+        tc->alg[op] = -1;
+        if (!is_auto && op_coll[op] >= 0 && (ops & (1u << op))) {
+            int a = nc__alg_find(op_coll[op], alg);
+            if (a >= 0) {
+                tc->alg[op] = a;
+                found = 1;
+            }
+        }
+    }
+    if (!found) {
+        snprintf(err, errlen, "unknown algorithm '%s' for the operations "
+                 "measured (%s)", alg, names);
+        return 2;
+    }
+    /* A forced Bcast algorithm needs its function in run_bcast; Allreduce
+     * takes any of its own through nc__allreduce_with; Reduce and Barrier
+     * have one algorithm each, which the public call reaches. */
+    int a = tc->alg[NCB_OP_BCAST];
+    if (a >= 0 && a != NC_ALG_BCAST_INLINE && a != NC_ALG_BCAST_PIPELINED) {
+        snprintf(err, errlen, "algorithm '%s' has no entry in numacoll-bench "
+                 "yet", alg);
+        return 2;
+    }
+    if (s->frag >= 0) tc->cfg.frag_size = (size_t)s->frag;
+    if (s->queue >= 0) tc->cfg.queue_depth = (unsigned)s->queue;
+    if (s->banks >= 0) tc->cfg.banks = (unsigned)s->banks;
+    if (s->radix >= 0) tc->cfg.radix = (unsigned)s->radix;
+    if (s->spin >= 0) tc->cfg.spin_count = (unsigned)s->spin;
+    if (s->params[0] && apply_params(&tc->cfg, s->params, err, errlen))
+        return 2;
+    char msg[256];
+    if (numacoll_config_check(&tc->cfg, msg, sizeof msg) != NUMACOLL_OK) {
+        snprintf(err, errlen, "%s%s%s", tr->o->ncfg > 1 ? s->label : "",
+                 tr->o->ncfg > 1 ? ": " : "", msg);
+        return 2;
+    }
+    const char *an = "auto", *ran = "auto";
+    if (tc->alg[NCB_OP_BCAST] >= 0)
+        an = nc__algs[tc->alg[NCB_OP_BCAST]].name;
+    if (tc->alg[NCB_OP_ALLREDUCE] >= 0)
+        ran = nc__algs[tc->alg[NCB_OP_ALLREDUCE]].name;
+    snprintf(tr->desc[c], sizeof tr->desc[c],
+             "%s = bcast %s, allreduce %s, tree %s, radix %u, frag %zu, "
+             "queue %u, banks %u, spin %u%s%s", s->label, an, ran,
+             numacoll_tree_name(tc->cfg.tree), tc->cfg.radix,
+             tc->cfg.frag_size, tc->cfg.queue_depth, tc->cfg.banks,
+             tc->cfg.spin_count, s->params[0] ? ", " : "", s->params);
+    return 0;
+}
+
+void ncb_backend_list_algs(FILE *to)
+{
+    fprintf(to, "%-10s %-10s %s\n", "operation", "algorithm", "description");
+    for (int op = 0; op < NCB_OP_COUNT; op++) {
+        if (op_coll[op] < 0) {
+            fprintf(to, "%-10s %-10s %s\n", ncb_ops[op].name, "-",
+                    "not in numacoll yet (numacoll-bench-mpi measures it "
+                    "under Open MPI)");
+            continue;
+        }
+        fprintf(to, "%-10s %-10s %s\n", ncb_ops[op].name, "auto",
+                "the library's own choice for each size (default)");
+        for (int i = 0; i < NC_ALG_COUNT; i++)
+            if ((int)nc__algs[i].coll == op_coll[op])
+                fprintf(to, "%-10s %-10s %s\n", "", nc__algs[i].name,
+                        nc__algs[i].desc);
+    }
+}
+
+void ncb_backend_list_params(FILE *to)
+{
+    fprintf(to, "%-12s %-10s %s\n", "parameter", "default", "description");
+#define X(field, type, def, min, max, doc)                                   \
+    fprintf(to, "%-12s %-10lld %s\n", #field, (long long)(def), doc);
+    NUMACOLL_PARAM_LIST(X)
+#undef X
+}
+
+int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char err[512];
+    unsigned avail = available_ops();
+    if (o->ops == 0)
+        o->ops = avail;
+    for (int op = 0; op < NCB_OP_COUNT; op++)
+        if ((o->ops & (1u << op)) && !(avail & (1u << op))) {
+            fprintf(stderr, "numacoll-bench: --ops: %s is not in numacoll "
+                    "yet, so the standalone mode cannot run it (under Open "
+                    "MPI, numacoll-bench-mpi measures it)\n", ncb_ops[op].name);
+            return 2;
+        }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (o->p == 0)
+        o->p = cpus < 2 ? 2 : (int)cpus;
+    trun_t *tr = calloc(1, sizeof *tr);
+    if (!tr)
+        return 4;
+    tr->o = o;
+    tr->bind = o->bind >= 0 ? o->bind : o->p <= cpus;
+    for (int c = 0; c < o->ncfg; c++)
+        if (resolve(tr, c, o->ops, err, sizeof err) != 0) {
+            fprintf(stderr, "numacoll-bench: %s\n", err);
+            free(tr);
+            return 2;
+        }
+    tr->shared = nc__run_shared_alloc(SHARED_BYTES);
+    if (!tr->shared) {
+        free(tr);
+        return 4;
+    }
+    atomic_store_explicit(SHARED_STATUS(tr), -1, memory_order_relaxed);
+    nc__run_opts_t ro = {.p = o->p, .bind = tr->bind, .timeout_ms = 1800000};
+    int timed_out = 0;
+    int rr = nc__run(&ro, rank_main, tr, NULL, &timed_out);
+    int st = atomic_load_explicit(SHARED_STATUS(tr), memory_order_relaxed);
+    nc__run_shared_free(tr->shared, SHARED_BYTES);
+    free(tr);
+    if (rr < 0) {
+        fprintf(stderr, "numacoll-bench: cannot start %d ranks\n", o->p);
+        return 4;
+    }
+    if (st == 1) {
+        fprintf(stderr, "numacoll-bench: received data was wrong (rows marked "
+                "CHECK FAILED)\n");
+        return 1;
+    }
+    if (rr != 0 || st != 0) {
+        fprintf(stderr, "numacoll-bench: a rank failed%s\n",
+                timed_out ? " (watchdog timeout)" : "");
+        return st > 1 ? st : 3;
+    }
+    return 0;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# compare-ompi.sh -- numacoll-bench-mpi under Open MPI with several coll
+# components, run after run in interleaved rounds (A B C D, then D C B A,
+# ...: each configuration is as often early as late in a round, so a slow
+# drift of the machine cancels), then one table of the medians and their
+# ratios, printed by `numacoll-bench --merge` from the runs' CSV files.
+#
+#   bench/compare-ompi.sh [-n NP] [-r ROUNDS] [-c CONFIGS] [-b BASELINE]
+#                         [-o DIR] [-t SECONDS] [--plot FILE.png]
+#                         [-- numacoll-bench-mpi options]
+#
+# Configurations (-c, comma-separated; default numacoll,tuned,sm,han):
+#   numacoll  our component, loaded from $NC_BUILD/mca_coll_numacoll.so:
+#             OMPI_MCA_mca_base_component_path=<Open MPI's dir>:<build dir>,
+#             --mca coll numacoll,tuned,libnbc,basic,self
+#   tuned     Open MPI's default: --mca coll ^numacoll
+#   sm        --mca coll ^numacoll --mca coll_sm_priority 100
+#   han       --mca coll ^numacoll --mca coll_han_priority 100
+#   basic     --mca coll basic,libnbc,self
+# Ratios are to BASELINE (default tuned). Options after -- go to every run
+# (default: --ops bcast). NC_BUILD (default build) holds the programs.
+set -euo pipefail
+
+me=compare-ompi.sh
+np=2 rounds=3 configs=numacoll,tuned,sm,han baseline=tuned out="" plot=""
+limit=300
+bench_args=()
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -n) np=${2:?-n needs a value}; shift 2 ;;
+    -r) rounds=${2:?-r needs a value}; shift 2 ;;
+    -c) configs=${2:?-c needs a value}; shift 2 ;;
+    -b) baseline=${2:?-b needs a value}; shift 2 ;;
+    -o) out=${2:?-o needs a value}; shift 2 ;;
+    -t) limit=${2:?-t needs a value}; shift 2 ;;
+    --plot) plot=${2:?--plot needs a value}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; bench_args=("$@"); break ;;
+    *) echo "$me: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
+    esac
+done
+for v in "$np" "$rounds" "$limit"; do
+    case "$v" in
+    ''|*[!0-9]*|0) echo "$me: '$v' is not a positive count" >&2; exit 2 ;;
+    esac
+done
+[ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast)
+
+IFS=, read -r -a wanted <<<"$configs"
+for c in "${wanted[@]}"; do
+    case "$c" in
+    numacoll|tuned|sm|han|basic) ;;
+    *) echo "$me: unknown configuration '$c' (numacoll, tuned, sm, han, basic)" >&2
+       exit 2 ;;
+    esac
+done
+
+build=${NC_BUILD:-build}
+bin=$build/numacoll-bench-mpi
+merge=$build/numacoll-bench
+so=$build/mca_coll_numacoll.so
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "$me: mpirun not found (Debian: apt-get install openmpi-bin libopenmpi-dev)" >&2
+    exit 2
+fi
+for f in "$bin" "$merge"; do
+    if [ ! -x "$f" ]; then
+        echo "$me: $f not found; build it with 'make'" >&2
+        exit 2
+    fi
+done
+
+list=()
+for c in "${wanted[@]}"; do
+    if [ "$c" = numacoll ] && [ ! -f "$so" ]; then
+        echo "$me: $so not found (build it with 'make ompi'); comparing without numacoll"
+        continue
+    fi
+    list+=("$c")
+done
+if [ ${#list[@]} -eq 0 ]; then
+    echo "$me: no configuration left to run" >&2
+    exit 2
+fi
+case " ${list[*]} " in *" $baseline "*) ;; *) baseline=${list[0]} ;; esac
+
+if [ -z "$out" ]; then
+    out=$(mktemp -d "${TMPDIR:-/tmp}/compare-ompi.XXXXXX")
+fi
+mkdir -p "$out"
+rm -f "$out"/*.csv "$out"/*.log
+
+# Open MPI refuses root without these; we only ever run on this machine.
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+if [ "$np" -gt "$cpus" ]; then
+    place=(--oversubscribe --bind-to none)
+else
+    place=(--bind-to core)
+fi
+ompi_dir=$(ompi_info --path pkglibdir 2>/dev/null | sed 's/.*: *//')
+abs_build=$(cd "$build" && pwd)
+
+# mpirun arguments and environment of one configuration
+config_args() {
+    case "$1" in
+    numacoll) env_add=("OMPI_MCA_mca_base_component_path=$ompi_dir:$abs_build")
+              mca=(--mca coll numacoll,tuned,libnbc,basic,self) ;;
+    tuned)    env_add=(); mca=(--mca coll ^numacoll) ;;
+    sm)       env_add=(); mca=(--mca coll ^numacoll --mca coll_sm_priority 100) ;;
+    han)      env_add=(); mca=(--mca coll ^numacoll --mca coll_han_priority 100) ;;
+    basic)    env_add=(); mca=(--mca coll basic,libnbc,self) ;;
+    esac
+}
+
+echo "# $me: $(ompi_info --version 2>/dev/null | head -1), np $np, $rounds rounds, results in $out"
+for c in "${list[@]}"; do
+    config_args "$c"
+    echo "#   $c: mpirun -np $np ${place[*]} ${mca[*]}${env_add[*]:+ (${env_add[*]})}"
+done
+
+start=$(date +%s)
+for ((r = 1; r <= rounds; r++)); do
+    order=("${list[@]}")
+    if [ $((r % 2)) -eq 0 ]; then  # reverse every other round
+        order=()
+        for ((i = ${#list[@]} - 1; i >= 0; i--)); do order+=("${list[$i]}"); done
+    fi
+    for c in "${order[@]}"; do
+        config_args "$c"
+        t0=$(date +%s.%N)
+        log=$out/$c.$r.log
+        if ! env "${env_add[@]}" timeout "$limit" mpirun -np "$np" "${place[@]}" \
+                "${mca[@]}" "$bin" --label "$c" --csv "$out/$c.$r.csv" \
+                "${bench_args[@]}" >"$log" 2>&1; then
+            echo "$me: run $r of $c failed; its output ($log):" >&2
+            tail -n 30 "$log" >&2
+            exit 1
+        fi
+        t1=$(date +%s.%N)
+        note=$(grep -o 'numacoll component (MPI_T.*' "$log" || true)
+        printf '#   round %d/%d  %-9s %6.1f s%s\n' "$r" "$rounds" "$c" \
+            "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "${note:+   $note}"
+        if [ "$c" = numacoll ] && [ -n "$note" ] &&
+           echo "$note" | grep -q ': 0 bcast calls through numacoll'; then
+            echo "$me: warning: numacoll was loaded but ran no Bcast (it declined this communicator; see --mca coll_base_verbose 10)" >&2
+        fi
+    done
+done
+
+files=()
+for c in "${list[@]}"; do
+    for ((r = 1; r <= rounds; r++)); do files+=("$out/$c.$r.csv"); done
+done
+echo "# $((${#list[@]} * rounds)) runs in $(( $(date +%s) - start )) s"
+exec "$merge" --merge --baseline "$baseline" --csv "$out/merged.csv" \
+    --json "$out/merged.json" ${plot:+--plot "$plot"} "${files[@]}"
