@@ -1,0 +1,89 @@
+# ompi/ompi.mk -- the Open MPI coll component and its MPI tests; included
+# by the main Makefile (-include ompi/ompi.mk), whose BUILD, CC, CFLAGS,
+# CPPFLAGS, LDFLAGS, LDLIBS and LIB_OBJS it uses. Include it after LIB_OBJS
+# is defined: the .so rule names those objects as prerequisites.
+#
+#   make ompi          $(BUILD)/mca_coll_numacoll.so and the MPI test programs
+#   make check-mpi     tests/mpi/run.sh against $(BUILD) (np 2, 3, 4, 8)
+#   make install-ompi  copies the .so to $(OMPI_COMPONENT_DIR), by default
+#                      ~/.openmpi/components: on Open MPI's default
+#                      mca_base_component_path, and needs no root. For every
+#                      user, as root: make install-ompi OMPI_COMPONENT_DIR=<ompi_info --path pkglibdir>
+#
+# The core never depends on Open MPI: without mpicc or without Open MPI's
+# development headers these targets print why and do nothing.
+
+# Rules below must not become the default goal when this file is included
+# before the main Makefile's first target.
+nc_ompi_saved_goal := $(.DEFAULT_GOAL)
+$(if $(LIB_OBJS),,$(warning ompi/ompi.mk: LIB_OBJS is empty here; include this file after it is defined))
+
+MPICC     ?= mpicc
+OMPI_COMPONENT_DIR ?= $(HOME)/.openmpi/components
+
+NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
+NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c
+NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
+NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
+
+NC_MPI_TESTS = bcast_types bcast_derived barrier_order many_comms errors
+NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
+NC_MPI_COMMON = tests/mpi/mpit.c
+
+NC_OMPI_MPICC := $(shell command -v $(MPICC) 2>/dev/null)
+ifneq ($(NC_OMPI_MPICC),)
+NC_OMPI_INCDIRS := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
+NC_OMPI_LIBDIRS := $(shell $(MPICC) --showme:libdirs 2>/dev/null)
+NC_OMPI_COLL_H  := $(firstword $(wildcard $(addsuffix /ompi/mca/coll/coll.h,$(NC_OMPI_INCDIRS))))
+endif
+
+ifeq ($(NC_OMPI_MPICC),)
+NC_OMPI_SKIP = mpicc not found
+else ifeq ($(NC_OMPI_COLL_H),)
+NC_OMPI_SKIP = Open MPI's internal headers (ompi/mca/coll/coll.h) not found under $(NC_OMPI_INCDIRS)
+endif
+
+.PHONY: ompi check-mpi install-ompi
+
+ifeq ($(NC_OMPI_SKIP),)
+
+# Open MPI's headers are not ours to keep warning-free: -isystem silences
+# them. They compile under -std=c11 as shipped with 4.1, so the component
+# keeps the project's -std=c11 -Wall -Wextra -Werror (no gnu11 needed).
+$(NC_OMPI_OBJS): CPPFLAGS += $(addprefix -isystem ,$(NC_OMPI_INCDIRS))
+
+ompi: $(NC_OMPI_SO) $(NC_MPI_BINS)
+
+# The core objects are -fPIC and linked in whole, so the .so needs nothing
+# but Open MPI's own libraries at load time; -z defs proves it. The map
+# exports only mca_coll_numacoll_component.
+$(NC_OMPI_SO): $(NC_OMPI_OBJS) $(LIB_OBJS) $(NC_OMPI_MAP)
+	$(CC) -shared $(LDFLAGS) -o $@ $(NC_OMPI_OBJS) $(LIB_OBJS) \
+	  -Wl,--version-script=$(NC_OMPI_MAP) -Wl,-z,defs \
+	  $(addprefix -L,$(NC_OMPI_LIBDIRS)) -lmpi -lopen-pal $(LDLIBS)
+
+# Test programs are plain MPI (they must pass with the component absent),
+# built with mpicc; LDFLAGS carries the sanitizer under SANITIZE=1.
+$(NC_MPI_BINS): $(BUILD)/tests/mpi/%: tests/mpi/%.c $(NC_MPI_COMMON) tests/mpi/mpit.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(LDFLAGS) \
+	  -o $@ $< $(NC_MPI_COMMON)
+
+check-mpi: ompi
+	NC_BUILD=$(BUILD) tests/mpi/run.sh
+
+install-ompi: $(NC_OMPI_SO)
+	install -d $(DESTDIR)$(OMPI_COMPONENT_DIR)
+	install -m 755 $(NC_OMPI_SO) $(DESTDIR)$(OMPI_COMPONENT_DIR)/
+	@echo "numacoll: installed; check with: ompi_info | grep numacoll"
+
+-include $(NC_OMPI_OBJS:.o=.d)
+
+else
+
+ompi check-mpi install-ompi:
+	@echo "numacoll: $(NC_OMPI_SKIP); skipping '$@' (Debian: apt-get install libopenmpi-dev openmpi-bin)"
+
+endif
+
+.DEFAULT_GOAL := $(nc_ompi_saved_goal)

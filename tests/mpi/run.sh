@@ -1,0 +1,271 @@
+#!/bin/sh
+# tests/mpi/run.sh -- MPI tests of the numacoll Open MPI component.
+#
+# Runs every program of tests/mpi at np = 2, 3, 4 and 8 (NC_NPS overrides)
+# twice: with the component loaded from the build tree and selected
+# (NUMACOLL_EXPECT=core: each program checks through MPI_T that numacoll ran
+# its calls), and with the component absent (the programs check MPI
+# semantics only). Then the budget fallbacks, the parameter listing and
+# rejection, the selection lines under coll_base_verbose, and that nothing
+# is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
+# fails instead of hanging.
+#
+#   NC_BUILD=build tests/mpi/run.sh        (what `make check-mpi` runs)
+#
+# Prints one line per run and ends with "N passed, N failed"; the exit
+# status is non-zero when anything failed.
+
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${NC_BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+NPS=${NC_NPS:-"2 3 4 8"}
+TIMEOUT=${NC_TIMEOUT:-120}
+BIN=$BUILD/tests/mpi
+SO=$BUILD/mca_coll_numacoll.so
+TESTS="bcast_types bcast_derived barrier_order many_comms errors"
+LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-mpi.XXXXXX")
+trap 'rm -f "$LOG"' EXIT
+
+passed=0
+failed=0
+
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v ompi_info >/dev/null 2>&1; then
+    echo "numacoll: mpirun/ompi_info not found; MPI tests skipped"
+    echo "0 passed, 0 failed"
+    exit 0
+fi
+
+# Build what is missing (the Makefile may not include ompi/ompi.mk yet).
+need_build=0
+for t in $TESTS; do [ -x "$BIN/$t" ] || need_build=1; done
+[ -f "$SO" ] || need_build=1
+if [ $need_build = 1 ]; then
+    if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
+        make -C "$ROOT" ompi >/dev/null || exit 1
+    else
+        make -C "$ROOT" -f Makefile -f ompi/ompi.mk ompi >/dev/null || exit 1
+    fi
+fi
+
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# Sanitized builds: the MPI library's own leaks are not ours to report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+# The test programs link the sanitizer runtime themselves; ompi_info does
+# not, and ASan must come first, so preload it there.
+PRELOAD=
+if command -v readelf >/dev/null 2>&1 &&
+   readelf -d "$SO" 2>/dev/null | grep -q 'libasan'; then
+    PRELOAD=$(${CC:-cc} -print-file-name=libasan.so)
+fi
+
+# Open MPI's own component folder only, so that a copy installed in
+# ~/.openmpi/components neither shadows the one under test nor sneaks into
+# the runs without the component.
+PKGLIBDIR=$(ompi_info --path pkglibdir | sed 's/^.*: *//')
+WITH_PATH="$PKGLIBDIR:$BUILD"
+WITHOUT_PATH="$PKGLIBDIR"
+# Open MPI yields while it waits only when it sees more ranks than cores;
+# on a shared, loaded machine a rank spinning in a point-to-point wait (the
+# setup exchange of every new team, tuned's fallbacks) starves the very peer
+# it waits for, and np=2 runs take minutes. numacoll's own waits yield after
+# coll_numacoll_spin_count polls already.
+MPIRUN_ARGS="--oversubscribe --mca mpi_yield_when_idle 1"
+# numacoll first; tuned, libnbc (nonblocking), basic and self stay as the
+# fallbacks and for the communicators numacoll declines.
+FORCE="--mca coll numacoll,tuned,libnbc,basic,self"
+# The component's ompi_info listing; arguments are extra VAR=value.
+info_with() {
+    env OMPI_MCA_mca_base_component_path="$WITH_PATH" \
+        ${PRELOAD:+LD_PRELOAD=$PRELOAD} "$@" \
+        ompi_info --param coll numacoll --level 9 --parsable
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+report() {  # report <ok 0/1> <label> <seconds>
+    if [ "$1" = 0 ]; then
+        passed=$((passed + 1))
+        printf 'PASS  %-52s %6s s\n' "$2" "$3"
+    else
+        failed=$((failed + 1))
+        printf 'FAIL  %-52s %6s s\n' "$2" "$3"
+        tail -n 30 "$LOG" | sed 's/^/    | /'
+    fi
+}
+
+# mpi <label> <component path> <np> <mpirun args...> -- the program and
+# its expectation are part of the args. When $must is set, the output must
+# also contain that text (it is reset after each run).
+must=
+mpi() {
+    label=$1 path=$2 np=$3
+    shift 3
+    t0=$(now)
+    OMPI_MCA_mca_base_component_path=$path \
+        timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
+    rc=$?
+    [ $rc = 124 ] && echo "timed out after $TIMEOUT s (deadlock?)" >>"$LOG"
+    # The program's own verdict must be there too: a crash before the
+    # result line is a failure even if mpirun returned 0.
+    if [ $rc = 0 ] && ! grep -q ': PASS (' "$LOG"; then rc=1; fi
+    if [ $rc = 0 ] && [ -n "$must" ] && ! grep -qF -- "$must" "$LOG"; then
+        echo "missing from the output: $must" >>"$LOG"
+        rc=1
+    fi
+    must=
+    report $rc "$label" "$(elapsed "$t0")"
+}
+
+# check <label> <command...>: a shell check; output goes to the log.
+check() {
+    label=$1
+    shift
+    t0=$(now)
+    "$@" >"$LOG" 2>&1
+    report $? "$label" "$(elapsed "$t0")"
+}
+
+extra_args() {  # what a program needs beyond the defaults
+    case $1 in
+        errors) echo "--mca coll_numacoll_timeout_ms 200" ;;
+    esac
+}
+
+shm_list() { ls /dev/shm 2>/dev/null | grep "^numacoll-$(id -u)-" | sort; }
+shm_before=$(shm_list)
+
+# /dev/shm must hold the 200 live teams of many_comms at np=8 (1.2 GiB at
+# the default shapes, measured); on a smaller one the test accepts
+# fallbacks, which is what the component does there.
+shm_free=$(df -k --output=avail /dev/shm 2>/dev/null | tail -n 1)
+many_expect=core
+[ "${shm_free:-0}" -lt 2000000 ] && many_expect=mixed
+
+for np in $NPS; do
+    for t in $TESTS; do
+        expect=core
+        [ "$t" = many_comms ] && expect=$many_expect
+        # shellcheck disable=SC2046
+        mpi "numacoll    np=$np $t" "$WITH_PATH" "$np" $FORCE \
+            -x NUMACOLL_EXPECT=$expect $(extra_args "$t") "$BIN/$t"
+    done
+    for t in $TESTS; do
+        # shellcheck disable=SC2046
+        mpi "no numacoll np=$np $t" "$WITHOUT_PATH" "$np" \
+            $(extra_args "$t") "$BIN/$t"
+    done
+done
+
+# Budgets: a node budget of 1 byte leaves no room for any segment; one that
+# fits part of the 200 teams mixes both paths; a per-team budget below one
+# segment refuses every team. All keep MPI semantics.
+mpi "budget: node_budget=1, all fall back" "$WITH_PATH" 4 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_node_budget 1 \
+    "$BIN/many_comms"
+used=$(df -B1 --output=used /dev/shm | tail -n 1)
+mpi "budget: node_budget=used+40MiB, mixed" "$WITH_PATH" 4 $FORCE \
+    -x NUMACOLL_EXPECT=mixed \
+    --mca coll_numacoll_node_budget $((used + 40 * 1024 * 1024)) \
+    "$BIN/many_comms"
+mpi "budget: mem_budget=64KiB, all fall back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_mem_budget 65536 \
+    "$BIN/bcast_derived"
+
+# Shape parameters that differ between ranks (rank 1 sets its own
+# frag_size): every communicator falls back instead of misreading memory.
+WRAP=$(mktemp "${TMPDIR:-/tmp}/numacoll-wrap.XXXXXX")
+trap 'rm -f "$LOG" "$WRAP"' EXIT
+cat >"$WRAP" <<'EOF'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_numacoll_frag_size=4096
+exec "$@"
+EOF
+chmod +x "$WRAP"
+must="rank 1 has other coll_numacoll_* shape parameters"
+mpi "frag_size differs on rank 1, all fall back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_base_verbose 10 \
+    "$WRAP" "$BIN/bcast_derived"
+
+# Parameters: every NUMACOLL_PARAM_LIST field, priority and node_budget,
+# listed by ompi_info with a description.
+params_listed() {
+    listing=$(info_with) || return 1
+    names=$(sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
+            "$ROOT/include/numacoll.h")
+    [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
+    for n in $names priority node_budget; do
+        echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
+            { echo "coll_numacoll_$n missing or without help"; return 1; }
+        echo "coll_numacoll_$n listed"
+    done
+    for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count teams; do
+        echo "$listing" | grep -q "pvar:coll_numacoll_$v:" ||
+            { echo "MPI_T variable coll_numacoll_$v missing"; return 1; }
+    done
+}
+check "ompi_info lists every parameter" params_listed
+
+# A bad value is rejected naming the parameter and its range, and the job
+# still runs (on the other components).
+rejects() {  # rejects <param> <value> <pattern expected in the message>
+    out=$(info_with "OMPI_MCA_coll_numacoll_$1=$2" 2>&1)
+    echo "$out" | grep "coll:numacoll: rejected" | grep -q -- "$3" ||
+        { echo "$out" | grep numacoll; return 1; }
+    echo "$out" | grep "coll:numacoll: rejected"
+}
+check "rejects frag_size=32 (range)" rejects frag_size 32 \
+    "coll_numacoll_frag_size = 32 is out of range: valid values are 64 to 1048576"
+check "rejects frag_size=100 (rule)" rejects frag_size 100 \
+    "parameter coll_numacoll_frag_size = 100 must be a multiple of 64"
+check "rejects radix=1 (range)" rejects radix 1 \
+    "coll_numacoll_radix = 1 is out of range: valid values are 2 to 64"
+check "rejects queue_depth=7 banks=2 (rule)" rejects queue_depth 7 \
+    "parameter coll_numacoll_queue_depth = 7 must be a multiple of banks = 2"
+must="coll_numacoll_frag_size = 32 is out of range"
+mpi "bad frag_size: job runs without numacoll" "$WITH_PATH" 2 \
+    --mca coll_numacoll_frag_size 32 "$BIN/bcast_derived"
+
+# Selection, as coll_base_verbose 10 shows it: numacoll wins over tuned by
+# its default priority alone (no --mca coll list), declines MPI_COMM_SELF
+# with a reason, and creates the team on first use.
+selection() {
+    OMPI_MCA_mca_base_component_path=$WITH_PATH \
+        timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np 2 \
+        --mca coll_base_verbose 10 -x NUMACOLL_EXPECT=core \
+        "$BIN/bcast_derived" >"$LOG.sel" 2>&1
+    rc=$?
+    for pat in ': PASS (' \
+        'coll:numacoll:comm_query: MPI_COMM_WORLD (cid 0, 2 processes on this node): accepted, priority 40' \
+        'selecting    numacoll, priority  40, Enabled' \
+        'coll:numacoll:comm_query: MPI_COMM_SELF (cid 1, 1 processes): declined: only 1 process' \
+        'coll:numacoll: MPI_COMM_WORLD (cid 0): team of 2 processes ready'; do
+        grep -F -- "$pat" "$LOG.sel" | head -n 1
+        grep -qF -- "$pat" "$LOG.sel" || { echo "missing: $pat"; rc=1; }
+    done
+    rm -f "$LOG.sel"
+    return $rc
+}
+check "selection lines under coll_base_verbose 10" selection
+
+# open-mpi/ompi#9885: enabled before any fallback exists (priority below
+# basic and libnbc), the module must decline instead of crashing later.
+must="declined: no previous bcast to fall back on"
+mpi "priority 5: declines, no NULL fallback" "$WITH_PATH" 2 \
+    --mca coll_numacoll_priority 5 --mca coll_base_verbose 10 \
+    "$BIN/bcast_derived"
+
+# Nothing of ours left in /dev/shm: segments are unlinked once mapped.
+shm_clean() {
+    after=$(shm_list)
+    new=$(printf '%s\n' "$after" | grep -vxF -e "$shm_before" -e '' || true)
+    [ -z "$new" ] || { echo "left in /dev/shm: $new"; return 1; }
+    echo "no new numacoll-$(id -u)-* entries in /dev/shm"
+}
+check "nothing left in /dev/shm" shm_clean
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
