@@ -248,6 +248,26 @@ static void nc_register_pvars(void)
          "previous component.",
          MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_barrier_fallback)},
+        {"reduce_count", "Number of MPI_Reduce calls this process completed "
+         "through numacoll's shared-memory reduction, over all communicators.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_reduce)},
+        {"allreduce_count", "Number of MPI_Allreduce calls this process "
+         "completed through numacoll's shared-memory reduction, over all "
+         "communicators.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_allreduce)},
+        {"reduce_fallback_count", "Number of MPI_Reduce calls on "
+         "communicators that selected numacoll which it handed to the "
+         "previous component (a datatype or op numacoll does not map, setup "
+         "failed, or an unsupported case).",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_reduce_fallback)},
+        {"allreduce_fallback_count", "Number of MPI_Allreduce calls on "
+         "communicators that selected numacoll which it handed to the "
+         "previous component.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_allreduce_fallback)},
         {"teams", "Number of numacoll teams (shared-memory segments) this "
          "process has mapped right now; returns to 0 once their "
          "communicators are freed.",

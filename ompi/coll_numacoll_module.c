@@ -1,12 +1,13 @@
 /*
- * Per-communicator glue: selection, the lazy team, Bcast and Barrier.
+ * Per-communicator glue: selection, the lazy team, Bcast, Barrier, Reduce
+ * and Allreduce.
  *
  * Selection (comm_query) accepts intra-communicators of two or more
  * processes that all share this node and declines everything else with a
  * one-line reason at coll_base_verbose 10. Enabling saves the functions we
- * replace; the team and its segment are created inside the first Bcast or
- * Barrier on the communicator (every rank makes that call, so the creation
- * can be collective) and destroyed with the module when the communicator is
+ * replace; the team and its segment are created inside the first
+ * collective the core takes on the communicator (every rank makes that
+ * call, so the creation can be collective) and destroyed with the module when the communicator is
  * freed. If setup fails anywhere, every rank agrees to hand this
  * communicator's calls to the saved functions for good.
  *
@@ -44,6 +45,14 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
                     ompi_communicator_t *comm, mca_coll_base_module_t *module);
 static int nc_barrier(ompi_communicator_t *comm,
                       mca_coll_base_module_t *module);
+static int nc_reduce(const void *sbuf, void *rbuf, int count,
+                     ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                     ompi_communicator_t *comm,
+                     mca_coll_base_module_t *module);
+static int nc_allreduce(const void *sbuf, void *rbuf, int count,
+                        ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module);
 
 /* A log line for every call is too much at level 10, where selection is
  * explained; it appears from this level on. */
@@ -95,11 +104,13 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_module_enable = nc_module_enable;
     m->super.coll_bcast = nc_bcast;
     m->super.coll_barrier = nc_barrier;
+    m->super.coll_reduce = nc_reduce;
+    m->super.coll_allreduce = nc_allreduce;
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
                         "coll:numacoll:comm_query: %s (cid %u, %d processes "
                         "on this node): accepted, priority %d; the segment "
-                        "is created on the first Bcast or Barrier",
+                        "is created on the first collective numacoll runs",
                         comm->c_name, comm->c_contextid, size, *priority);
     return &m->super;
 }
@@ -126,6 +137,12 @@ static int nc_module_enable(mca_coll_base_module_t *module,
     else if (!c->coll_barrier || !c->coll_barrier_module ||
              c->coll_barrier_module == module)
         missing = "barrier";
+    else if (!c->coll_reduce || !c->coll_reduce_module ||
+             c->coll_reduce_module == module)
+        missing = "reduce";
+    else if (!c->coll_allreduce || !c->coll_allreduce_module ||
+             c->coll_allreduce_module == module)
+        missing = "allreduce";
     if (missing) {
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll:enable: %s (cid %u): declined: no "
@@ -143,6 +160,12 @@ static int nc_module_enable(mca_coll_base_module_t *module,
     m->prev_barrier = c->coll_barrier;
     m->prev_barrier_module = c->coll_barrier_module;
     OBJ_RETAIN(m->prev_barrier_module);
+    m->prev_reduce = c->coll_reduce;
+    m->prev_reduce_module = c->coll_reduce_module;
+    OBJ_RETAIN(m->prev_reduce_module);
+    m->prev_allreduce = c->coll_allreduce;
+    m->prev_allreduce_module = c->coll_allreduce_module;
+    OBJ_RETAIN(m->prev_allreduce_module);
     m->comm = comm;
     return OMPI_SUCCESS;
 }
@@ -160,6 +183,10 @@ static void nc_module_construct(nc_module_t *m)
     m->prev_bcast_module = NULL;
     m->prev_barrier = NULL;
     m->prev_barrier_module = NULL;
+    m->prev_reduce = NULL;
+    m->prev_reduce_module = NULL;
+    m->prev_allreduce = NULL;
+    m->prev_allreduce_module = NULL;
 }
 
 /* Runs while the communicator is destructed (MPI_Comm_free, MPI_Finalize).
@@ -183,6 +210,10 @@ static void nc_module_destruct(nc_module_t *m)
         OBJ_RELEASE(m->prev_bcast_module);
     if (m->prev_barrier_module)
         OBJ_RELEASE(m->prev_barrier_module);
+    if (m->prev_reduce_module)
+        OBJ_RELEASE(m->prev_reduce_module);
+    if (m->prev_allreduce_module)
+        OBJ_RELEASE(m->prev_allreduce_module);
 }
 
 /* ---- lazy setup ------------------------------------------------------- */
@@ -570,4 +601,292 @@ static int nc_barrier(ompi_communicator_t *comm,
     if (st == NUMACOLL_OK)
         atomic_fetch_add(&nc_component.n_barrier, 1ull);
     return nc_finish(m, "MPI_Barrier", st);
+}
+
+/* ---- Reduce and Allreduce --------------------------------------------- */
+
+/*
+ * How a (datatype, op) pair reaches the core. MPI requires the same count,
+ * datatype, op and root on every rank of a Reduce/Allreduce, so this
+ * decision, taken locally, is the same everywhere and all ranks fall back
+ * (or not) together, before any setup or shared memory is touched.
+ *
+ *  - a predefined op on a predefined datatype the core knows (integers by
+ *    width and signedness, float, double, long double, the MINLOC/MAXLOC
+ *    pairs) goes to numacoll_reduce / numacoll_allreduce;
+ *  - a user-defined op on a contiguous datatype whose size equals its
+ *    extent (no holes, no gaps between elements) goes to the *_user entry
+ *    with elem_size = extent, calling the op through ompi_op_reduce (C,
+ *    Fortran and C++ ops alike);
+ *  - everything else (complex and Fortran-only types, logical ops on
+ *    MPI_C_BOOL aside every other op on it, derived datatypes with a
+ *    predefined op, non-contiguous types with a user op, MPI_REPLACE and
+ *    MPI_NO_OP) goes to the previous component.
+ */
+typedef enum { NC_RED_FALLBACK = 0, NC_RED_PREDEF, NC_RED_USER } nc_red_kind_t;
+
+typedef struct nc_red_plan {
+    nc_red_kind_t kind;
+    numacoll_dtype_t dt;        /* NC_RED_PREDEF */
+    numacoll_op_t op;           /* NC_RED_PREDEF */
+    size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
+    ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
+} nc_red_plan_t;
+
+/* numacoll integer type of a given width and signedness; -1 if none. */
+static int nc_int_dtype(size_t size, bool is_signed)
+{
+    switch (size) {
+    case 1: return is_signed ? NUMACOLL_DTYPE_INT8 : NUMACOLL_DTYPE_UINT8;
+    case 2: return is_signed ? NUMACOLL_DTYPE_INT16 : NUMACOLL_DTYPE_UINT16;
+    case 4: return is_signed ? NUMACOLL_DTYPE_INT32 : NUMACOLL_DTYPE_UINT32;
+    case 8: return is_signed ? NUMACOLL_DTYPE_INT64 : NUMACOLL_DTYPE_UINT64;
+    }
+    return -1;
+}
+
+/* numacoll element type of a predefined MPI datatype; -1 if none. */
+static int nc_map_dtype(ompi_datatype_t *d, MPI_Op op)
+{
+    /* Integers: by their C size, so MPI_LONG is INT64 on LP64. */
+#define NC_SINT(mpi, ctype) if (d == (mpi)) return nc_int_dtype(sizeof(ctype), true);
+#define NC_UINT(mpi, ctype) if (d == (mpi)) return nc_int_dtype(sizeof(ctype), false);
+    NC_SINT(MPI_INT8_T, int8_t)
+    NC_UINT(MPI_UINT8_T, uint8_t)
+    NC_SINT(MPI_INT16_T, int16_t)
+    NC_UINT(MPI_UINT16_T, uint16_t)
+    NC_SINT(MPI_INT32_T, int32_t)
+    NC_UINT(MPI_UINT32_T, uint32_t)
+    NC_SINT(MPI_INT64_T, int64_t)
+    NC_UINT(MPI_UINT64_T, uint64_t)
+    /* char is signed on the platforms Open MPI builds the component for
+     * (x86-64, where CHAR_MIN < 0); elsewhere it maps as unsigned. */
+    if (d == MPI_CHAR)
+        return nc_int_dtype(1, CHAR_MIN < 0);
+    NC_SINT(MPI_SIGNED_CHAR, signed char)
+    NC_UINT(MPI_UNSIGNED_CHAR, unsigned char)
+    NC_UINT(MPI_BYTE, unsigned char)
+    NC_SINT(MPI_SHORT, short)
+    NC_UINT(MPI_UNSIGNED_SHORT, unsigned short)
+    NC_SINT(MPI_INT, int)
+    NC_UINT(MPI_UNSIGNED, unsigned)
+    NC_SINT(MPI_LONG, long)
+    NC_UINT(MPI_UNSIGNED_LONG, unsigned long)
+    NC_SINT(MPI_LONG_LONG_INT, long long)
+    NC_UINT(MPI_UNSIGNED_LONG_LONG, unsigned long long)
+#undef NC_SINT
+#undef NC_UINT
+    if (d == MPI_FLOAT) return NUMACOLL_DTYPE_FLOAT;
+    if (d == MPI_DOUBLE) return NUMACOLL_DTYPE_DOUBLE;
+    if (d == MPI_LONG_DOUBLE) return NUMACOLL_DTYPE_LONG_DOUBLE;
+    /* A C _Bool holds 0 or 1 in one byte: the core's logical ops on UINT8
+     * compute the same; arithmetic on it is not MPI's. */
+    if (d == MPI_C_BOOL && sizeof(_Bool) == 1 &&
+        (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR))
+        return NUMACOLL_DTYPE_UINT8;
+    if (d == MPI_FLOAT_INT) return NUMACOLL_DTYPE_FLOAT_INT;
+    if (d == MPI_DOUBLE_INT) return NUMACOLL_DTYPE_DOUBLE_INT;
+    if (d == MPI_LONG_INT) return NUMACOLL_DTYPE_LONG_INT;
+    if (d == MPI_2INT) return NUMACOLL_DTYPE_2INT;
+    if (d == MPI_SHORT_INT) return NUMACOLL_DTYPE_SHORT_INT;
+    if (d == MPI_LONG_DOUBLE_INT) return NUMACOLL_DTYPE_LONG_DOUBLE_INT;
+    return -1;
+}
+
+/* numacoll op of a predefined MPI op; -1 if none (MPI_REPLACE, MPI_NO_OP). */
+static int nc_map_op(MPI_Op op)
+{
+    if (op == MPI_SUM) return NUMACOLL_OP_SUM;
+    if (op == MPI_PROD) return NUMACOLL_OP_PROD;
+    if (op == MPI_MIN) return NUMACOLL_OP_MIN;
+    if (op == MPI_MAX) return NUMACOLL_OP_MAX;
+    if (op == MPI_LAND) return NUMACOLL_OP_LAND;
+    if (op == MPI_LOR) return NUMACOLL_OP_LOR;
+    if (op == MPI_LXOR) return NUMACOLL_OP_LXOR;
+    if (op == MPI_BAND) return NUMACOLL_OP_BAND;
+    if (op == MPI_BOR) return NUMACOLL_OP_BOR;
+    if (op == MPI_BXOR) return NUMACOLL_OP_BXOR;
+    if (op == MPI_MINLOC) return NUMACOLL_OP_MINLOC;
+    if (op == MPI_MAXLOC) return NUMACOLL_OP_MAXLOC;
+    return -1;
+}
+
+/*
+ * ompi/op/op.h cannot be included from outside Open MPI's tree (it needs
+ * Fortran glue headers that the development package does not ship), so ops
+ * are handled through the public API: predefined ops are recognised by
+ * their handles, user ops run through MPI_Reduce_local (which calls C,
+ * Fortran and C++ ops each their own way) and MPI_Op_commutative says
+ * whether they commute.
+ */
+static bool nc_op_is_predefined(MPI_Op op)
+{
+    return nc_map_op(op) >= 0 || op == MPI_REPLACE || op == MPI_NO_OP ||
+           op == MPI_OP_NULL;
+}
+
+/* The plan of a call, from its arguments and the component's parameters
+ * (a team's reduce_frag_size is the component's: the setup refuses teams
+ * whose shape parameters differ), so it is known before any setup. */
+static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op)
+{
+    nc_red_plan_t p = {.kind = NC_RED_FALLBACK};
+    ptrdiff_t lb = 0, extent = 0;
+    size_t size = 0;
+    if (count < 0 ||
+        ompi_datatype_get_extent(dtype, &lb, &extent) != OMPI_SUCCESS ||
+        ompi_datatype_type_size(dtype, &size) != OMPI_SUCCESS || extent <= 0)
+        return p;
+    p.true_lb = dtype->super.true_lb;
+    if (nc_op_is_predefined(op)) {
+        int nop = nc_map_op(op);
+        int ndt = nop < 0 ? -1 : nc_map_dtype(dtype, op);
+        /* The core's element must be the MPI element: the same extent
+         * (pairs and long double carry padding in both). */
+        if (ndt >= 0 &&
+            numacoll_op_valid((numacoll_op_t)nop, (numacoll_dtype_t)ndt) &&
+            numacoll_dtype_size((numacoll_dtype_t)ndt) == (size_t)extent) {
+            p.kind = NC_RED_PREDEF;
+            p.dt = (numacoll_dtype_t)ndt;
+            p.op = (numacoll_op_t)nop;
+        }
+        return p;
+    }
+    /* User op: elements back to back with no holes, so that count
+     * elements are count * extent bytes the op can be handed in pieces. */
+    if (size != (size_t)extent ||
+        !ompi_datatype_is_contiguous_memory_layout(dtype,
+                                                   count > 1 ? count : 1) ||
+        (size_t)extent > nc_component.config.reduce_frag_size)
+        return p;
+    p.kind = NC_RED_USER;
+    p.elem_size = (size_t)extent;
+    return p;
+}
+
+typedef struct nc_user_ctx {
+    struct ompi_op_t *op;
+    ompi_datatype_t *dtype;
+} nc_user_ctx_t;
+
+/* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
+ * lower-ranked operand, exactly MPI_User_function(invec, inoutvec), which
+ * is what MPI_Reduce_local(inbuf, inoutbuf) computes. The core never
+ * passes more than reduce_frag_size / elem_size elements, so the count
+ * fits an int. */
+static void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
+{
+    nc_user_ctx_t *c = ctx;
+    (void)MPI_Reduce_local(in, inout, (int)count, c->dtype, c->op);
+}
+
+/* Run a planned Reduce (root >= 0) or Allreduce (root < 0) in the core. */
+static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
+                      void *rbuf, int count, ompi_datatype_t *dtype,
+                      struct ompi_op_t *op, int root)
+{
+    int rank = ompi_comm_rank(m->comm);
+    const void *send;
+    void *recv;
+    if (sbuf == MPI_IN_PLACE)
+        send = NUMACOLL_IN_PLACE;
+    else
+        send = (const char *)sbuf + p->true_lb;
+    if (root >= 0 && rank != root)
+        recv = NULL;  /* not touched there; may be NULL in MPI as well */
+    else
+        recv = (char *)rbuf + p->true_lb;
+    if (p->kind == NC_RED_PREDEF)
+        return root >= 0
+                   ? numacoll_reduce(m->team, send, recv, (size_t)count,
+                                     p->dt, p->op, root)
+                   : numacoll_allreduce(m->team, send, recv, (size_t)count,
+                                        p->dt, p->op);
+    nc_user_ctx_t c = {op, dtype};
+    int commute = 0;
+    if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
+        commute = 0;  /* rank order is right for every op */
+    return root >= 0
+               ? numacoll_reduce_user(m->team, send, recv, (size_t)count,
+                                      p->elem_size, nc_user_op, &c, commute,
+                                      root)
+               : numacoll_allreduce_user(m->team, send, recv, (size_t)count,
+                                         p->elem_size, nc_user_op, &c,
+                                         commute);
+}
+
+static void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
+                       int count, ompi_datatype_t *dtype,
+                       const nc_red_plan_t *p, int st)
+{
+    if (!nc_call_verbose())
+        return;
+    opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                        "coll:numacoll:%s: %s (cid %u) root %d, %d x %s, "
+                        "%s%s%s: %s", what, comm->c_name, comm->c_contextid,
+                        root, count,
+                        dtype->name[0] ? dtype->name : "(unnamed datatype)",
+                        p->kind == NC_RED_PREDEF ? numacoll_op_name(p->op)
+                                                 : "user op",
+                        p->kind == NC_RED_PREDEF ? " on " : "",
+                        p->kind == NC_RED_PREDEF ? numacoll_dtype_name(p->dt)
+                                                 : "",
+                        numacoll_strerror(st));
+}
+
+static int nc_reduce(const void *sbuf, void *rbuf, int count,
+                     ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                     ompi_communicator_t *comm,
+                     mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    /* Nothing to combine. Open MPI's binding lets a count-0 call through
+     * on some ranks only (MPI_Reduce: where sendbuf is MPI_IN_PLACE), so
+     * nothing collective may happen here: no setup, no fallback. */
+    if (count == 0)
+        return MPI_SUCCESS;
+    /* Only calls the core would take create the team. */
+    nc_red_plan_t p = nc_red_plan(count, dtype, op);
+    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
+        goto fallback;
+    int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
+    if (st == NUMACOLL_ERR_UNSUPPORTED)
+        goto fallback;  /* decided before shared memory, on every rank */
+    nc_red_log(comm, "reduce", root, count, dtype, &p, st);
+    if (st == NUMACOLL_OK)
+        atomic_fetch_add(&nc_component.n_reduce, 1ull);
+    return nc_finish(m, "MPI_Reduce", st);
+fallback:
+    atomic_fetch_add(&nc_component.n_reduce_fallback, 1ull);
+    return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                          m->prev_reduce_module);
+}
+
+static int nc_allreduce(const void *sbuf, void *rbuf, int count,
+                        ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    /* Nothing to combine. Open MPI's binding lets a count-0 call through
+     * on some ranks only (MPI_Reduce: where sendbuf is MPI_IN_PLACE), so
+     * nothing collective may happen here: no setup, no fallback. */
+    if (count == 0)
+        return MPI_SUCCESS;
+    /* Only calls the core would take create the team. */
+    nc_red_plan_t p = nc_red_plan(count, dtype, op);
+    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
+        goto fallback;
+    int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, -1);
+    if (st == NUMACOLL_ERR_UNSUPPORTED)
+        goto fallback;
+    nc_red_log(comm, "allreduce", -1, count, dtype, &p, st);
+    if (st == NUMACOLL_OK)
+        atomic_fetch_add(&nc_component.n_allreduce, 1ull);
+    return nc_finish(m, "MPI_Allreduce", st);
+fallback:
+    atomic_fetch_add(&nc_component.n_allreduce_fallback, 1ull);
+    return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                             m->prev_allreduce_module);
 }

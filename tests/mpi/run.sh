@@ -23,7 +23,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops"
 LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-mpi.XXXXXX")
 trap 'rm -f "$LOG"' EXIT
 
@@ -202,7 +202,9 @@ params_listed() {
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
     done
-    for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count teams; do
+    for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count \
+             reduce_count allreduce_count reduce_fallback_count \
+             allreduce_fallback_count teams; do
         echo "$listing" | grep -q "pvar:coll_numacoll_$v:" ||
             { echo "MPI_T variable coll_numacoll_$v missing"; return 1; }
     done
