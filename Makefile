@@ -4,7 +4,8 @@
 
 PREFIX  ?= /usr/local
 CC      ?= cc
-DEB_PKGS = libhwloc-dev libnuma-dev libcunit1-dev hwloc pkg-config make gcc
+DEB_PKGS = libhwloc-dev libnuma-dev libcunit1-dev hwloc pkg-config make gcc \
+           libopenmpi-dev openmpi-bin gnuplot-nox
 
 ifeq ($(SANITIZE),1)
 BUILD   ?= build-san

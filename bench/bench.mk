@@ -51,15 +51,18 @@ $(BUILD)/tests/test_bench.o: CPPFLAGS += -DNCT_BUILD_DIR='"$(BUILD)"'
 bench: all
 	@mkdir -p $(NCB_OUT)
 	@echo "== numacoll-bench, standalone: the default tree against the others =="
+	@if command -v gnuplot >/dev/null 2>&1; then plot="--plot $(NCB_OUT)/standalone.png"; \
+	else plot=""; echo "numacoll: gnuplot not installed; no PNG (install: make deps)"; fi; \
+	echo "$(BENCH) $(NCB_SA_ARGS) --csv $(NCB_OUT)/standalone.csv --json $(NCB_OUT)/standalone.json $$plot"; \
 	$(BENCH) $(NCB_SA_ARGS) --csv $(NCB_OUT)/standalone.csv \
-	  --json $(NCB_OUT)/standalone.json --plot $(NCB_OUT)/standalone.png
+	  --json $(NCB_OUT)/standalone.json $$plot
 	@if ! command -v mpirun >/dev/null 2>&1 || [ ! -x $(NCB_MPI) ]; then \
-	  echo "numacoll: Open MPI (mpirun, mpicc) not installed; compare-ompi.sh skipped"; \
+	  echo "numacoll: Open MPI (mpirun, mpicc) not installed; compare-ompi.sh skipped (install: make deps)"; \
 	  exit 0; \
 	fi; \
 	if $(MAKE) -n ompi >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory ompi || echo "numacoll: 'make ompi' failed; comparing without the numacoll component"; \
 	fi; \
 	echo "== numacoll-bench-mpi under Open MPI: numacoll, tuned, sm, han =="; \
-	NC_BUILD=$(BUILD) bench/compare-ompi.sh $(NCB_OMPI_ARGS) -o $(NCB_OUT)/ompi \
-	  --plot $(NCB_OUT)/ompi.png
+	plot=""; command -v gnuplot >/dev/null 2>&1 && plot="--plot $(NCB_OUT)/ompi.png"; \
+	NC_BUILD=$(BUILD) bench/compare-ompi.sh $(NCB_OMPI_ARGS) -o $(NCB_OUT)/ompi $$plot
