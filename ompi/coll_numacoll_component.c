@@ -215,10 +215,12 @@ static int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value,
 {
     (void)obj;  /* not bound to an object: process-wide totals */
     if (pvar->type == MCA_BASE_VAR_TYPE_UNSIGNED_INT)
-        *(unsigned *)value = atomic_load((_Atomic unsigned *)pvar->ctx);
+        *(unsigned *)value = atomic_load_explicit((_Atomic unsigned *)pvar->ctx,
+                                                 memory_order_relaxed);
     else
         *(unsigned long long *)value =
-            atomic_load((_Atomic unsigned long long *)pvar->ctx);
+            atomic_load_explicit((_Atomic unsigned long long *)pvar->ctx,
+                                 memory_order_relaxed);
     return OPAL_SUCCESS;
 }
 

@@ -33,6 +33,12 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
+/* Statistics counters read through MPI_T: nothing is ordered by them. */
+static inline void nc_count(_Atomic unsigned long long *c)
+{
+    atomic_fetch_add_explicit(c, 1ull, memory_order_relaxed);
+}
+
 static void nc_module_construct(nc_module_t *m);
 static void nc_module_destruct(nc_module_t *m);
 
@@ -204,7 +210,7 @@ static void nc_module_destruct(nc_module_t *m)
                                                          : 0u,
                                 numacoll_strerror(st));
         m->team = NULL;
-        atomic_fetch_sub(&nc_component.n_teams, 1u);
+        atomic_fetch_sub_explicit(&nc_component.n_teams, 1u, memory_order_relaxed);
     }
     if (m->prev_bcast_module)
         OBJ_RELEASE(m->prev_bcast_module);
@@ -370,7 +376,7 @@ static void nc_setup(nc_module_t *m)
         nc_fall_back(m, true, why);
         return;
     }
-    atomic_fetch_add(&nc_component.n_teams, 1u);
+    atomic_fetch_add_explicit(&nc_component.n_teams, 1u, memory_order_relaxed);
     m->state = MCA_COLL_NUMACOLL_READY;
     if (rank == 0)
         opal_output_verbose(10, NC_OUT,
@@ -543,7 +549,7 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_ready(m)) {
-        atomic_fetch_add(&nc_component.n_bcast_fallback, 1ull);
+        nc_count(&nc_component.n_bcast_fallback);
         return m->prev_bcast(buf, count, dtype, root, comm,
                              m->prev_bcast_module);
     }
@@ -567,7 +573,7 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
         /* The core decides this from (size, root, config) before touching
          * shared memory, identically on every rank, so all ranks take the
          * previous component together. */
-        atomic_fetch_add(&nc_component.n_bcast_fallback, 1ull);
+        nc_count(&nc_component.n_bcast_fallback);
         return m->prev_bcast(buf, count, dtype, root, comm,
                              m->prev_bcast_module);
     }
@@ -578,7 +584,7 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
                             root, nbytes, contig ? "contiguous" : "convertor",
                             numacoll_strerror(st));
     if (st == NUMACOLL_OK)
-        atomic_fetch_add(&nc_component.n_bcast, 1ull);
+        nc_count(&nc_component.n_bcast);
     return nc_finish(m, "MPI_Bcast", st);
 }
 
@@ -589,7 +595,7 @@ static int nc_barrier(ompi_communicator_t *comm,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_ready(m)) {
-        atomic_fetch_add(&nc_component.n_barrier_fallback, 1ull);
+        nc_count(&nc_component.n_barrier_fallback);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     int st = numacoll_barrier(m->team);
@@ -599,7 +605,7 @@ static int nc_barrier(ompi_communicator_t *comm,
                             comm->c_name, comm->c_contextid,
                             numacoll_strerror(st));
     if (st == NUMACOLL_OK)
-        atomic_fetch_add(&nc_component.n_barrier, 1ull);
+        nc_count(&nc_component.n_barrier);
     return nc_finish(m, "MPI_Barrier", st);
 }
 
@@ -835,6 +841,27 @@ static void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
                         numacoll_strerror(st));
 }
 
+/* Reduce (root >= 0) or Allreduce (root -1) in the core. Returns the MPI
+ * status, or NC_RED_DECLINED when the call must go to the fallback. */
+#define NC_RED_DECLINED (-1000)
+static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
+                       const void *sbuf, void *rbuf, int count,
+                       ompi_datatype_t *dtype, struct ompi_op_t *op, int root)
+{
+    /* Only calls the core would take create the team. */
+    nc_red_plan_t p = nc_red_plan(count, dtype, op);
+    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
+        return NC_RED_DECLINED;
+    int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
+    if (st == NUMACOLL_ERR_UNSUPPORTED)
+        return NC_RED_DECLINED;  /* decided before shared memory, on every rank */
+    nc_red_log(comm, root >= 0 ? "reduce" : "allreduce", root, count, dtype,
+               &p, st);
+    if (st == NUMACOLL_OK)
+        nc_count(root >= 0 ? &nc_component.n_reduce : &nc_component.n_allreduce);
+    return nc_finish(m, root >= 0 ? "MPI_Reduce" : "MPI_Allreduce", st);
+}
+
 static int nc_reduce(const void *sbuf, void *rbuf, int count,
                      ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                      ompi_communicator_t *comm,
@@ -846,19 +873,10 @@ static int nc_reduce(const void *sbuf, void *rbuf, int count,
      * nothing collective may happen here: no setup, no fallback. */
     if (count == 0)
         return MPI_SUCCESS;
-    /* Only calls the core would take create the team. */
-    nc_red_plan_t p = nc_red_plan(count, dtype, op);
-    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
-        goto fallback;
-    int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
-    if (st == NUMACOLL_ERR_UNSUPPORTED)
-        goto fallback;  /* decided before shared memory, on every rank */
-    nc_red_log(comm, "reduce", root, count, dtype, &p, st);
-    if (st == NUMACOLL_OK)
-        atomic_fetch_add(&nc_component.n_reduce, 1ull);
-    return nc_finish(m, "MPI_Reduce", st);
-fallback:
-    atomic_fetch_add(&nc_component.n_reduce_fallback, 1ull);
+    int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, root);
+    if (rc != NC_RED_DECLINED)
+        return rc;
+    nc_count(&nc_component.n_reduce_fallback);
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                           m->prev_reduce_module);
 }
@@ -869,24 +887,12 @@ static int nc_allreduce(const void *sbuf, void *rbuf, int count,
                         mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    /* Nothing to combine. Open MPI's binding lets a count-0 call through
-     * on some ranks only (MPI_Reduce: where sendbuf is MPI_IN_PLACE), so
-     * nothing collective may happen here: no setup, no fallback. */
-    if (count == 0)
+    if (count == 0)     /* as in nc_reduce */
         return MPI_SUCCESS;
-    /* Only calls the core would take create the team. */
-    nc_red_plan_t p = nc_red_plan(count, dtype, op);
-    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
-        goto fallback;
-    int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, -1);
-    if (st == NUMACOLL_ERR_UNSUPPORTED)
-        goto fallback;
-    nc_red_log(comm, "allreduce", -1, count, dtype, &p, st);
-    if (st == NUMACOLL_OK)
-        atomic_fetch_add(&nc_component.n_allreduce, 1ull);
-    return nc_finish(m, "MPI_Allreduce", st);
-fallback:
-    atomic_fetch_add(&nc_component.n_allreduce_fallback, 1ull);
+    int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, -1);
+    if (rc != NC_RED_DECLINED)
+        return rc;
+    nc_count(&nc_component.n_allreduce_fallback);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                              m->prev_allreduce_module);
 }
