@@ -24,7 +24,7 @@ CUNIT_LIBS := $(shell pkg-config --libs cunit 2>/dev/null)
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -pthread $(SANFLAGS)
 CPPFLAGS += -Iinclude -I. $(PKG_CFLAGS)
-LDLIBS  += $(PKG_LIBS) -lrt -pthread
+LDLIBS  += $(PKG_LIBS) -lrt -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
 # The library: one list of sources.
@@ -48,7 +48,9 @@ LIB_SRCS = \
 	topo/topo.c \
 	topo/groups.c \
 	shm_seg/layout.c \
-	shm_seg/seg.c
+	shm_seg/seg.c \
+	tune/table.c \
+	tune/model.c
 
 TEST_SRCS = \
 	tests/run_tests.c \
@@ -61,7 +63,10 @@ TEST_SRCS = \
 	tests/test_bcast.c \
 	tests/test_seg.c \
 	tests/test_reduce.c \
-	tests/test_bench.c
+	tests/test_bench.c \
+	tests/test_tune.c \
+	tests/test_tune_team.c \
+	tests/test_model.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \
@@ -71,7 +76,9 @@ BENCH_SRCS = \
 	bench/bench_report.c \
 	bench/bench_team.c
 
-LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+# The built-in tuning table, tune/defaults.txt, compiled in as a string
+# (tune/tune.mk generates its .c).
+LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/tune/defaults_txt.o
 # The op kernels: GCC 12 at -O2 vectorises only loops whose trip count is a
 # known multiple of the vector length, so they get -O3 (see ops.c).
 $(BUILD)/coll/reduce/ops.o: CFLAGS += -O3
@@ -138,6 +145,9 @@ clean:
 
 # `make bench` (the main job), the MPI build of the benchmark, plots.
 include bench/bench.mk
+
+# The tuning table's generated defaults, `make fuzz`.
+include tune/tune.mk
 
 # The Open MPI coll component (mca_coll_numacoll.so) and its MPI tests.
 include ompi/ompi.mk

@@ -148,6 +148,7 @@ typedef struct ncb_opts {
     char **files;
     int nfiles;
     int list_params, list_algs, help;
+    int no_memcpy;               /* skip the memcpy reference (the tuner)  */
 } ncb_opts_t;
 
 /* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
@@ -228,10 +229,56 @@ int ncb_merge(const ncb_opts_t *o);
 int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t,
                 int ncfg, ncb_report_t *rep);
 
+/*
+ * The same loop one size at a time, for numacoll-tune. A session owns the
+ * buffers (arenas sized for messages up to max_bytes, touched once) and is
+ * opened and closed by every rank (collective). ncb_measure_size measures
+ * op at m over t[0..ncfg) exactly as ncb_measure measures one size, reading
+ * reps, iters, sample_us, warmup, hot, check, root_shift, no_memcpy and the
+ * labels o->cfg[c].label from the session's options; rank 0 appends one row
+ * per target to *rep (ncb_report_add). Returns 0 or a non-zero status as
+ * ncb_measure; a failed check is a row with status NCB_ROW_BAD, not an
+ * error.
+ */
+typedef struct ncb_session ncb_session_t;
+int ncb_session_open(const ncb_opts_t *o, ncb_world_t *w, size_t max_bytes,
+                     ncb_session_t **out);
+int ncb_measure_size(ncb_session_t *s, ncb_target_t *t, int ncfg, int op,
+                     size_t m, ncb_report_t *rep);
+void ncb_session_close(ncb_session_t *s);
+
 /* ---- what each build provides (bench_team.c or bench_mpi.c) ----------- */
 
 /* Run the benchmark with parsed options; returns the exit status. */
 int ncb_backend_main(ncb_opts_t *o, int argc, char **argv);
+
+/*
+ * Standalone build only (bench_team.c), for numacoll-tune: one numacoll
+ * team as a target, and the world over the runner's bootstrap. Declared
+ * with the library's struct tags so this header still needs no numacoll.h.
+ *
+ * ncb_team_open is collective over b: a team of *cfg (copied; pu set to the
+ * rank under a fake topology) with alg[op] forcing the algorithm of each
+ * operation (an nc__alg_t of coll/algs.h, -1: the library's choice, as
+ * --alg auto), ready to measure through *t. Returns 0, or a numacoll
+ * status with a sentence in err.
+ */
+struct numacoll_bootstrap;
+struct numacoll_config;
+typedef struct ncb_team ncb_team_t;
+int ncb_team_open(const struct numacoll_bootstrap *b,
+                  const struct numacoll_config *cfg,
+                  const int alg[NCB_OP_COUNT], ncb_team_t **out,
+                  ncb_target_t *t, char *err, size_t errlen);
+/* Local, like numacoll_team_destroy. NULL is fine. */
+void ncb_team_close(ncb_team_t *tm);
+/* The library's team behind tm (to ask it what its table resolved to). */
+struct numacoll_team *ncb_team_handle(ncb_team_t *tm);
+/* The world's helpers over b (which must outlive *w); shared, when not
+ * NULL, is two cache lines every rank mapped before the fork, for the
+ * one-line round trip. */
+void ncb_team_world(const struct numacoll_bootstrap *b, void *shared,
+                    ncb_world_t *w);
 /* --list-algs and --list-params for this build. */
 void ncb_backend_list_algs(FILE *to);
 void ncb_backend_list_params(FILE *to);

@@ -184,9 +184,9 @@ static inline int stamp_u32_ok(const uint32_t *v, size_t n, uint64_t c, int p)
            (n == 1 || v[0] == sum_of((uint32_t)stamp_head(c), p));
 }
 
-/* ---- per-rank state of a run ----------------------------------------------- */
+/* ---- per-rank state of a run (a session) ----------------------------------- */
 
-typedef struct run {
+typedef struct ncb_session {
     const ncb_opts_t *o;
     ncb_world_t *w;
     ncb_target_t *t;
@@ -577,7 +577,7 @@ static int measure_size(run_t *R, int op, size_t m)
     }
     /* 2. the single-copy limit, by rank 0 alone */
     double mc = -1;
-    if ((ncb_ops[op].flags & NCB_SIZED) && any) {
+    if ((ncb_ops[op].flags & NCB_SIZED) && any && !o->no_memcpy) {
         if (w->sync(w))
             return 4;
         if (w->rank == 0) {
@@ -688,35 +688,98 @@ static int measure_size(run_t *R, int op, size_t m)
     return 0;
 }
 
-int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
-                ncb_report_t *rep)
+/* Map and touch the arenas for messages up to maxm; 0 or 4. */
+static int session_init(run_t *R, const ncb_opts_t *o, ncb_world_t *w,
+                        size_t maxm)
 {
-    run_t R = {.o = o, .w = w, .t = t, .ncfg = ncfg, .rep = rep};
+    memset(R, 0, sizeof *R);
+    R->o = o;
+    R->w = w;
     const char *fault = getenv("NCB_FAULT");
-    R.fault = fault && strcmp(fault, "corrupt") == 0;
-    size_t maxm = 0;
-    for (int i = 0; i < o->nsizes; i++)
-        maxm = o->sizes[i] > maxm ? o->sizes[i] : maxm;
+    R->fault = fault && strcmp(fault, "corrupt") == 0;
     size_t need = (maxm + 4095) & ~(size_t)4095;
     size_t llc = ncb_llc_bytes();
     /* Cold: twice the last-level cache per arena, so a region has left
      * every cache before its turn comes again; at least two regions. */
-    R.arena = o->hot ? need : (2 * llc > 2 * need ? 2 * llc : 2 * need);
-    if (R.arena < 4096)
-        R.arena = 4096;
-    R.sarena = arena_map(R.arena);
-    R.rarena = arena_map(R.arena);
-    if (!R.sarena || !R.rarena) {
+    R->arena = o->hot ? need : (2 * llc > 2 * need ? 2 * llc : 2 * need);
+    if (R->arena < 4096)
+        R->arena = 4096;
+    R->sarena = arena_map(R->arena);
+    R->rarena = arena_map(R->arena);
+    if (!R->sarena || !R->rarena) {
         fprintf(stderr, "numacoll-bench: rank %d: cannot map 2 x %zu bytes of "
-                "buffers\n", w->rank, R.arena);
+                "buffers\n", w->rank, R->arena);
+        if (R->sarena)
+            munmap(R->sarena, R->arena);
+        if (R->rarena)
+            munmap(R->rarena, R->arena);
         return 4;
     }
     /* Touch every page now: page faults must not land in a timed loop. */
-    fill_bytes(R.sarena, R.arena, 0x51, 0);
-    memset(R.rarena, 0xA5, R.arena);
+    fill_bytes(R->sarena, R->arena, 0x51, 0);
+    memset(R->rarena, 0xA5, R->arena);
+    return 0;
+}
+
+static void session_fini(run_t *R)
+{
+    munmap(R->sarena, R->arena);
+    munmap(R->rarena, R->arena);
+    free(R->order);
+}
+
+int ncb_session_open(const ncb_opts_t *o, ncb_world_t *w, size_t max_bytes,
+                     ncb_session_t **out)
+{
+    run_t *R = malloc(sizeof *R);
+    if (!R) {
+        fprintf(stderr, "numacoll-bench: rank %d: out of memory for a "
+                "session (%zu bytes)\n", w->rank, sizeof *R);
+        return 4;
+    }
+    int rc = session_init(R, o, w, max_bytes);
+    if (rc) {
+        free(R);
+        return rc;
+    }
+    *out = R;
+    return 0;
+}
+
+int ncb_measure_size(ncb_session_t *s, ncb_target_t *t, int ncfg, int op,
+                     size_t m, ncb_report_t *rep)
+{
+    if (ncfg < 1 || ncfg > NCB_MAX_CFGS)
+        return 2;
+    s->t = t;
+    s->ncfg = ncfg;
+    s->rep = rep;
+    return measure_size(s, op, (ncb_ops[op].flags & NCB_SIZED) ? m : 0);
+}
+
+void ncb_session_close(ncb_session_t *s)
+{
+    if (!s)
+        return;
+    session_fini(s);
+    free(s);
+}
+
+int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
+                ncb_report_t *rep)
+{
+    run_t R;
+    size_t maxm = 0;
+    for (int i = 0; i < o->nsizes; i++)
+        maxm = o->sizes[i] > maxm ? o->sizes[i] : maxm;
+    if (session_init(&R, o, w, maxm))
+        return 4;
+    R.t = t;
+    R.ncfg = ncfg;
+    R.rep = rep;
     if (w->rank == 0) {
         rep->arena = R.arena;
-        rep->llc = llc;
+        rep->llc = ncb_llc_bytes();
     }
     int rc = 0;
     double rtt = line_rtt(&R);
@@ -779,9 +842,7 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
     if (!rc && w->sync(w))
         rc = 4;
 out:
-    munmap(R.sarena, R.arena);
-    munmap(R.rarena, R.arena);
-    free(R.order);
+    session_fini(&R);
     if (!rc && w->rank == 0 && rep->failures)
         rc = 1;
     return rc;

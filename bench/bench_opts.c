@@ -69,7 +69,9 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "      --list-algs      algorithms per operation\n"
         "      --list-params    every numacoll parameter with its default\n"
         "  -h, --help\n"
-        "Tuning files are not read yet (a later issue).\n");
+        "Parameters left out come from the team's tuning table: the file named\n"
+        "by $NUMACOLL_TUNING_FILE (numacoll-tune writes one), else the built-in\n"
+        "table (docs/tuning.md).\n");
 }
 
 int ncb_parse_size(const char *s, size_t *out)

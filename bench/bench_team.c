@@ -9,6 +9,10 @@
  * core's table (coll/algs.h) calls that algorithm's function directly, so
  * the same sizes can be timed through each. The table has no function
  * pointer yet, hence the one switch below.
+ *
+ * numacoll-tune measures its candidates the same way: ncb_team_open makes
+ * a target of any configuration and forced algorithm, ncb_team_world the
+ * world over its own ranks.
  */
 #include <sched.h>
 #include <stddef.h>
@@ -31,12 +35,18 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_BARRIER] = NC_COLL_BARRIER,
 };
 
+/* A configuration as the options give it. */
 typedef struct tcfg {
     numacoll_config_t cfg;
     int alg[NCB_OP_COUNT];     /* -1: auto (public dispatch); else nc__alg_t */
+} tcfg_t;
+
+/* A configuration's team, as the calls below receive it. */
+struct ncb_team {
+    tcfg_t c;
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
-} tcfg_t;
+};
 
 typedef struct trun {
     const ncb_opts_t *o;
@@ -55,32 +65,41 @@ typedef struct trun {
 
 static int run_bcast(void *ctx, const ncb_call_t *c)
 {
-    tcfg_t *tc = ctx;
-    nc__io_t io = {.buf = c->buf};
-    switch (tc->alg[NCB_OP_BCAST]) {
-    case NC_ALG_BCAST_INLINE:
-        return nc__bcast_inline(tc->team, c->bytes, c->root, &io);
-    case NC_ALG_BCAST_PIPELINED:
-        return nc__bcast_pipelined(tc->team, c->bytes, c->root, &io);
-    default:
+    ncb_team_t *tc = ctx;
+    const int alg = tc->c.alg[NCB_OP_BCAST];
+    if (alg < 0)
         return numacoll_bcast(tc->team, c->buf, c->bytes, c->root);
-    }
+    nc__io_t io = {.buf = c->buf};
+    /* the size's rule, or the first rule naming the forced algorithm */
+    const nc__choice_t *ch = nc__team_choice_alg(tc->team, NC_COLL_BCAST, alg,
+                                                 c->bytes);
+    if (!ch)
+        return nc__team_fail(tc->team, NUMACOLL_ERR_ARG, "no rule of the "
+                             "team's tuning table names bcast algorithm %s",
+                             nc__algs[alg].name);
+    if (alg == NC_ALG_BCAST_INLINE)
+        return nc__bcast_inline(tc->team, ch, c->bytes, c->root, &io);
+    /* every rank switches to the rule's bank geometry, as dispatch does */
+    int rc = nc__bcast_geometry(tc->team, ch, c->root);
+    return rc != NUMACOLL_OK ? rc : nc__bcast_pipelined(tc->team, ch, c->bytes,
+                                                        c->root, &io);
 }
 
 /* Reduce has one algorithm: the public call reaches it. */
 static int run_reduce(void *ctx, const ncb_call_t *c)
 {
-    tcfg_t *tc = ctx;
+    ncb_team_t *tc = ctx;
     return numacoll_reduce(tc->team, c->sbuf, c->rbuf, c->count,
                            NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM, c->root);
 }
 
 static int run_allreduce(void *ctx, const ncb_call_t *c)
 {
-    tcfg_t *tc = ctx;
-    if (tc->alg[NCB_OP_ALLREDUCE] >= 0)
-        return nc__allreduce_with(tc->team, tc->alg[NCB_OP_ALLREDUCE], c->sbuf,
-                                  c->rbuf, c->count, &tc->sum);
+    ncb_team_t *tc = ctx;
+    const int alg = tc->c.alg[NCB_OP_ALLREDUCE];
+    if (alg >= 0)
+        return nc__allreduce_with(tc->team, alg, c->sbuf, c->rbuf, c->count,
+                                  &tc->sum);
     return numacoll_allreduce(tc->team, c->sbuf, c->rbuf, c->count,
                               NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
 }
@@ -88,23 +107,23 @@ static int run_allreduce(void *ctx, const ncb_call_t *c)
 static int run_barrier(void *ctx, const ncb_call_t *c)
 {
     (void)c;
-    return numacoll_barrier(((tcfg_t *)ctx)->team);
+    return numacoll_barrier(((ncb_team_t *)ctx)->team);
 }
 
 static int barrier(void *ctx)
 {
-    return numacoll_barrier(((tcfg_t *)ctx)->team);
+    return numacoll_barrier(((ncb_team_t *)ctx)->team);
 }
 
 static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
 {
-    const tcfg_t *tc = ctx;
-    if (op == NCB_OP_BCAST && tc->alg[op] == NC_ALG_BCAST_INLINE &&
+    const ncb_team_t *tc = ctx;
+    if (op == NCB_OP_BCAST && tc->c.alg[op] == NC_ALG_BCAST_INLINE &&
         bytes > NC_INLINE_MAX) {
         snprintf(why, len, "inline carries at most %d bytes", NC_INLINE_MAX);
         return 1;
     }
-    if (op == NCB_OP_ALLREDUCE && tc->alg[op] == NC_ALG_ALLREDUCE_INLINE &&
+    if (op == NCB_OP_ALLREDUCE && tc->c.alg[op] == NC_ALG_ALLREDUCE_INLINE &&
         bytes > NC_RED_INLINE) {
         snprintf(why, len, "inline carries at most %d bytes", NC_RED_INLINE);
         return 1;
@@ -114,7 +133,7 @@ static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
 
 static const char *last_error(void *ctx)
 {
-    return numacoll_team_last_error(((tcfg_t *)ctx)->team);
+    return numacoll_team_last_error(((ncb_team_t *)ctx)->team);
 }
 
 /* Operations this build can run; the rest say why in resolve(). */
@@ -125,13 +144,10 @@ static unsigned available_ops(void)
 
 /* ---- the world: the runner's bootstrap --------------------------------------- */
 
-typedef struct tworld {
-    const numacoll_bootstrap_t *boot;
-} tworld_t;
-
+/* The world's ctx is the bootstrap, which the helpers only read. */
 static int w_sync(ncb_world_t *w)
 {
-    const numacoll_bootstrap_t *b = ((tworld_t *)w->ctx)->boot;
+    const numacoll_bootstrap_t *b = w->ctx;
     unsigned char x = 0, *all = malloc((size_t)b->size);
     int rc = all ? b->allgather(&x, all, 1, b->ctx) : -1;
     free(all);
@@ -140,7 +156,7 @@ static int w_sync(ncb_world_t *w)
 
 static int w_gather(ncb_world_t *w, const double *mine, int n, double *all)
 {
-    const numacoll_bootstrap_t *b = ((tworld_t *)w->ctx)->boot;
+    const numacoll_bootstrap_t *b = w->ctx;
     return b->allgather(mine, all, (size_t)n * sizeof *mine, b->ctx);
 }
 
@@ -185,65 +201,110 @@ static void describe_where(ncb_world_t *w, numacoll_team_t *team, int bound,
     free(all);
 }
 
+void ncb_team_world(const numacoll_bootstrap_t *b, void *shared,
+                    ncb_world_t *w)
+{
+    memset(w, 0, sizeof *w);
+    w->rank = b->rank;
+    w->p = b->size;
+    w->sync = w_sync;
+    w->allmax = w_allmax;
+    w->gather = w_gather;
+    w->ctx = (void *)b;
+    if (shared && b->size >= 2) {
+        w->ping = (_Atomic uint64_t *)shared;
+        w->pong = (_Atomic uint64_t *)((unsigned char *)shared + 64);
+    }
+}
+
+int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
+                  const int alg[NCB_OP_COUNT], ncb_team_t **out,
+                  ncb_target_t *t, char *err, size_t errlen)
+{
+    ncb_team_t *tm = calloc(1, sizeof *tm);
+    if (!tm) {
+        snprintf(err, errlen, "out of memory for a team (%zu bytes)",
+                 sizeof *tm);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    tm->c.cfg = *cfg;
+    memcpy(tm->c.alg, alg, sizeof tm->c.alg);
+    /* under a fake topology hwloc cannot say where we run: rank r is
+     * placed on PU r of the description */
+    if (tm->c.cfg.topology)
+        tm->c.cfg.pu = b->rank;
+    int st = numacoll_team_create(b, &tm->c.cfg, &tm->team);
+    if (st != NUMACOLL_OK) {
+        snprintf(err, errlen, "team: %s", numacoll_strerror(st));
+        free(tm);
+        return st;
+    }
+    st = nc__red_op_predef(tm->team, &tm->sum, NUMACOLL_DTYPE_UINT32,
+                           NUMACOLL_OP_SUM);
+    if (st != NUMACOLL_OK) {
+        snprintf(err, errlen, "uint32 sum: %s", numacoll_strerror(st));
+        ncb_team_close(tm);
+        return st;
+    }
+    memset(t, 0, sizeof *t);
+    t->run[NCB_OP_BCAST] = run_bcast;
+    t->run[NCB_OP_REDUCE] = run_reduce;
+    t->run[NCB_OP_ALLREDUCE] = run_allreduce;
+    t->run[NCB_OP_BARRIER] = run_barrier;
+    t->barrier = barrier;
+    t->applies = applies;
+    t->last_error = last_error;
+    t->ctx = tm;
+    *out = tm;
+    return 0;
+}
+
+void ncb_team_close(ncb_team_t *tm)
+{
+    if (!tm)
+        return;
+    numacoll_team_destroy(tm->team);
+    free(tm);
+}
+
+numacoll_team_t *ncb_team_handle(ncb_team_t *tm)
+{
+    return tm->team;
+}
+
 static int rank_main(const numacoll_bootstrap_t *b, void *arg)
 {
     trun_t *tr = arg;
     const ncb_opts_t *o = tr->o;
     ncb_target_t t[NCB_MAX_CFGS];
-    int rc = 0, made = 0;
-    for (int c = 0; c < o->ncfg; c++, made++) {
-        numacoll_config_t cfg = tr->cfg[c].cfg;
-        /* under a fake topology hwloc cannot say where we run: rank r is
-         * placed on PU r of the description */
-        if (cfg.topology)
-            cfg.pu = b->rank;
-        int st = numacoll_team_create(b, &cfg, &tr->cfg[c].team);
-        if (st != NUMACOLL_OK) {
-            fprintf(stderr, "numacoll-bench: rank %d: team for %s: %s\n",
-                    b->rank, o->cfg[c].label, numacoll_strerror(st));
+    ncb_team_t *team[NCB_MAX_CFGS] = {0};
+    int rc = 0;
+    for (int c = 0; c < o->ncfg; c++) {
+        char err[160];
+        if (ncb_team_open(b, &tr->cfg[c].cfg, tr->cfg[c].alg, &team[c], &t[c],
+                          err, sizeof err) != 0) {
+            fprintf(stderr, "numacoll-bench: rank %d: %s: %s\n", b->rank,
+                    o->cfg[c].label, err);
             rc = 4;
             break;
         }
-        st = nc__red_op_predef(tr->cfg[c].team, &tr->cfg[c].sum,
-                               NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
-        if (st != NUMACOLL_OK) {
-            fprintf(stderr, "numacoll-bench: rank %d: uint32 sum: %s\n",
-                    b->rank, numacoll_strerror(st));
-            rc = 4;
-            made++;
-            break;
-        }
-        memset(&t[c], 0, sizeof t[c]);
-        t[c].run[NCB_OP_BCAST] = run_bcast;
-        t[c].run[NCB_OP_REDUCE] = run_reduce;
-        t[c].run[NCB_OP_ALLREDUCE] = run_allreduce;
-        t[c].run[NCB_OP_BARRIER] = run_barrier;
-        t[c].barrier = barrier;
-        t[c].applies = applies;
-        t[c].last_error = last_error;
-        t[c].ctx = &tr->cfg[c];
     }
     if (rc == 0) {
-        tworld_t tw = {.boot = b};
-        ncb_world_t w = {.rank = b->rank, .p = b->size, .sync = w_sync,
-                         .allmax = w_allmax, .gather = w_gather, .ctx = &tw};
-        if (b->size >= 2) {
-            w.ping = (_Atomic uint64_t *)tr->shared;
-            w.pong = (_Atomic uint64_t *)(tr->shared + 64);
-        }
+        ncb_world_t w;
+        ncb_team_world(b, tr->shared, &w);
         ncb_report_t rep;
         ncb_report_init(&rep, o, "standalone", b->size);
         for (int c = 0; c < o->ncfg; c++)
             snprintf(rep.desc[c], sizeof rep.desc[c], "%s", tr->desc[c]);
-        describe_where(&w, tr->cfg[0].team, tr->bind, rep.where,
+        describe_where(&w, team[0]->team, tr->bind, rep.where,
                        sizeof rep.where);
         rc = ncb_measure(o, &w, t, o->ncfg, &rep);
         if (b->rank == 0 && (rc == 0 || rc == 1) && ncb_write_outputs(&rep, o))
             rc = rc ? rc : 5;
         ncb_report_free(&rep);
     }
-    for (int c = 0; c < made; c++)
-        numacoll_team_destroy(tr->cfg[c].team);
+    for (int c = 0; c < o->ncfg; c++)
+        ncb_team_close(team[c]);
     /* relaxed: the parent reads it only after waitpid() has seen this
      * process exit, which orders everything the process did before */
     if (b->rank == 0)
@@ -340,6 +401,16 @@ static void alg_names(char *out, size_t len)
     }
 }
 
+/* A tuning parameter for the description line: its value, or "table"
+ * when 0 leaves it to the tuning table. */
+static void desc_num(char *out, size_t len, unsigned long long v)
+{
+    if (v)
+        snprintf(out, len, "%llu", v);
+    else
+        snprintf(out, len, "table");
+}
+
 static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
 {
     const ncb_spec_t *s = &tr->o->cfg[c];
@@ -422,11 +493,17 @@ static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
         an = nc__algs[tc->alg[NCB_OP_BCAST]].name;
     if (tc->alg[NCB_OP_ALLREDUCE] >= 0)
         ran = nc__algs[tc->alg[NCB_OP_ALLREDUCE]].name;
+    /* 0 (tree -1) leaves a parameter to the tuning table: say "table" */
+    char radix[16], frag[24], queue[16], banks[16];
+    const char *tname = numacoll_tree_name(tc->cfg.tree);
+    desc_num(radix, sizeof radix, tc->cfg.radix);
+    desc_num(frag, sizeof frag, tc->cfg.frag_size);
+    desc_num(queue, sizeof queue, tc->cfg.queue_depth);
+    desc_num(banks, sizeof banks, tc->cfg.banks);
     snprintf(tr->desc[c], sizeof tr->desc[c],
-             "%s = bcast %s, allreduce %s, tree %s, radix %u, frag %zu, "
-             "queue %u, banks %u, spin %u%s%s", s->label, an, ran,
-             numacoll_tree_name(tc->cfg.tree), tc->cfg.radix,
-             tc->cfg.frag_size, tc->cfg.queue_depth, tc->cfg.banks,
+             "%s = bcast %s, allreduce %s, tree %s, radix %s, frag %s, "
+             "queue %s, banks %s, spin %u%s%s", s->label, an, ran,
+             tname ? tname : "table", radix, frag, queue, banks,
              tc->cfg.spin_count, s->params[0] ? ", " : "", s->params);
     return 0;
 }
@@ -450,11 +527,29 @@ void ncb_backend_list_algs(FILE *to)
     }
 }
 
+/* The parameters whose unset value (0, tree -1) means "the tuning table's
+ * value" (docs/tuning.md); elsewhere 0 and -1 mean what their doc says. */
+static int from_table(const char *name, long long def)
+{
+    static const char *const keys[] = {
+        "frag_size", "queue_depth", "banks", "tree", "radix",
+        "reduce_frag_size", "reduce_depth", "reduce_radix", "barrier_radix"};
+    if (def != 0 && def != -1)
+        return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(keys[i], name) == 0)
+            return 1;
+    return 0;
+}
+
 void ncb_backend_list_params(FILE *to)
 {
-    fprintf(to, "%-12s %-10s %s\n", "parameter", "default", "description");
+    fprintf(to, "%-17s %-8s %s\n", "parameter", "default", "description");
 #define X(field, type, def, min, max, doc)                                   \
-    fprintf(to, "%-12s %-10lld %s\n", #field, (long long)(def), doc);
+    if (from_table(#field, (long long)(def)))                                \
+        fprintf(to, "%-17s %-8s %s\n", #field, "table", doc);                \
+    else                                                                     \
+        fprintf(to, "%-17s %-8lld %s\n", #field, (long long)(def), doc);
     NUMACOLL_PARAM_LIST(X)
 #undef X
 }

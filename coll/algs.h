@@ -1,12 +1,16 @@
 /*
  * The algorithm table: one X-macro list of every algorithm of every
- * collective, {collective, id, name, description}, so that dispatch, the
+ * collective, {collective, id, name, table keys, largest size, description},
+ * so that dispatch, the
  * benchmark (--alg), the tuning-file parser and the autotuner read the same
  * names. Adding an algorithm = one line here + its file + one case in the
  * collective's dispatch.
  */
 #ifndef NUMACOLL_ALGS_H
 #define NUMACOLL_ALGS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 /* X(id, name): the collectives. */
 #define NC_COLL_LIST(X)                                                        \
@@ -22,32 +26,35 @@ typedef enum {
     NC_COLL_COUNT
 } nc__coll_t;
 
+/* X(coll, id, name, keys, max_bytes, desc). keys: the parameters a tuning
+ * rule must give for the algorithm (tune/table.h): f fragment bytes, s
+ * buffers or staging slots, q banks, tree kind, k radix. */
 #define NC_ALG_LIST(X)                                                         \
-    X(BCAST, INLINE, "inline",                                                 \
+    X(BCAST, INLINE, "inline", "tree k", 56,                                   \
       "payload travels in the control cache line with its length; at most "    \
       "56 bytes")                                                              \
-    X(BCAST, PIPELINED, "pipelined",                                           \
+    X(BCAST, PIPELINED, "pipelined", "f s q tree k", SIZE_MAX,                 \
       "copy-in/copy-out through the root's NUMA-local queue of s fragments "   \
       "in q banks, notifications down the tree")                               \
-    X(BARRIER, TREE, "tree",                                                   \
+    X(BARRIER, TREE, "tree", "k", SIZE_MAX,                                    \
       "fan-in then fan-out on per-rank sync lines along the barrier's own "    \
       "NUMA-aware k-nomial tree (barrier_radix)")                              \
-    X(REDUCE, PIPELINED, "pipelined",                                          \
+    X(REDUCE, PIPELINED, "pipelined", "f s k", SIZE_MAX,                       \
       "fragments staged in each rank's NUMA-local slots, folded by parents "   \
       "along a NUMA-aware k-nomial tree (rank-ordered for non-commutative "    \
       "ops), pipelined")                                                       \
-    X(ALLREDUCE, INLINE, "inline",                                             \
+    X(ALLREDUCE, INLINE, "inline", "", 56,                                     \
       "every rank publishes its contribution in a cache line and folds all "   \
       "p lines in rank order; at most 56 bytes")                               \
-    X(ALLREDUCE, REDUCE_BCAST, "reduce_bcast",                                 \
-      "pipelined Reduce to rank 0, then Bcast from rank 0; below "             \
-      "allreduce_threshold")                                                   \
-    X(ALLREDUCE, RSAG, "rsag",                                                 \
+    X(ALLREDUCE, REDUCE_BCAST, "reduce_bcast", "f s k", SIZE_MAX,              \
+      "pipelined Reduce to rank 0 (f, s, k as the Reduce's), then the Bcast "  \
+      "the table gives for the size, from rank 0")                             \
+    X(ALLREDUCE, RSAG, "rsag", "f s", SIZE_MAX,                                \
       "reduce-scatter in shared memory (each rank folds one cache-line "       \
       "aligned slice of every contribution) then allgather of the slices")
 
 typedef enum {
-#define X(coll, id, name, desc) NC_ALG_##coll##_##id,
+#define X(coll, id, name, keys, max, desc) NC_ALG_##coll##_##id,
     NC_ALG_LIST(X)
 #undef X
     NC_ALG_COUNT
@@ -57,6 +64,8 @@ typedef struct nc__alg_info {
     nc__coll_t coll;
     nc__alg_t id;
     const char *name;
+    const char *keys;      /* tuning-table keys it takes, space-separated */
+    size_t max_bytes;      /* largest message it can carry               */
     const char *desc;
 } nc__alg_info_t;
 
@@ -64,6 +73,10 @@ extern const nc__alg_info_t nc__algs[NC_ALG_COUNT];
 
 /* Name of a collective ("bcast", "barrier", ...). */
 const char *nc__coll_name(nc__coll_t coll);
+/* 1 if algorithm alg's tuning rules carry key ("f", "s", "q", "tree",
+ * "k"), i.e. the key is a word of nc__algs[alg].keys; else 0. */
+int nc__alg_takes(int alg, const char *key);
+
 /* Algorithm of `coll` called `name`, or -1. */
 int nc__alg_find(nc__coll_t coll, const char *name);
 

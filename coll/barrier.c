@@ -30,7 +30,8 @@
 
 int nc__barrier_init(numacoll_team_t *t)
 {
-    int k = (int)t->cfg.barrier_radix;
+    /* Barrier has no size: its rule is the one for 0 bytes */
+    int k = (int)nc__team_choice(t, NC_COLL_BARRIER, 0)->k;
     int rc = nc__tree_init_hier(&t->barrier_tree, t->p, k, k, t->loc);
     if (rc != NUMACOLL_OK)
         return rc;

@@ -4,12 +4,14 @@
  * every exchange carries a status so that all ranks agree to fail together
  * instead of some waiting forever for a rank that gave up.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "coll/algs.h"
@@ -84,6 +86,28 @@ static int agree(const numacoll_bootstrap_t *b, int mine, int *who)
     return rc;
 }
 
+/* Every rank must take the same choices, or their calls would not match:
+ * compare the hashes of the rules each resolved. */
+static int agree_rules(const numacoll_bootstrap_t *b, uint64_t hash, int *who)
+{
+    uint64_t *all = calloc((size_t)b->size, sizeof *all);
+    if (!all)
+        return NUMACOLL_ERR_NOMEM;
+    int rc = NUMACOLL_OK;
+    if (b->allgather(&hash, all, sizeof hash, b->ctx) != 0) {
+        rc = NUMACOLL_ERR_BOOTSTRAP;
+        *who = b->rank;
+    } else {
+        for (int r = 1; r < b->size && rc == NUMACOLL_OK; r++)
+            if (all[r] != all[0]) {
+                rc = NUMACOLL_ERR_ARG;
+                *who = r;
+            }
+    }
+    free(all);
+    return rc;
+}
+
 /* Where a rank's block goes and what move_pages says about it. */
 static void place_block(numacoll_team_t *t, const nc__block_t *blk,
                         int verify)
@@ -120,6 +144,287 @@ static void place_block(numacoll_team_t *t, const nc__block_t *blk,
                 pl->pages_on_node, pl->pages_unknown);
 }
 
+
+/* ---- the tuning table ------------------------------------------------ */
+
+/* The last tuning file read, kept per process so that the many teams of an
+ * MPI job parse it once (and warn about a rejected one once); read again
+ * when its size or modification time changes. */
+static struct {
+    pthread_mutex_t lock;
+    char path[4096];
+    off_t size;
+    struct timespec mtime;
+    nc__tune_table_t tab;
+    int nerr;
+    int warned;
+    char errs[4096];
+} file_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The table named by cfg (tuning_text, tuning_file, $NUMACOLL_TUNING_FILE),
+ * or the built-in one. *tmp receives a table parsed from tuning_text, which
+ * the caller frees. A rejected table gives the built-in one, with a
+ * warning naming every problem (rank 0, verbose >= 1). */
+static const nc__tune_table_t *pick_table(numacoll_team_t *t,
+                                          nc__tune_table_t *tmp)
+{
+    const char *path = t->cfg.tuning_file;
+    if (!path || !*path)
+        path = getenv("NUMACOLL_TUNING_FILE");
+    if (t->cfg.tuning_text) {
+        char errs[4096];
+        int n = nc__tune_parse(t->cfg.tuning_text, strlen(t->cfg.tuning_text),
+                               "tuning_text", tmp, errs, sizeof errs);
+        if (n == 0) {
+            snprintf(t->tune_source, sizeof t->tune_source, "tuning_text");
+            return tmp;
+        }
+        if (t->cfg.verbose >= 1 && t->rank == 0)
+            fprintf(stderr, "numacoll: tuning_text rejected (%d problem%s); "
+                    "using the built-in table:\n%s\n", n, n == 1 ? "" : "s",
+                    errs);
+        snprintf(t->tune_source, sizeof t->tune_source,
+                 "built-in (tuning_text rejected)");
+        return nc__tune_builtin();
+    }
+    if (!path || !*path) {
+        snprintf(t->tune_source, sizeof t->tune_source, "built-in");
+        return nc__tune_builtin();
+    }
+    pthread_mutex_lock(&file_cache.lock);
+    struct stat st;
+    int have = stat(path, &st) == 0;
+    if (strcmp(file_cache.path, path) != 0 || !have ||
+        st.st_size != file_cache.size ||
+        st.st_mtim.tv_sec != file_cache.mtime.tv_sec ||
+        st.st_mtim.tv_nsec != file_cache.mtime.tv_nsec) {
+        nc__tune_free(&file_cache.tab);
+        snprintf(file_cache.path, sizeof file_cache.path, "%s", path);
+        file_cache.size = have ? st.st_size : -1;
+        file_cache.mtime = have ? st.st_mtim : (struct timespec){0, 0};
+        file_cache.nerr = nc__tune_load(path, &file_cache.tab, file_cache.errs,
+                                        sizeof file_cache.errs);
+        file_cache.warned = 0;
+    }
+    const nc__tune_table_t *tab = &file_cache.tab;
+    if (file_cache.nerr != 0) {
+        if (t->cfg.verbose >= 1 && t->rank == 0 && !file_cache.warned)
+            fprintf(stderr, "numacoll: tuning file %s rejected (%d problem%s); "
+                    "using the built-in table:\n%s\n", path, file_cache.nerr,
+                    file_cache.nerr == 1 ? "" : "s", file_cache.errs);
+        file_cache.warned = 1;
+        snprintf(t->tune_source, sizeof t->tune_source,
+                 "built-in (%.200s rejected)", path);
+        tab = nc__tune_builtin();
+    } else {
+        snprintf(t->tune_source, sizeof t->tune_source, "%s", path);
+    }
+    pthread_mutex_unlock(&file_cache.lock);
+    return tab;
+}
+
+/* Parameters set in the config replace the rule's: Bcast's from frag_size,
+ * queue_depth, banks, tree, radix; Reduce's and Allreduce's from the
+ * reduce_* ones; Barrier's from barrier_radix. Unset ones are 0 (tree -1). */
+static void override(const numacoll_config_t *c, nc__coll_t coll,
+                     nc__choice_t *ch)
+{
+    size_t f = 0;
+    unsigned s = 0, q = 0, k = 0;
+    int tree = -1;
+    switch (coll) {
+    case NC_COLL_BCAST:
+        f = c->frag_size, s = c->queue_depth, q = c->banks, k = c->radix;
+        tree = c->tree;
+        break;
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+        f = c->reduce_frag_size, s = c->reduce_depth, k = c->reduce_radix;
+        break;
+    case NC_COLL_BARRIER:
+        k = c->barrier_radix;
+        break;
+    default:
+        break;
+    }
+    if (f && nc__alg_takes((int)ch->alg, "f"))
+        ch->f = f;
+    if (s && nc__alg_takes((int)ch->alg, "s"))
+        ch->s = s;
+    if (q && nc__alg_takes((int)ch->alg, "q"))
+        ch->q = q;
+    if (k && nc__alg_takes((int)ch->alg, "k"))
+        ch->k = k;
+    if (tree >= 0 && nc__alg_takes((int)ch->alg, "tree"))
+        ch->tree = tree;
+}
+
+/* Build tree (kind, k, hier) unless the team has it already. */
+static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
+{
+    if (nc__team_tree(t, kind, k, hier))
+        return NUMACOLL_OK;
+    nc__team_tree_t *n = realloc(t->trees, (size_t)(t->ntrees + 1) * sizeof *n);
+    if (!n)
+        return NUMACOLL_ERR_NOMEM;
+    t->trees = n;
+    nc__team_tree_t *e = &n[t->ntrees];
+    *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
+    int rc = hier ? nc__tree_init_hier(&e->tree, t->p, k, k, t->loc)
+                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
+    if (rc == NUMACOLL_OK)
+        t->ntrees++;
+    return rc;
+}
+
+const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
+                                int hier)
+{
+    for (int i = 0; i < t->ntrees; i++)
+        if (t->trees[i].kind == kind && t->trees[i].k == k &&
+            t->trees[i].hier == hier)
+            return &t->trees[i].tree;
+    return NULL;
+}
+
+/* FNV-1a, to check that every rank resolved the same rules. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/*
+ * Resolve the team's table for its p and NUMA shape, apply the config's
+ * overrides, check what they combine to, build every tree the rules name
+ * and size the geometry for the largest rule. *hash identifies the result.
+ */
+static int tune_setup(numacoll_team_t *t, uint64_t *hash, char *msg,
+                      size_t msglen)
+{
+    nc__tune_table_t tmp = {0};
+    const nc__tune_table_t *tab = pick_table(t, &tmp);
+    /* the team's shape: NUMA nodes spanned, most ranks on one node */
+    unsigned nodes = 0, ppn = 0;
+    for (int r = 0; r < t->p; r++) {
+        unsigned same = 0, first = 1;
+        for (int u = 0; u < t->p; u++)
+            if (t->loc[u].numa == t->loc[r].numa) {
+                same++;
+                if (u < r)
+                    first = 0;
+            }
+        nodes += first;
+        if (same > ppn)
+            ppn = same;
+    }
+    int rc = nc__tune_resolve(tab, (unsigned)t->p, nodes, ppn, &t->tune)
+                 ? NUMACOLL_ERR_NOMEM : NUMACOLL_OK;
+    nc__tune_free(&tmp);
+    if (rc != NUMACOLL_OK)
+        return rc;
+
+    size_t buf_max = 64;
+    unsigned s_max = 1;
+    t->q_max = 1;
+    t->rs_max = 1;
+    t->rf_max = 64;
+    t->geo_f = 0;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int c = 0; c < NC_COLL_COUNT && rc == NUMACOLL_OK; c++) {
+        for (int i = 0; i < t->tune.n[c] && rc == NUMACOLL_OK; i++) {
+            nc__tune_entry_t *e = &t->tune.e[c][i];
+            nc__choice_t *ch = &e->ch;
+            override(&t->cfg, (nc__coll_t)c, ch);
+            h = fnv(h, &e->lo, sizeof e->lo);
+            h = fnv(h, &e->hi, sizeof e->hi);
+            /* field by field: the struct's padding is not the same bytes
+             * on every rank */
+            int alg = (int)ch->alg;
+            h = fnv(h, &alg, sizeof alg);
+            h = fnv(h, &ch->f, sizeof ch->f);
+            h = fnv(h, &ch->s, sizeof ch->s);
+            h = fnv(h, &ch->q, sizeof ch->q);
+            h = fnv(h, &ch->tree, sizeof ch->tree);
+            h = fnv(h, &ch->k, sizeof ch->k);
+            if (nc__alg_takes((int)ch->alg, "q") &&
+                (ch->q > ch->s || ch->s % ch->q != 0)) {
+                snprintf(msg, msglen, "numacoll: %s rule for %zu..%zu bytes "
+                         "(%.100s line %d), with the parameters set: s = %u "
+                         "buffers is not a multiple of q = %u banks",
+                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
+                         e->builtin ? "built-in" : t->tune_source, e->line,
+                         ch->s, ch->q);
+                rc = NUMACOLL_ERR_ARG;
+                break;
+            }
+            if (c == NC_COLL_BCAST) {
+                if (nc__alg_takes((int)ch->alg, "tree"))
+                    rc = want_tree(t, ch->tree, (int)ch->k, 0);
+                if (nc__alg_takes((int)ch->alg, "q")) {
+                    if (ch->s > s_max)
+                        s_max = ch->s;
+                    if (ch->q > t->q_max)
+                        t->q_max = ch->q;
+                    if (ch->s * ch->f > buf_max)
+                        buf_max = ch->s * ch->f;
+                    if (!t->geo_f) {
+                        t->geo_f = ch->f;
+                        t->geo_s = ch->s;
+                        t->geo_q = ch->q;
+                    }
+                }
+            } else if (c == NC_COLL_REDUCE || c == NC_COLL_ALLREDUCE) {
+                if (nc__alg_takes((int)ch->alg, "k")) {
+                    rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k, 1);
+                    if (rc == NUMACOLL_OK)
+                        rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
+                }
+                if (nc__alg_takes((int)ch->alg, "s") && ch->s > t->rs_max)
+                    t->rs_max = ch->s;
+                if (nc__alg_takes((int)ch->alg, "f") && ch->f > t->rf_max)
+                    t->rf_max = ch->f;
+            }
+        }
+    }
+    if (rc != NUMACOLL_OK)
+        return rc;
+    if (!t->geo_f) {            /* no pipelined rule: inline needs one bank */
+        t->geo_f = 64;
+        t->geo_s = t->geo_q = 1;
+    }
+    /* The buffer area holds the largest s*f; the layout plans it as s_max
+     * buffers of f_eff bytes, the calls cut it up as their rule says. */
+    size_t f_eff = (buf_max + s_max - 1) / s_max;
+    f_eff = (f_eff + NC_CACHE_LINE - 1) / NC_CACHE_LINE * NC_CACHE_LINE;
+    t->layout.prm.s = s_max;
+    t->layout.prm.f = f_eff;
+    int mc = 0;
+    for (int i = 0; i < t->ntrees; i++) {
+        int n = nc__tree_max_children(&t->trees[i].tree);
+        if (n > mc)
+            mc = n;
+    }
+    t->children = malloc((size_t)(mc + 1) * sizeof *t->children);
+    if (!t->children)
+        return NUMACOLL_ERR_NOMEM;
+    if (t->cfg.verbose >= 3 && t->rank == 0)
+        for (int c = 0; c < NC_COLL_COUNT; c++)
+            for (int i = 0; i < t->tune.n[c]; i++) {
+                const nc__tune_entry_t *e = &t->tune.e[c][i];
+                fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
+                        "q=%u tree=%d k=%u (%s line %d)\n",
+                        nc__coll_name((nc__coll_t)c), e->lo, e->hi,
+                        nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
+                        e->ch.tree, e->ch.k,
+                        e->builtin ? "built-in" : t->tune_source, e->line);
+            }
+    *hash = h;
+    return NUMACOLL_OK;
+}
+
 static void team_free(numacoll_team_t *t)
 {
     if (!t)
@@ -127,7 +432,10 @@ static void team_free(numacoll_team_t *t)
     nc__seg_unmap(t->base, t->layout.total);
     nc__red_fini(t);
     nc__barrier_fini(t);
-    nc__tree_fini(&t->tree);
+    for (int i = 0; i < t->ntrees; i++)
+        nc__tree_fini(&t->trees[i].tree);
+    free(t->trees);
+    nc__tune_team_free(&t->tune);
     free(t->children);
     free(t->leaders);
     free(t->loc);
@@ -217,22 +525,16 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
             return NUMACOLL_ERR_NOMEM;
         }
     }
-    rc = nc__tree_init(&t->tree, t->cfg.tree, p, (int)t->cfg.radix, t->loc);
-    if (rc == NUMACOLL_OK) {
-        t->children = malloc((size_t)(nc__tree_max_children(&t->tree) + 1) *
-                             sizeof *t->children);
-        if (!t->children)
-            rc = NUMACOLL_ERR_NOMEM;
-    }
+    uint64_t hash = 0;
+    rc = tune_setup(t, &hash, msg, sizeof msg);
     if (rc == NUMACOLL_OK)
         rc = nc__barrier_init(t);
     if (rc == NUMACOLL_OK)
         rc = nc__red_init(t);
     if (rc == NUMACOLL_OK &&
         nc__layout_plan(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
-                        t->cfg.queue_depth, t->cfg.banks,
-                        t->cfg.frag_size, t->cfg.reduce_depth,
-                        t->cfg.reduce_frag_size) != 0)
+                        t->layout.prm.s, t->q_max, t->layout.prm.f,
+                        t->rs_max, t->rf_max) != 0)
         rc = NUMACOLL_ERR_ARG;
     if (rc == NUMACOLL_OK && t->cfg.mem_budget &&
         t->layout.total > t->cfg.mem_budget) {
@@ -243,8 +545,19 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
     }
     /* Same inputs on every rank, so the same verdict: no exchange needed,
      * but agree anyway so that a rank's allocation failure is shared. */
+    int mine_rc = rc;
     rc = agree(b, rc, &who);
+    if (rc == NUMACOLL_OK)
+        rc = agree_rules(b, hash, &who);
     if (rc != NUMACOLL_OK) {
+        if (t->cfg.verbose >= 1 && who == t->rank && mine_rc != NUMACOLL_OK &&
+            msg[0])
+            fprintf(stderr, "%s\n", msg);
+        else if (t->cfg.verbose >= 1 && t->rank == 0 && mine_rc == NUMACOLL_OK &&
+                 rc == NUMACOLL_ERR_ARG)
+            fprintf(stderr, "numacoll: rank %d resolved other tuning rules "
+                    "than rank 0 (different tuning files or parameters?)\n",
+                    who);
         team_free(t);
         return rc;
     }
@@ -295,13 +608,13 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
     t->banks = (nc__bank_t *)(t->base + t->layout.banks_off);
     if (t->rank == 0) {
         t->hdr->p = (uint32_t)p;
-        t->hdr->q = t->cfg.banks;
-        t->hdr->s = t->cfg.queue_depth;
-        t->hdr->f = t->cfg.frag_size;
+        t->hdr->q = t->q_max;
+        t->hdr->s = t->layout.prm.s;
+        t->hdr->f = t->layout.prm.f;
         int32_t *leaders = (int32_t *)(t->base + NC_HDR_FIXED);
         for (int r = 0; r < p; r++)
             leaders[r] = t->leaders[r];
-        for (unsigned k = 0; k < t->cfg.banks; k++) {
+        for (unsigned k = 0; k < t->q_max; k++) {
             atomic_store_explicit(&t->banks[k].op, NC_OP_NONE,
                                   memory_order_relaxed);
             atomic_store_explicit(&t->banks[k].nreaders, 0,
@@ -344,6 +657,22 @@ const numacoll_config_t *numacoll_team_config(const numacoll_team_t *t)
 const char *numacoll_team_last_error(const numacoll_team_t *t)
 {
     return t ? t->last_error : "no team";
+}
+
+const char *numacoll_team_tuning_source(const numacoll_team_t *t)
+{
+    return t ? t->tune_source : "";
+}
+
+size_t numacoll_team_max_elem(const numacoll_team_t *t, int allreduce,
+                              size_t nbytes)
+{
+    if (!t)
+        return 0;
+    const nc__choice_t *ch = nc__team_choice(
+        t, allreduce ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, nbytes);
+    /* inline rules stage nothing: their element limit is the size itself */
+    return ch->f ? ch->f : nbytes;
 }
 
 const char *numacoll_team_segment_name(const numacoll_team_t *t)
@@ -392,13 +721,54 @@ int nc__bank_claim(numacoll_team_t *t, unsigned set)
 
 /* ---- dispatch -------------------------------------------------------- */
 
-/* The algorithm for a Bcast of nbytes: a pure function of the size (and,
- * once tuning tables exist, of the team), identical on every rank. */
-static nc__alg_t bcast_choose(const numacoll_team_t *t, size_t nbytes)
+const nc__choice_t *nc__team_choice_alg(const numacoll_team_t *t,
+                                        nc__coll_t coll, int alg,
+                                        size_t nbytes)
 {
-    (void)t;
-    return nbytes <= NC_INLINE_MAX ? NC_ALG_BCAST_INLINE
-                                   : NC_ALG_BCAST_PIPELINED;
+    const nc__choice_t *ch = nc__team_choice(t, coll, nbytes);
+    if ((int)ch->alg == alg)
+        return ch;
+    for (int i = 0; i < t->tune.n[coll]; i++)
+        if ((int)t->tune.e[coll][i].ch.alg == alg)
+            return &t->tune.e[coll][i].ch;
+    return NULL;
+}
+
+int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root)
+{
+    if (ch->f == t->geo_f && ch->s == t->geo_s && ch->q == t->geo_q)
+        return NUMACOLL_OK;
+    if (t->rank == root)
+        for (unsigned k = 0; k < t->q_max; k++) {
+            uint64_t seen;
+            nc__wait_why_t why = {-1, "drained bank (new geometry)", (long)k,
+                                  (long)t->op};
+            int rc = nc__wait(t, &t->banks[k].nreaders, NC_WAIT_EQ, 0, &seen,
+                              &why);
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+    t->geo_f = ch->f;
+    t->geo_s = ch->s;
+    t->geo_q = ch->q;
+    return NUMACOLL_OK;
+}
+
+int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
+{
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nbytes);
+    switch (ch->alg) {
+    case NC_ALG_BCAST_INLINE:
+        return nc__bcast_inline(t, ch, nbytes, root, io);
+    case NC_ALG_BCAST_PIPELINED: {
+        int rc = nc__bcast_geometry(t, ch, root);
+        return rc != NUMACOLL_OK ? rc
+                                 : nc__bcast_pipelined(t, ch, nbytes, root, io);
+    }
+    default:
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %s is not a "
+                             "bcast", nc__algs[ch->alg].name);
+    }
 }
 
 static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
@@ -411,14 +781,7 @@ static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
     if (rc != NUMACOLL_OK)
         return rc;
     if (t->p > 1 && nbytes > 0) {
-        switch (bcast_choose(t, nbytes)) {
-        case NC_ALG_BCAST_INLINE:
-            rc = nc__bcast_inline(t, nbytes, root, io);
-            break;
-        default:
-            rc = nc__bcast_pipelined(t, nbytes, root, io);
-            break;
-        }
+        rc = nc__bcast_run(t, nbytes, root, io);
         if (rc != NUMACOLL_OK)
             return rc;
     }

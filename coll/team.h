@@ -18,6 +18,7 @@
 #include "numacoll.h"
 #include "coll/tree.h"
 #include "shm_seg/layout.h"
+#include "tune/table.h"
 
 #define NC_SEG_MAGIC 0x6e756d61636f6c6cULL /* "numacoll" */
 /* shm_op[] starts here: no op number can take it (ops count from 0 and
@@ -63,14 +64,34 @@ typedef struct nc__sync {
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
 
+/* A tree of the team, built at creation for every (kind, radix) its
+ * tuning rules name. hier: the numa shape with radix k between the
+ * leaders too (nc__tree_init_hier), as Reduce and Barrier use it. */
+typedef struct nc__team_tree {
+    int kind, k, hier;
+    nc__tree_t tree;
+} nc__team_tree_t;
+
 struct numacoll_team {
     int rank, p;
     numacoll_config_t cfg;
     char topology[512];         /* cfg.topology points here when given */
     numacoll_locality_t *loc;   /* [p] */
     int *leaders;               /* [p] leader rank of each rank's node */
-    nc__tree_t tree;
-    int *children;              /* scratch, nc__tree_max_children entries */
+    /* Every choice comes from here (tune/table.h): the team's tuning rules,
+     * resolved once for its p and NUMA shape, config overrides applied. */
+    nc__tune_team_t tune;
+    char tune_source[256];      /* the table they came from */
+    nc__team_tree_t *trees;     /* [ntrees] */
+    int ntrees;
+    int *children;              /* scratch, children of any tree above */
+    /* Bcast bank geometry in force: f, s, q of the last pipelined Bcast.
+     * Changing it drains every bank first (nc__bcast_geometry). */
+    size_t geo_f;
+    unsigned geo_s, geo_q, q_max;
+    /* Reduce staging geometry: the largest s and f of any reduce rule */
+    unsigned rs_max;
+    size_t rf_max;
     nc__layout_t layout;
     unsigned char *base;        /* mapped segment */
     nc__seg_hdr_t *hdr;
@@ -97,12 +118,13 @@ static inline nc__ctrl_t *nc__ctrl(const numacoll_team_t *t, int r, unsigned idx
                           (size_t)idx * t->layout.prm.ctrl_stride);
 }
 
-/* Fragment buffer idx of rank r. */
+/* Fragment buffer idx of rank r for fragments of f bytes: the buffer area
+ * holds the largest s*f of the team's rules, cut up per call. */
 static inline unsigned char *nc__buf(const numacoll_team_t *t, int r,
-                                     unsigned idx)
+                                     unsigned idx, size_t f)
 {
     return t->base + nc__layout_rank_off(&t->layout, r) + t->layout.buf_off +
-           (size_t)idx * t->layout.buf_stride;
+           (size_t)idx * f;
 }
 
 static inline nc__sync_t *nc__sync(const numacoll_team_t *t, int r)
@@ -167,10 +189,43 @@ static inline void nc__bank_release(numacoll_team_t *t, unsigned set)
     atomic_fetch_sub_explicit(&t->banks[set].nreaders, 1, memory_order_release);
 }
 
+/* The tree (kind, k, hier) built at team creation; NULL if the team's rules
+ * name no such tree. A linear scan of a handful of entries. */
+const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
+                                int hier);
+
+/* The choice of the team's tuning rules for coll at nbytes (binary search
+ * over the team's resolved size ranges; never NULL). */
+static inline const nc__choice_t *nc__team_choice(const numacoll_team_t *t,
+                                                  nc__coll_t coll,
+                                                  size_t nbytes)
+{
+    return &nc__tune_lookup(&t->tune, coll, nbytes)->ch;
+}
+
+/* The choice for a forced algorithm alg of coll at nbytes: the size's rule
+ * if it names alg, else the first of the team's rules of coll that does;
+ * NULL when none does. For tests and the benchmark. */
+const nc__choice_t *nc__team_choice_alg(const numacoll_team_t *t,
+                                        nc__coll_t coll, int alg,
+                                        size_t nbytes);
+
+/* Bcast of nbytes as the team's rules say (no counter): for numacoll_bcast
+ * and for algorithms built on a Bcast. */
+int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
+
+/* Before a pipelined Bcast with bank geometry (f, s, q) of ch: if it
+ * differs from the one in force, the root waits until every bank is
+ * drained (a reader of the old geometry may still be copying out of
+ * buffers the new one places elsewhere); then it is the one in force.
+ * Every rank calls it, so all agree on the geometry. */
+int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root);
+
 /* Algorithms (coll/bcast/, coll/barrier.c). */
-int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
-                        nc__io_t *io);
-int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
+int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
+                        size_t nbytes, int root, nc__io_t *io);
+int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
+                     size_t nbytes, int root, nc__io_t *io);
 int nc__barrier_tree(numacoll_team_t *t);
 
 /* Per-team state of Barrier and Reduce/Allreduce, made at team creation

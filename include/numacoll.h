@@ -89,31 +89,42 @@ typedef struct numacoll_config {
     unsigned reduce_radix;  /* k of the Reduce trees                          */
     size_t   reduce_frag_size; /* bytes per reduce staging slot              */
     unsigned reduce_depth;  /* reduce staging slots per rank                  */
-    size_t   allreduce_threshold; /* from this size on Allreduce uses rsag    */
     const char *topology;   /* NULL: this machine (or HWLOC_SYNTHETIC/_XMLFILE
                                from the environment); "synthetic:<desc>" or a
                                path to an hwloc XML file otherwise            */
+    const char *tuning_file; /* tuning table (docs/tuning.md) replacing the
+                               built-in one; NULL: $NUMACOLL_TUNING_FILE if
+                               set, else the built-in table                   */
+    const char *tuning_text; /* a tuning table given as text; wins over
+                               tuning_file (the autotuner's candidates)       */
 } numacoll_config_t;
 
 /*
  * X(field, type, default, min, max, doc): every tunable, described once.
  * Types: 'z' size, 'u' unsigned, 'i' int, 't' tree kind.
+ * A default outside [min, max] (0, or -1 for the tree) means "unset": the
+ * team takes that value from its tuning table (docs/tuning.md), rule by
+ * rule; a value set in range overrides the table in every rule of its
+ * collective.
  */
 #define NUMACOLL_PARAM_LIST(X)                                                \
-    X(frag_size,   'z', 8192,  64, 1048576,                                   \
-      "Fragment size f in bytes: the unit of the Bcast pipeline; a positive "  \
-      "multiple of 64, at most 1 MiB.")                                        \
-    X(queue_depth, 'u', 64,    1, 65536,                                      \
-      "Queue depth s: fragment buffers in each rank's NUMA-local queue; "     \
-      "must be a multiple of banks.")                                          \
-    X(banks,       'u', 2,     1, 65536,                                      \
-      "Banks q: the queue is split into q banks that the root reuses in "     \
-      "turn, so it refills one bank while readers drain another.")            \
-    X(tree,        't', NUMACOLL_TREE_KARY, 0, NUMACOLL_TREE_COUNT - 1,       \
-      "Notification tree: flat, chain, kary, knomial or numa "                 \
-      "(root, then NUMA leaders, then node members).")                         \
-    X(radix,       'u', 2,     2, 64,                                         \
-      "Radix k of the kary, knomial and numa trees (2 gives binary/binomial).")\
+    X(frag_size,   'z', 0,     64, 1048576,                                   \
+      "Bcast fragment size f in bytes, a multiple of 64: the unit of the "    \
+      "pipeline. 0 takes f from the tuning table.")                            \
+    X(queue_depth, 'u', 0,     1, 65536,                                      \
+      "Bcast queue depth s: fragment buffers in each rank's NUMA-local "      \
+      "queue; a multiple of banks. 0 takes s from the tuning table.")         \
+    X(banks,       'u', 0,     1, 65536,                                      \
+      "Bcast banks q: the queue is split into q banks that the root reuses "  \
+      "in turn, so it refills one bank while readers drain another. 0 takes " \
+      "q from the tuning table.")                                              \
+    X(tree,        't', -1,    0, NUMACOLL_TREE_COUNT - 1,                    \
+      "Bcast notification tree: flat, chain, kary, knomial or numa (root, "   \
+      "then NUMA leaders, then node members). -1 takes it from the tuning "   \
+      "table.")                                                                \
+    X(radix,       'u', 0,     2, 64,                                         \
+      "Bcast radix k of the kary, knomial and numa trees (2 gives binary/"    \
+      "binomial). 0 takes k from the tuning table.")                          \
     X(spin_count,  'u', 1000,  0, 100000000,                                  \
       "Polls of a flag before each further poll yields the CPU with "         \
       "sched_yield(); keeps oversubscribed runs moving.")                      \
@@ -128,21 +139,22 @@ typedef struct numacoll_config {
     X(pu,          'i', -1,    -1, 1 << 20,                                   \
       "Inject this rank's PU (hwloc logical index) instead of asking the "    \
       "OS; needed under synthetic or XML topologies. -1 asks the OS.")        \
-    X(barrier_radix, 'u', 4,   2, 64,                                         \
+    X(barrier_radix, 'u', 0,   2, 64,                                         \
       "Radix k of the Barrier's own tree: ranks of a NUMA node meet their "   \
-      "leader along a k-nomial tree, leaders meet rank 0 along another.")     \
-    X(reduce_radix, 'u', 2,    2, 64,                                         \
+      "leader along a k-nomial tree, leaders meet rank 0 along another. 0 "   \
+      "takes k from the tuning table.")                                        \
+    X(reduce_radix, 'u', 0,    2, 64,                                         \
       "Radix k of the Reduce trees (NUMA-aware k-nomial for commutative "     \
-      "ops, rank-ordered k-nomial for non-commutative ones).")                \
-    X(reduce_frag_size, 'z', 131072, 64, 16777216,                            \
+      "ops, rank-ordered k-nomial for non-commutative ones), also in "        \
+      "Allreduce's reduce_bcast. 0 takes k from the tuning table.")           \
+    X(reduce_frag_size, 'z', 0, 64, 16777216,                                 \
       "Bytes per reduce staging slot: the Reduce fragment and the chunk one " \
-      "reduce-scatter/allgather round of Allreduce splits among the ranks.")  \
-    X(reduce_depth, 'u', 4,    1, 65536,                                      \
+      "reduce-scatter/allgather round of Allreduce splits among the ranks. "  \
+      "0 takes it from the tuning table.")                                     \
+    X(reduce_depth, 'u', 0,    1, 65536,                                      \
       "Reduce staging slots per rank, in its NUMA-local memory: how far a "   \
-      "rank may run ahead of the ranks that read its partial results.")       \
-    X(allreduce_threshold, 'z', 1024, 0, SIZE_MAX,                            \
-      "Allreduce messages of at least this many bytes use reduce-scatter/"    \
-      "allgather, smaller ones (above 56 bytes) Reduce then Bcast.")
+      "rank may run ahead of the ranks that read its partial results. 0 "    \
+      "takes it from the tuning table.")
 
 /* Fill *cfg with the defaults of NUMACOLL_PARAM_LIST. */
 void numacoll_config_init(numacoll_config_t *cfg);
@@ -190,6 +202,17 @@ const numacoll_config_t *numacoll_team_config(const numacoll_team_t *team);
 
 /* Detailed message of this rank's last failure, "" if none. */
 const char *numacoll_team_last_error(const numacoll_team_t *team);
+
+/* The tuning table the team's choices come from: "built-in", the file's
+ * path, "tuning_text", or "built-in (<file> rejected)". */
+const char *numacoll_team_tuning_source(const numacoll_team_t *team);
+
+/* Largest element (bytes) a user op may have in a Reduce (allreduce = 0)
+ * or Allreduce (allreduce = 1) of nbytes on this team: the staging slot
+ * of the team's rule for that size. numacoll_reduce_user and
+ * numacoll_allreduce_user fail with NUMACOLL_ERR_ARG beyond it. */
+size_t numacoll_team_max_elem(const numacoll_team_t *team, int allreduce,
+                              size_t nbytes);
 
 /* Name the segment had in /dev/shm (already unlinked once created). */
 const char *numacoll_team_segment_name(const numacoll_team_t *team);
@@ -340,9 +363,10 @@ int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
 
 /*
  * Reduce, with the result in every rank's recvbuf, bitwise identical on
- * every rank. The algorithm depends on the size only (inline up to 56
- * bytes, Reduce then Bcast below allreduce_threshold, reduce-scatter/
- * allgather from it on), so equal inputs give equal results on every run.
+ * every rank. The algorithm depends on the team's tuning table and the
+ * size only (built in: inline up to 56 bytes, Reduce then Bcast below
+ * 1 KiB, reduce-scatter/allgather from there on), so equal inputs give
+ * equal results on every run with the same table.
  */
 int numacoll_allreduce(numacoll_team_t *team, const void *sendbuf,
                        void *recvbuf, size_t count, numacoll_dtype_t dtype,

@@ -32,6 +32,7 @@ typedef struct mca_coll_numacoll_component_t {
 
     int priority;               /* coll_numacoll_priority                    */
     numacoll_config_t config;   /* coll_numacoll_<field> of NUMACOLL_PARAM_LIST */
+    char *tuning_file;          /* coll_numacoll_tuning_file                  */
     size_t node_budget;         /* coll_numacoll_node_budget; 0 = no limit   */
     bool config_ok;             /* false: a parameter was rejected; the
                                    component then declines to open           */

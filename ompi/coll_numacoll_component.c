@@ -70,6 +70,7 @@ NUMACOLL_PARAM_LIST(X)
 typedef struct nc_param {
     const char *name;
     char type;
+    long long def;              /* outside [min, max]: "from the table"      */
     long long min;              /* only 'i' is ever negative (pu: -1)        */
     unsigned long long max;
     const char *doc;
@@ -78,26 +79,39 @@ typedef struct nc_param {
 
 static const nc_param_t nc_params[] = {
 #define X(field, type, def, min, max, doc)                                    \
-    {#field, type, (long long)(min), (unsigned long long)(max), doc,          \
+    {#field, type, (long long)(def), (long long)(min),                        \
+     (unsigned long long)(max), doc,                                          \
      offsetof(numacoll_config_t, field)},
     NUMACOLL_PARAM_LIST(X)
 #undef X
 };
 #define NC_NPARAMS (sizeof nc_params / sizeof nc_params[0])
 
-/* The tree enumerator: lets users write "knomial" as well as 3. Filled from
+/* 1 when a default lies outside the range: it means "unset, take the
+ * tuning table's value" (include/numacoll.h). */
+static bool nc_param_has_unset(const nc_param_t *p)
+{
+    return p->def < p->min ||
+           (p->def >= 0 && (unsigned long long)p->def > p->max);
+}
+
+/* The tree enumerator: lets users write "knomial" as well as 3, and
+ * "table" (-1, the default) for the tuning table's tree. Filled from
  * numacoll_tree_name() so that the names stay the core's. */
-static mca_base_var_enum_value_t nc_tree_values[NUMACOLL_TREE_COUNT + 1];
+static mca_base_var_enum_value_t nc_tree_values[NUMACOLL_TREE_COUNT + 2];
 
 static mca_base_var_enum_t *nc_tree_enum(void)
 {
     mca_base_var_enum_t *e = NULL;
+    nc_tree_values[0].value = -1;
+    nc_tree_values[0].string = "table";
     for (int k = 0; k < NUMACOLL_TREE_COUNT; k++) {
-        nc_tree_values[k].value = k;
-        nc_tree_values[k].string = numacoll_tree_name((numacoll_tree_kind_t)k);
+        nc_tree_values[k + 1].value = k;
+        nc_tree_values[k + 1].string =
+            numacoll_tree_name((numacoll_tree_kind_t)k);
     }
-    nc_tree_values[NUMACOLL_TREE_COUNT].value = 0;
-    nc_tree_values[NUMACOLL_TREE_COUNT].string = NULL;
+    nc_tree_values[NUMACOLL_TREE_COUNT + 1].value = 0;
+    nc_tree_values[NUMACOLL_TREE_COUNT + 1].string = NULL;
     if (mca_base_var_enum_create("coll_numacoll_tree", nc_tree_values, &e) !=
         OPAL_SUCCESS)
         return NULL;
@@ -119,8 +133,17 @@ static unsigned long long nc_type_max(char type)
 
 static void nc_range_text(const nc_param_t *p, char *out, size_t len)
 {
+    if (nc_param_has_unset(p) && p->type != 't') {
+        /* "0 (from the tuning table) or 64 to 1048576" */
+        int n = snprintf(out, len, "%lld (from the tuning table) or ", p->def);
+        if (n < 0 || (size_t)n >= len)
+            return;
+        out += n;
+        len -= (size_t)n;
+    }
     if (p->type == 't') {
-        size_t n = 0;
+        size_t n = (size_t)snprintf(out, len, "table (-1, the tuning "
+                                    "table's), ");
         for (int k = 0; k < NUMACOLL_TREE_COUNT && n < len; k++)
             n += (size_t)snprintf(out + n, len - n, "%s%s (%d)",
                                   k == 0 ? "" : k + 1 == NUMACOLL_TREE_COUNT
@@ -143,13 +166,15 @@ static bool nc_param_in_range(const nc_param_t *p, char *msg, size_t len)
     if (p->type == 'z' || p->type == 'u') {
         unsigned long long v = p->type == 'z' ? *(const size_t *)s
                                               : *(const unsigned *)s;
-        if (v >= (unsigned long long)p->min && v <= p->max)
+        if ((v >= (unsigned long long)p->min && v <= p->max) ||
+            (nc_param_has_unset(p) && v == (unsigned long long)p->def))
             return true;
         snprintf(msg, len, "coll_numacoll_%s = %llu is out of range: valid "
                  "values are %s", p->name, v, range);
     } else {
         long long v = *(const int *)s;
-        if (v >= p->min && (v < 0 || (unsigned long long)v <= p->max))
+        if ((v >= p->min && (v < 0 || (unsigned long long)v <= p->max)) ||
+            (nc_param_has_unset(p) && v == p->def))
             return true;
         snprintf(msg, len, "coll_numacoll_%s = %lld is out of range: valid "
                  "values are %s", p->name, v, range);
@@ -322,6 +347,19 @@ static int nc_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.priority);
 
     nc_register_core_params();
+
+    nc_component.tuning_file = "";
+    (void)mca_base_component_var_register(
+        &nc_component.super.collm_version, "tuning_file",
+        "Tuning table (docs/tuning.md; numacoll-tune writes one) that "
+        "replaces the built-in table for every communicator: per collective, "
+        "process count and message size, the algorithm and its fragment "
+        "size, queue depth, banks, tree and radix. Empty: the file named by "
+        "the environment variable NUMACOLL_TUNING_FILE if set, else the "
+        "built-in table. A file with any error is rejected as a whole: the "
+        "built-in table applies and every error is printed once.",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.tuning_file);
 
     (void)mca_base_component_var_register(
         &nc_component.super.collm_version, "node_budget",

@@ -310,6 +310,9 @@ static void nc_setup(nc_module_t *m)
     int rank = ompi_comm_rank(comm), size = ompi_comm_size(comm);
     numacoll_config_t cfg = nc_component.config;
     char why[256];
+    /* "" (the MCA default) leaves the choice to $NUMACOLL_TUNING_FILE */
+    cfg.tuning_file = nc_component.tuning_file && nc_component.tuning_file[0]
+                          ? nc_component.tuning_file : NULL;
 
     m->boot.rank = rank;
     m->boot.size = size;
@@ -381,12 +384,10 @@ static void nc_setup(nc_module_t *m)
     if (rank == 0)
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll: %s (cid %u): team of %d processes "
-                            "ready, segment %s (f=%zu, s=%u, q=%u, tree %s, "
-                            "radix %u)", comm->c_name, comm->c_contextid,
-                            size, numacoll_team_segment_name(m->team),
-                            cfg.frag_size, cfg.queue_depth, cfg.banks,
-                            numacoll_tree_name((numacoll_tree_kind_t)cfg.tree),
-                            cfg.radix);
+                            "ready, segment %s, tuning table %s",
+                            comm->c_name, comm->c_contextid, size,
+                            numacoll_team_segment_name(m->team),
+                            numacoll_team_tuning_source(m->team));
 }
 
 /* True when the core takes this call; creates the team on first use. */
@@ -731,9 +732,9 @@ static bool nc_op_is_predefined(MPI_Op op)
            op == MPI_OP_NULL;
 }
 
-/* The plan of a call, from its arguments and the component's parameters
- * (a team's reduce_frag_size is the component's: the setup refuses teams
- * whose shape parameters differ), so it is known before any setup. */
+/* The plan of a call, from its arguments alone, so it is known before any
+ * setup (whether a user op's element fits the staging slot depends on the
+ * team's tuning rule: nc_red_call asks once the team exists). */
 static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
                                  struct ompi_op_t *op)
 {
@@ -763,8 +764,7 @@ static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
      * elements are count * extent bytes the op can be handed in pieces. */
     if (size != (size_t)extent ||
         !ompi_datatype_is_contiguous_memory_layout(dtype,
-                                                   count > 1 ? count : 1) ||
-        (size_t)extent > nc_component.config.reduce_frag_size)
+                                                   count > 1 ? count : 1))
         return p;
     p.kind = NC_RED_USER;
     p.elem_size = (size_t)extent;
@@ -779,8 +779,8 @@ typedef struct nc_user_ctx {
 /* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
  * lower-ranked operand, exactly MPI_User_function(invec, inoutvec), which
  * is what MPI_Reduce_local(inbuf, inoutbuf) computes. The core never
- * passes more than reduce_frag_size / elem_size elements, so the count
- * fits an int. */
+ * passes more than one staging slot (at most 16 MiB) of elements, so the
+ * count fits an int. */
 static void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
 {
     nc_user_ctx_t *c = ctx;
@@ -851,6 +851,12 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
     /* Only calls the core would take create the team. */
     nc_red_plan_t p = nc_red_plan(count, dtype, op);
     if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
+        return NC_RED_DECLINED;
+    /* Same arguments and (checked at setup) same rules on every rank, so
+     * every rank declines alike. */
+    if (p.kind == NC_RED_USER &&
+        p.elem_size > numacoll_team_max_elem(m->team, root < 0,
+                                             (size_t)count * p.elem_size))
         return NC_RED_DECLINED;
     int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
     if (st == NUMACOLL_ERR_UNSUPPORTED)

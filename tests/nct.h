@@ -32,5 +32,8 @@ int nct_register_bcast(void);
 int nct_register_seg(void);
 int nct_register_reduce(void);
 int nct_register_bench(void);
+int nct_register_tune(void);
+int nct_register_tune_team(void);
+int nct_register_model(void);
 
 #endif

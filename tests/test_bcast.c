@@ -79,7 +79,8 @@ static int bcast_body(const numacoll_bootstrap_t *b, void *arg)
                     fprintf(stderr, "rank %d: bcast of %zu bytes from root %d "
                             "(tree %s, f %zu, s %u, q %u): byte %zu is 0x%02x, "
                             "want 0x%02x\n", b->rank, n, root,
-                            numacoll_tree_name(cfg.tree), cfg.frag_size,
+                            cfg.tree < 0 ? "table" : numacoll_tree_name(cfg.tree),
+                            cfg.frag_size,
                             cfg.queue_depth, cfg.banks, i, buf[i],
                             pattern(call, i));
                     errors++;
@@ -118,7 +119,8 @@ static int run_case(int p, bcast_case_t *bc)
     int rc = nct_run(p, bcast_body, bc);
     if (rc != 0)
         fprintf(stderr, "bcast case failed: p %d tree %s radix %u f %zu s %u "
-                "q %u\n", p, numacoll_tree_name(bc->cfg.tree), bc->cfg.radix,
+                "q %u\n", p, bc->cfg.tree < 0 ? "table" : numacoll_tree_name(bc->cfg.tree),
+                bc->cfg.radix,
                 bc->cfg.frag_size, bc->cfg.queue_depth, bc->cfg.banks);
     return rc;
 }
@@ -161,15 +163,14 @@ static void test_matrix(void)
             }
 }
 
-/* The defaults (f = 8 KiB, s = 64, q = 2, binary tree) up to 16 MiB. */
+/* The built-in table (f = 8 KiB, s = 64, q = 2, binary tree) up to 16 MiB. */
 static void test_defaults_16m(void)
 {
     for (size_t i = 0; i < sizeof team_sizes / sizeof *team_sizes; i++) {
         bcast_case_t bc = {0};
         numacoll_config_init(&bc.cfg);
         size_t sizes[16];
-        bc.nsizes = boundary_sizes(bc.cfg.frag_size, bc.cfg.queue_depth,
-                                   bc.cfg.banks, sizes, 1);
+        bc.nsizes = boundary_sizes(8192, 64, 2, sizes, 1);
         bc.sizes = sizes;
         bc.check_placement = 1;
         CU_ASSERT_EQUAL(run_case(team_sizes[i], &bc), 0);

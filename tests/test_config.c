@@ -10,11 +10,18 @@ static void test_defaults(void)
 {
     numacoll_config_t c;
     numacoll_config_init(&c);
-    CU_ASSERT_EQUAL(c.frag_size, 8192);
-    CU_ASSERT_EQUAL(c.queue_depth, 64);
-    CU_ASSERT_EQUAL(c.banks, 2);
-    CU_ASSERT_EQUAL(c.tree, NUMACOLL_TREE_KARY);
-    CU_ASSERT_EQUAL(c.radix, 2);
+    /* the algorithm parameters are unset: the tuning table decides */
+    CU_ASSERT_EQUAL(c.frag_size, 0);
+    CU_ASSERT_EQUAL(c.queue_depth, 0);
+    CU_ASSERT_EQUAL(c.banks, 0);
+    CU_ASSERT_EQUAL(c.tree, -1);
+    CU_ASSERT_EQUAL(c.radix, 0);
+    CU_ASSERT_EQUAL(c.reduce_frag_size, 0);
+    CU_ASSERT_EQUAL(c.reduce_depth, 0);
+    CU_ASSERT_EQUAL(c.reduce_radix, 0);
+    CU_ASSERT_EQUAL(c.barrier_radix, 0);
+    CU_ASSERT_PTR_NULL(c.tuning_file);
+    CU_ASSERT_PTR_NULL(c.tuning_text);
     CU_ASSERT_EQUAL(c.timeout_ms, 0);
     CU_ASSERT_EQUAL(c.pu, -1);
     CU_ASSERT_PTR_NULL(c.topology);
@@ -37,15 +44,16 @@ static void test_defaults(void)
 
 static void test_invalid(void)
 {
-    EXPECT_BAD(frag_size, 0, "frag_size");
+    EXPECT_BAD(frag_size, 32, "frag_size");           /* 0 is "unset" */
     EXPECT_BAD(frag_size, 100, "frag_size");          /* not a multiple of 64 */
     EXPECT_BAD(frag_size, 2u << 20, "frag_size");     /* over 1 MiB */
-    EXPECT_BAD(queue_depth, 0, "queue_depth");
-    EXPECT_BAD(banks, 0, "banks");
-    EXPECT_BAD(banks, 128, "queue_depth");            /* q > s */
+    EXPECT_BAD(queue_depth, 65537, "queue_depth");
+    EXPECT_BAD(banks, 65537, "banks");
     EXPECT_BAD(radix, 1, "radix");
     EXPECT_BAD(tree, 7, "tree");
-    EXPECT_BAD(tree, -1, "tree");
+    EXPECT_BAD(tree, -2, "tree");
+    EXPECT_BAD(reduce_frag_size, 32, "reduce_frag_size");
+    EXPECT_BAD(barrier_radix, 65, "barrier_radix");
     EXPECT_BAD(verbose, 9, "verbose");
     EXPECT_BAD(pu, -2, "pu");
     numacoll_config_t c;
@@ -55,6 +63,12 @@ static void test_invalid(void)
     char msg[256];
     CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_ERR_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "queue_depth = 6"));
+    c.queue_depth = 4;
+    c.banks = 8;                                      /* q > s */
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "queue_depth"));
+    c.banks = 0;               /* s set alone: checked against each rule */
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_OK);
     CU_ASSERT_EQUAL(numacoll_config_check(NULL, NULL, 0), NUMACOLL_ERR_ARG);
 }
 
@@ -78,8 +92,16 @@ static void test_tree_names(void)
     CU_ASSERT_EQUAL(numacoll_tree_parse("banyan"), -1);
 }
 
+/* A default outside [min, max] is the "from the table" value. */
+static int unset_default(long long def, long long min, unsigned long long max)
+{
+    return def < min || (def >= 0 && (unsigned long long)def > max);
+}
+
 /* docs/parameters.md has a row `| `name` | default |` for every parameter
- * of NUMACOLL_PARAM_LIST, so the page cannot drift from the header. */
+ * of NUMACOLL_PARAM_LIST, so the page cannot drift from the header. A
+ * default outside the range is "unset: from the tuning table", written
+ * `table`. */
 static void test_docs_table(void)
 {
     FILE *f = fopen("docs/parameters.md", "r");
@@ -90,9 +112,9 @@ static void test_docs_table(void)
     text[n] = '\0';
     char row[128];
 #define X(field, type, def, min, max, doc)                                      \
-    if (type == 't')                                                            \
-        snprintf(row, sizeof row, "| `%s` | %s |", #field,                      \
-                 numacoll_tree_name((numacoll_tree_kind_t)(def)));             \
+    if (unset_default((long long)(def), (long long)(min),                       \
+                      (unsigned long long)(max)))                               \
+        snprintf(row, sizeof row, "| `%s` | table |", #field);                  \
     else                                                                        \
         snprintf(row, sizeof row, "| `%s` | %lld |", #field, (long long)(def)); \
     CU_ASSERT_PTR_NOT_NULL(strstr(text, row));                                  \

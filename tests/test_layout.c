@@ -122,17 +122,15 @@ static void test_64k_pages(void)
     check_rank_block(&l);
 }
 
-/* docs/parameters.md: with the defaults, p * 1032 KiB + 8 KiB on 4 KiB pages */
+/* docs/parameters.md: with the built-in table (s = 64, q = 2, f = 8 KiB;
+ * reduce s = 4, f = 128 KiB), p * 1032 KiB + 8 KiB on 4 KiB pages; the
+ * tune_team suite checks that a default team plans exactly this. */
 static void test_defaults_size(void)
 {
     nc__layout_t l;
-    numacoll_config_t c;
-    numacoll_config_init(&c);
     for (int p = 1; p <= 64; p *= 2) {
-        CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, 4 * KiB, c.queue_depth,
-                                              c.banks, c.frag_size,
-                                              c.reduce_depth,
-                                              c.reduce_frag_size), 0);
+        CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, 4 * KiB, 64, 2, 8192, 4,
+                                              128 * KiB), 0);
         CU_ASSERT_EQUAL(l.total, (size_t)p * 1032 * KiB + 8 * KiB);
     }
 }

@@ -925,7 +925,11 @@ static void test_determinism(void)
             det_arg_t da = {.count = cases[k].count, .alg = cases[k].alg};
             small_cfg(&da.rc.cfg);
             da.rc.cfg.reduce_frag_size = 1024;
-            da.rc.cfg.allreduce_threshold = 4096;
+            /* reduce_bcast below 4 KiB, rsag from there on */
+            da.rc.cfg.tuning_text =
+                "allreduce p=1-* size=0-56 alg=inline\n"
+                "allreduce p=1-* size=57-4095 alg=reduce_bcast f=1K s=4 k=2\n"
+                "allreduce p=1-* size=4K-* alg=rsag f=1K s=4\n";
             da.hashes = nc__run_shared_alloc(len);
             CU_ASSERT_PTR_NOT_NULL_FATAL(da.hashes);
             CU_ASSERT_EQUAL(nct_run(p, det_body, &da), 0);
@@ -980,8 +984,9 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
                              NUMACOLL_DTYPE_DOUBLE, NUMACOLL_OP_SUM, 0) != ARG;
     e += numacoll_allreduce_user(team, s, r, 4, 8, NULL, NULL, 1) != ARG;
     e += numacoll_allreduce_user(team, s, r, 4, 0, vec3_fn, NULL, 1) != ARG;
-    e += numacoll_reduce_user(team, s, r, 1, cfg.reduce_frag_size + 1, vec3_fn,
-                              NULL, 1, 0) != ARG;
+    /* larger than the staging slot of the built-in rule (f = 128K) */
+    e += numacoll_reduce_user(team, s, r, 1, 131072 + 1, vec3_fn, NULL, 1,
+                              0) != ARG;
     e += numacoll_allreduce(NULL, s, r, 4, NUMACOLL_DTYPE_DOUBLE,
                             NUMACOLL_OP_SUM) != ARG;
     /* count 0 needs no buffers; the team is still in step afterwards */

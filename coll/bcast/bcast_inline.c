@@ -12,7 +12,9 @@
  *  leaf:   as inner, with no children.
  * Cost: depth(tree) * t_line + t_WO + t_A, independent of p for the payload.
  * Shared slots: own and children's first control slot of bank op % q; bank
- * op/nreaders. Tuned by tree, radix and banks.
+ * op/nreaders. Tree and radix come from the team's tuning rule (ch); the
+ * banks are those of the geometry in force, so an inline call never has to
+ * drain them.
  */
 #include "coll/team.h"
 #include "coll/wait.h"
@@ -28,11 +30,13 @@ static void send_line(numacoll_team_t *t, int nchild, unsigned idx,
     }
 }
 
-int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
+int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
+                     size_t nbytes, int root, nc__io_t *io)
 {
-    const unsigned q = t->cfg.banks, set = (unsigned)(t->op % q);
-    const unsigned idx = set * (t->cfg.queue_depth / q);
-    const int nchild = nc__tree_children(&t->tree, root, t->rank, t->children);
+    const unsigned q = t->geo_q, set = (unsigned)(t->op % q);
+    const unsigned idx = set * (t->geo_s / q);
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     uint64_t seen;
     int rc;
 
@@ -45,7 +49,7 @@ int nc__bcast_inline(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
         send_line(t, nchild, idx, payload, nbytes);
     } else {
         nc__ctrl_t *mine = nc__ctrl(t, t->rank, idx);
-        nc__wait_why_t why = {nc__tree_parent(&t->tree, root, t->rank),
+        nc__wait_why_t why = {nc__tree_parent(tree, root, t->rank),
                               "inline control slot", (long)idx, (long)t->op};
         rc = nc__wait(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
         if (rc != NUMACOLL_OK)

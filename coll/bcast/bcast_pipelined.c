@@ -20,19 +20,21 @@
  * the tree in notification hops, t_WO / t_A bank wait and atomic:
  *   T(m, s, q) = q*ceil(m/b)*(t_WO + t_A) + f*t + ceil(m/f)*t_W + m*t
  * Shared slots: reads root buffers and own control slots, writes children's
- * control slots, bank op/nreaders. Tuned by frag_size, queue_depth, banks,
- * tree and radix.
+ * control slots, bank op/nreaders. f, s, q, tree and radix come from the
+ * team's tuning rule for the size (ch); the caller has made (f, s, q) the
+ * geometry in force (nc__bcast_geometry).
  */
 #include "coll/team.h"
 #include "coll/wait.h"
 
-int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
-                        nc__io_t *io)
+int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
+                        size_t nbytes, int root, nc__io_t *io)
 {
-    const unsigned q = t->cfg.banks, per_bank = t->cfg.queue_depth / q;
-    const size_t f = t->cfg.frag_size;
-    const int nchild = nc__tree_children(&t->tree, root, t->rank, t->children);
-    const int parent = nc__tree_parent(&t->tree, root, t->rank);
+    const unsigned q = ch->q, per_bank = ch->s / q;
+    const size_t f = ch->f;
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
+    const int parent = nc__tree_parent(tree, root, t->rank);
     size_t sent = 0;
     uint64_t seen;
     int rc;
@@ -46,7 +48,7 @@ int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
             for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
                  idx++) {
                 size_t n = nbytes - sent < f ? nbytes - sent : f;
-                nc__io_pack(io, sent, nc__buf(t, root, idx), n);
+                nc__io_pack(io, sent, nc__buf(t, root, idx, f), n);
                 /* the fragment must be visible before its length */
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
@@ -72,7 +74,7 @@ int nc__bcast_pipelined(numacoll_team_t *t, size_t nbytes, int root,
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
                                           seen, memory_order_release);
-                nc__io_unpack(io, sent, nc__buf(t, root, idx), want);
+                nc__io_unpack(io, sent, nc__buf(t, root, idx, f), want);
                 sent += want;
             }
             /* our copies out of the bank are done before the root may reuse it */

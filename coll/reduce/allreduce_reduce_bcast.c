@@ -1,7 +1,7 @@
 /*
  * Allreduce as Reduce to rank 0 followed by Bcast from rank 0, for small
- * and medium messages (above the 56 inline bytes, below
- * allreduce_threshold): two waves along trees, each pipelined.
+ * and medium messages (the built-in table: above the 56 inline bytes,
+ * below 1 KiB): two waves along trees, each pipelined.
  *
  *  root (rank 0): the Reduce root (folds its children's partial results
  *          into its receive buffer), then the Bcast root.
@@ -13,21 +13,19 @@
  * Cost: T_reduce(m) + T_bcast(m), both in their files; roughly
  *   2*d*t_l + 2*m*t for m below one fragment (d the tree depths).
  * Shared slots: the Reduce's staging slots, then the Bcast's bank, control
- * slots and rank 0's buffers. Tuned by the parameters of both, and
- * allreduce_threshold (where the reduce-scatter/allgather takes over).
+ * slots and rank 0's buffers. Tuned by the rule's f, s, k for the Reduce
+ * and the Bcast's own rule for the size.
  */
 #include "coll/reduce/reduce.h"
 
-int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__red_op_t *op,
-                               const void *own, void *recv, size_t count)
+int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__choice_t *ch,
+                               const nc__red_op_t *op, const void *own,
+                               void *recv, size_t count)
 {
-    int rc = nc__reduce_pipelined(t, op, own, recv, count, 0);
+    int rc = nc__reduce_pipelined(t, ch, op, own, recv, count, 0);
     if (rc != NUMACOLL_OK)
         return rc;
-    size_t nbytes = count * op->elem;
     nc__io_t io = {.buf = recv};
-    /* the Bcast dispatch's own rule (team.c), without counting a Bcast */
-    rc = nbytes <= NC_INLINE_MAX ? nc__bcast_inline(t, nbytes, 0, &io)
-                                 : nc__bcast_pipelined(t, nbytes, 0, &io);
-    return rc;
+    /* the Bcast rule for the size (team.c), without counting a Bcast */
+    return nc__bcast_run(t, count * op->elem, 0, &io);
 }

@@ -1,11 +1,12 @@
 /*
  * Allreduce as a reduce-scatter in shared memory followed by an allgather,
- * for large messages (from allreduce_threshold bytes on).
+ * for large messages (the built-in table: from 1 KiB on).
  *
  * The message goes in rounds of one chunk: the most elements that fit in a
- * staging slot (rf = reduce_frag_size bytes) in whole units, a unit being
+ * staging slot (rf = the rule's f bytes) in whole units, a unit being
  * the fewest elements whose size is a multiple of the 64-byte cache line.
- * Round r takes ticket g = base + r and slot x = g % rs on every rank. A
+ * Round r takes ticket g = base + r and slot x = g % s on every rank (s
+ * the rule's slot count). A
  * chunk is split into p slices of whole units (so slices never share a
  * cache line), slice j owned by the j-th rank in NUMA-group order: the
  * ranks of a node own one contiguous part of each chunk. There is no root:
@@ -22,7 +23,7 @@
  *           in combine and one in gather).
  * Each rank runs combine(r), stage(r+1), gather(r): the staging of the
  * next round fills the time the slowest owner needs to finish combining
- * this one. (With rs = 1 stage(r+1) would wait for releases that follow
+ * this one. (With s = 1 stage(r+1) would wait for releases that follow
  * gather(r) on the other ranks, which wait for ours: it then comes after
  * gather(r).) The fold order is rank order for every slice, whatever the
  * arrival order, so the result is bitwise equal on every rank and run, and
@@ -37,8 +38,8 @@
  *   T ~ n * (2*t_l + rf*t*(1 + 2/p) + (p-1) * t_l / overlap) + m*t
  * i.e. about 2 m t for large m, independent of p except through memory
  * bandwidth. Shared slots: writes its own slots (data, full, done) and
- * everyone's rel; reads everyone's full, done and data. Tuned by
- * reduce_frag_size, reduce_depth and allreduce_threshold.
+ * everyone's rel; reads everyone's full, done and data. Tuned by the
+ * rule's f and s (reduce_frag_size and reduce_depth override them).
  */
 #include <string.h>
 
@@ -51,6 +52,7 @@ typedef struct rsag {
     unsigned char *recv;
     size_t count, elem, unit, chunk;
     uint64_t base;
+    unsigned slots;     /* s of the rule: ticket g uses slot g % slots */
 } rsag_t;
 
 /* Operands of the fold: rank j's slice, ours from the send buffer. */
@@ -100,7 +102,7 @@ static void round_of(const rsag_t *s, size_t r, uint64_t *g, unsigned *x,
                      size_t *e0, size_t *ne)
 {
     *g = s->base + r;
-    *x = (unsigned)(*g % s->t->cfg.reduce_depth);
+    *x = (unsigned)(*g % s->slots);
     *e0 = r * s->chunk;
     *ne = s->count - *e0 < s->chunk ? s->count - *e0 : s->chunk;
 }
@@ -183,18 +185,19 @@ static int gather(rsag_t *s, size_t r)
     return NUMACOLL_OK;
 }
 
-int nc__allreduce_rsag(numacoll_team_t *t, const nc__red_op_t *op,
-                       const void *own, void *recv, size_t count)
+int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
+                       const nc__red_op_t *op, const void *own, void *recv,
+                       size_t count)
 {
-    const size_t rf = t->cfg.reduce_frag_size, elem = op->elem;
+    const size_t rf = ch->f, elem = op->elem;
     const size_t line_multiple = elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
     rsag_t s = {.t = t, .op = op, .own = own, .recv = recv, .count = count,
-                .elem = elem, .base = t->red->ticket};
+                .elem = elem, .base = t->red->ticket, .slots = ch->s};
     /* whole cache lines per unit where a slot holds one, else elements */
     s.unit = line_multiple <= rf ? line_multiple / elem : 1;
     s.chunk = rf / elem / s.unit * s.unit;
     const size_t rounds = (count + s.chunk - 1) / s.chunk;
-    const int ahead = t->cfg.reduce_depth >= 2;
+    const int ahead = ch->s >= 2;
     t->red->ticket += rounds;
 
     int rc = stage(&s, 0);

@@ -17,28 +17,29 @@ int nc__red_init(numacoll_team_t *t)
     if (!r)
         return NUMACOLL_ERR_NOMEM;
     t->red = r;
-    int p = t->p, k = (int)t->cfg.reduce_radix;
-    int rc = nc__tree_init_hier(&r->numa, p, k, k, t->loc);
-    if (rc == NUMACOLL_OK)
-        rc = nc__tree_init(&r->ranked, NUMACOLL_TREE_KNOMIAL, p, k, NULL);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    int mc = nc__tree_max_children(&r->numa);
-    if (nc__tree_max_children(&r->ranked) > mc)
-        mc = nc__tree_max_children(&r->ranked);
+    int p = t->p;
+    /* the trees themselves are the team's (built for every k the rules
+     * name); kids must hold the children of any of them */
+    int mc = 0;
+    for (int i = 0; i < t->ntrees; i++)
+        if (nc__tree_max_children(&t->trees[i].tree) > mc)
+            mc = nc__tree_max_children(&t->trees[i].tree);
     r->kids = malloc((size_t)(mc + 1) * sizeof *r->kids);
-    r->expect = calloc(t->cfg.reduce_depth, sizeof *r->expect);
+    r->expect = calloc(t->rs_max, sizeof *r->expect);
     r->slice_rank = malloc((size_t)p * sizeof *r->slice_rank);
-    if (!r->kids || !r->expect || !r->slice_rank)
-        return NUMACOLL_ERR_NOMEM;
-    /* Slices go to ranks group by group (the hier tree's members[]), so a
+    nc__tree_t groups;
+    int rc = nc__tree_init(&groups, NUMACOLL_TREE_NUMA, p, 2, t->loc);
+    if (rc == NUMACOLL_OK && (!r->kids || !r->expect || !r->slice_rank))
+        rc = NUMACOLL_ERR_NOMEM;
+    /* Slices go to ranks group by group (the NUMA groups' members[]), so a
      * NUMA node's ranks own one contiguous part of every chunk. */
-    for (int j = 0; j < p; j++) {
-        r->slice_rank[j] = r->numa.members[j];
+    for (int j = 0; rc == NUMACOLL_OK && j < p; j++) {
+        r->slice_rank[j] = groups.members[j];
         if (r->slice_rank[j] == t->rank)
             r->my_slice = j;
     }
-    return NUMACOLL_OK;
+    nc__tree_fini(&groups);
+    return rc;
 }
 
 void nc__red_fini(numacoll_team_t *t)
@@ -46,8 +47,6 @@ void nc__red_fini(numacoll_team_t *t)
     struct nc__red *r = t->red;
     if (!r)
         return;
-    nc__tree_fini(&r->numa);
-    nc__tree_fini(&r->ranked);
     free(r->kids);
     free(r->expect);
     free(r->slice_rank);
@@ -134,11 +133,9 @@ int nc__red_op_user(numacoll_team_t *t, nc__red_op_t *op, size_t elem_size,
 {
     if (!fn)
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "user op without function");
-    if (elem_size == 0 || elem_size > t->cfg.reduce_frag_size)
+    if (elem_size == 0)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "user op element of %zu bytes: must be 1 .. "
-                             "reduce_frag_size (%zu)", elem_size,
-                             t->cfg.reduce_frag_size);
+                             "user op element of 0 bytes");
     *op = (nc__red_op_t){.elem = elem_size, .fn = fn, .ctx = ctx,
                          .commutative = commutative != 0};
     return NUMACOLL_OK;
@@ -160,6 +157,15 @@ static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "%s of %zu elements of %zu bytes overflows", what,
                              count, op->elem);
+    /* an element is never split across staging slots */
+    const nc__choice_t *ch = nc__team_choice(
+        t, root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, count * op->elem);
+    if (ch->f && op->elem > ch->f)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "%s element of %zu bytes exceeds the %zu-byte "
+                             "staging slot of the tuning rule for %zu bytes "
+                             "(reduce_frag_size)", what, op->elem, ch->f,
+                             count * op->elem);
     int writes = root < 0 || t->rank == root;
     if (sendbuf == NUMACOLL_IN_PLACE && !writes)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
@@ -193,7 +199,9 @@ static int reduce_run(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
             if (own != recvbuf)
                 memcpy(recvbuf, own, count * op->elem);
         } else {
-            rc = nc__reduce_pipelined(t, op, own, recvbuf, count, root);
+            rc = nc__reduce_pipelined(
+                t, nc__team_choice(t, NC_COLL_REDUCE, count * op->elem), op,
+                own, recvbuf, count, root);
             if (rc != NUMACOLL_OK)
                 return rc;
         }
@@ -231,10 +239,7 @@ int numacoll_reduce_user(numacoll_team_t *t, const void *sendbuf,
 
 nc__alg_t nc__allreduce_choose(const numacoll_team_t *t, size_t nbytes)
 {
-    if (nbytes <= NC_RED_INLINE)
-        return NC_ALG_ALLREDUCE_INLINE;
-    return nbytes < t->cfg.allreduce_threshold ? NC_ALG_ALLREDUCE_REDUCE_BCAST
-                                               : NC_ALG_ALLREDUCE_RSAG;
+    return nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes)->alg;
 }
 
 int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
@@ -245,8 +250,15 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
     if (rc != NUMACOLL_OK)
         return rc;
     size_t nbytes = count * op->elem;
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes);
     if (alg < 0)
-        alg = (int)nc__allreduce_choose(t, nbytes);
+        alg = (int)ch->alg;
+    /* A forced algorithm takes the parameters of the size's rule, or of the
+     * first rule naming it; where no rule names it, the Reduce rule's f, s
+     * and k (every allreduce algorithm reads at most those). */
+    ch = nc__team_choice_alg(t, NC_COLL_ALLREDUCE, alg, nbytes);
+    if (!ch)
+        ch = nc__team_choice(t, NC_COLL_REDUCE, nbytes);
     if (alg == NC_ALG_ALLREDUCE_INLINE && nbytes > NC_RED_INLINE)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "inline allreduce of %zu bytes: at most %d",
@@ -261,10 +273,11 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
                 rc = nc__allreduce_inline(t, op, own, recvbuf, count);
                 break;
             case NC_ALG_ALLREDUCE_REDUCE_BCAST:
-                rc = nc__allreduce_reduce_bcast(t, op, own, recvbuf, count);
+                rc = nc__allreduce_reduce_bcast(t, ch, op, own, recvbuf,
+                                                count);
                 break;
             case NC_ALG_ALLREDUCE_RSAG:
-                rc = nc__allreduce_rsag(t, op, own, recvbuf, count);
+                rc = nc__allreduce_rsag(t, ch, op, own, recvbuf, count);
                 break;
             default:
                 return nc__team_fail(t, NUMACOLL_ERR_ARG,

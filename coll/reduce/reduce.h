@@ -3,8 +3,8 @@
  * shares, the op descriptor, the fold that fixes the combination order,
  * and the algorithm entry points.
  *
- * Staging slots. Each rank owns rs = reduce_depth slots of rf =
- * reduce_frag_size bytes in its NUMA-local block, each with a record of
+ * Staging slots. Each rank owns rs slots of rf bytes (the largest s and f
+ * of the team's reduce rules) in its NUMA-local block, each with a record of
  * three cache lines (shm_seg/layout.h):
  *   full  written by the owner: word = ticket + 1 once the slot holds the
  *         data of that ticket (release, after the data); data[56] carries
@@ -15,7 +15,9 @@
  *         (fetch_add, release) when it will read the slot no more.
  * A *ticket* numbers slot uses: a Reduce of n fragments or an Allreduce of
  * n rounds takes n consecutive tickets, on every rank alike (team-wide
- * counter), and ticket g lives in slot g % rs of whichever ranks stage it.
+ * counter), and ticket g lives in slot g % s of whichever ranks stage it,
+ * s being the call's rule's (s <= rs; the reuse rule below holds whatever
+ * slot a ticket lands in, so rules with different s may follow each other).
  * Reuse rule (the Bcast's nreaders, generalised so one slot may serve a
  * different algorithm, root or reader count on every use): the owner adds
  * the number of readers of each use it publishes to its private expect[x]
@@ -54,9 +56,7 @@ _Static_assert(sizeof(nc__rslot_t) == NC_RED_SLOT_LINES * NC_CACHE_LINE,
 
 /* Private per-rank state (team->red). */
 struct nc__red {
-    nc__tree_t numa;      /* commutative ops: hier tree, reduce_radix     */
-    nc__tree_t ranked;    /* others: knomial over ranks, rooted at 0      */
-    int *kids;            /* scratch for either tree's children           */
+    int *kids;            /* scratch for any tree's children              */
     uint64_t ticket;      /* slot uses so far, equal on every rank        */
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
@@ -149,14 +149,18 @@ int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
                  size_t nelem);
 
 /* Algorithms. own: this rank's contribution (recvbuf when in place). */
-int nc__reduce_pipelined(numacoll_team_t *t, const nc__red_op_t *op,
-                         const void *own, void *recv, size_t count, int root);
+/* ch: the tuning rule's f (staging bytes), s (slots used), k (radix). */
+int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
+                         const nc__red_op_t *op, const void *own, void *recv,
+                         size_t count, int root);
 int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
                          const void *own, void *recv, size_t count);
-int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__red_op_t *op,
-                               const void *own, void *recv, size_t count);
-int nc__allreduce_rsag(numacoll_team_t *t, const nc__red_op_t *op,
-                       const void *own, void *recv, size_t count);
+int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__choice_t *ch,
+                               const nc__red_op_t *op, const void *own,
+                               void *recv, size_t count);
+int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
+                       const nc__red_op_t *op, const void *own, void *recv,
+                       size_t count);
 
 /* Allreduce with a chosen algorithm (NC_ALG_ALLREDUCE_*), or -1 to let the
  * size decide as numacoll_allreduce() does; for tests and the benchmark.

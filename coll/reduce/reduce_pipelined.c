@@ -3,7 +3,7 @@
  * slots of coll/reduce/reduce.h.
  *
  * The message of m bytes is cut into fragments of the elements that fit in
- * rf = reduce_frag_size bytes; fragment k takes ticket g = base + k and
+ * rf = the rule's f bytes; fragment k takes ticket g = base + k and
  * slot x = g % rs on every rank. Messages of at most 56 bytes travel as one
  * fragment in the slot's full line itself (one cache-line transfer per
  * tree edge, no staging buffer touched).
@@ -34,7 +34,8 @@
  *   small m (<= 56 B): d * (t_l + c*t_l)
  * Shared slots: writes its own slots (data, full) and its children's rel;
  * reads its children's full and data; the root with a rank-ordered tree
- * reads rank 0's. Tuned by reduce_frag_size, reduce_depth, reduce_radix.
+ * reads rank 0's. Tuned by the rule's f, s and k (reduce_frag_size, reduce_depth,
+ * reduce_radix override them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -82,17 +83,20 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int nc__reduce_pipelined(numacoll_team_t *t, const nc__red_op_t *op,
-                         const void *own, void *recv, size_t count, int root)
+int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
+                         const nc__red_op_t *op, const void *own, void *recv,
+                         size_t count, int root)
 {
     struct nc__red *R = t->red;
     const int me = t->rank;
-    const nc__tree_t *tree = op->commutative ? &R->numa : &R->ranked;
+    const nc__tree_t *tree =
+        op->commutative ? nc__team_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k, 1)
+                        : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
     const int top = op->commutative ? root : 0;
-    const unsigned rs = t->cfg.reduce_depth;
+    const unsigned rs = ch->s;
     const size_t elem = op->elem;
     const int inl = count * elem <= NC_RED_INLINE;
-    const size_t fe = inl ? count : t->cfg.reduce_frag_size / elem;
+    const size_t fe = inl ? count : ch->f / elem;
     const size_t nfrags = (count + fe - 1) / fe;
     /* Only the root's own result goes to recv; the top of a rank-ordered
      * tree that is not the root stages it for the root instead. */

@@ -190,6 +190,29 @@ mpi "frag_size differs on rank 1, all fall back" "$WITH_PATH" 3 $FORCE \
     -x NUMACOLL_EXPECT=fallback --mca coll_base_verbose 10 \
     "$WRAP" "$BIN/bcast_derived"
 
+# Tuning tables: coll_numacoll_tuning_file puts every choice in a file's
+# hands (the team says which table it uses); NUMACOLL_TUNING_FILE does the
+# same; a file with an error is rejected with its line and column, and the
+# built-in table carries on.
+MIXED=$ROOT/tests/mpi/tuning-mixed.txt
+for t in bcast_types reduce_ops; do
+    must="tuning table $MIXED"
+    mpi "tuning_file: mixed rules, np=3 $t" "$WITH_PATH" 3 $FORCE \
+        -x NUMACOLL_EXPECT=core --mca coll_base_verbose 10 \
+        --mca coll_numacoll_tuning_file "$MIXED" "$BIN/$t"
+done
+must="tuning table $MIXED"
+mpi "NUMACOLL_TUNING_FILE: mixed rules, np=4 barrier_order" "$WITH_PATH" 4 \
+    $FORCE -x NUMACOLL_EXPECT=core -x NUMACOLL_TUNING_FILE="$MIXED" \
+    --mca coll_base_verbose 10 "$BIN/barrier_order"
+BROKEN=$(mktemp "${TMPDIR:-/tmp}/numacoll-broken.XXXXXX")
+printf 'bcast p=1-* size=0-* alg=pipelined f=100 s=2 q=1 tree=kary k=2\n' >"$BROKEN"
+must="$BROKEN:1:"
+mpi "tuning_file with an error: rejected, built-in used" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_tuning_file "$BROKEN" \
+    "$BIN/bcast_derived"
+rm -f "$BROKEN"
+
 # Parameters: every NUMACOLL_PARAM_LIST field, priority and node_budget,
 # listed by ompi_info with a description.
 params_listed() {
@@ -197,7 +220,7 @@ params_listed() {
     names=$(sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
-    for n in $names priority node_budget; do
+    for n in $names priority node_budget tuning_file; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
@@ -213,20 +236,21 @@ check "ompi_info lists every parameter" params_listed
 
 # A bad value is rejected naming the parameter and its range, and the job
 # still runs (on the other components).
-rejects() {  # rejects <param> <value> <pattern expected in the message>
-    out=$(info_with "OMPI_MCA_coll_numacoll_$1=$2" 2>&1)
+rejects() {  # rejects <param> <value> <pattern expected in the message> [VAR=value]
+    out=$(info_with "OMPI_MCA_coll_numacoll_$1=$2" ${4:+"$4"} 2>&1)
     echo "$out" | grep "coll:numacoll: rejected" | grep -q -- "$3" ||
         { echo "$out" | grep numacoll; return 1; }
     echo "$out" | grep "coll:numacoll: rejected"
 }
 check "rejects frag_size=32 (range)" rejects frag_size 32 \
-    "coll_numacoll_frag_size = 32 is out of range: valid values are 64 to 1048576"
+    "coll_numacoll_frag_size = 32 is out of range: valid values are 0 (from the tuning table) or 64 to 1048576"
 check "rejects frag_size=100 (rule)" rejects frag_size 100 \
     "parameter coll_numacoll_frag_size = 100 must be a multiple of 64"
 check "rejects radix=1 (range)" rejects radix 1 \
-    "coll_numacoll_radix = 1 is out of range: valid values are 2 to 64"
+    "coll_numacoll_radix = 1 is out of range: valid values are 0 (from the tuning table) or 2 to 64"
 check "rejects queue_depth=7 banks=2 (rule)" rejects queue_depth 7 \
-    "parameter coll_numacoll_queue_depth = 7 must be a multiple of banks = 2"
+    "parameter coll_numacoll_queue_depth = 7 must be a multiple of banks = 2" \
+    OMPI_MCA_coll_numacoll_banks=2
 must="coll_numacoll_frag_size = 32 is out of range"
 mpi "bad frag_size: job runs without numacoll" "$WITH_PATH" 2 \
     --mca coll_numacoll_frag_size 32 "$BIN/bcast_derived"
