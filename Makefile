@@ -127,8 +127,11 @@ $(BENCH): $(BENCH_OBJS) $(STATIC)
 
 # The CUnit suites, then (plain builds, with Open MPI installed) the MPI
 # tests of the Open MPI component; ompi/ompi.mk says why when it skips.
-check: deps-check $(TESTS)
-	$(TESTS)
+# The tune suites load a table a --quick autotuner run wrote just before
+# (numacoll-tune, tune/tuner.mk), so that the tuner's output is checked too.
+check: deps-check $(TESTS) $(BUILD)/numacoll-tune
+	$(BUILD)/numacoll-tune --quick -o $(BUILD)/tuned-quick.txt
+	NCT_TUNED_TABLE=$(BUILD)/tuned-quick.txt $(TESTS)
 ifneq ($(SANITIZE),1)
 	$(MAKE) --no-print-directory check-mpi
 endif
@@ -146,8 +149,9 @@ clean:
 # `make bench` (the main job), the MPI build of the benchmark, plots.
 include bench/bench.mk
 
-# The tuning table's generated defaults, `make fuzz`.
+# The tuning table's generated defaults, `make fuzz`, numacoll-tune.
 include tune/tune.mk
+include tune/tuner.mk
 
 # The Open MPI coll component (mca_coll_numacoll.so) and its MPI tests.
 include ompi/ompi.mk

@@ -4,7 +4,9 @@
  * called in a mixed order with rotating roots, must give the right bytes
  * (the bank drain between geometries); the table comes from tuning_text,
  * tuning_file or $NUMACOLL_TUNING_FILE; a rejected file leaves the built-in
- * table; ranks with different tables refuse to form a team.
+ * table; ranks with different tables refuse to form a team; the table a
+ * `numacoll-tune --quick` run wrote ($NCT_TUNED_TABLE, set by `make
+ * check`) loads and carries a Bcast.
  */
 #include <CUnit/CUnit.h>
 #include <stdint.h>
@@ -281,6 +283,27 @@ static void test_default_segment(void)
     CU_ASSERT_EQUAL(nct_run(4, size_body, NULL), 0);
 }
 
+/* The table `numacoll-tune --quick` wrote in this `make check` run. */
+static void test_tuned_table(void)
+{
+    const char *path = getenv("NCT_TUNED_TABLE");
+    if (!path) {
+        CU_FAIL("NCT_TUNED_TABLE is not set: run the suites through `make "
+                "check`, which writes it with numacoll-tune --quick");
+        return;
+    }
+    nc__tune_table_t tab = {0};
+    char errs[2048];
+    int n = nc__tune_load(path, &tab, errs, sizeof errs);
+    if (n)
+        fprintf(stderr, "%s\n", errs);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT(tab.n > 0);
+    nc__tune_free(&tab);
+    mix_arg_t a = {.file = path, .want_source = path, .rounds = 1};
+    CU_ASSERT_EQUAL(nct_run(2, mix_body, &a), 0);
+}
+
 int nct_register_tune_team(void)
 {
     static const nct_test_t tests[] = {
@@ -289,6 +312,7 @@ int nct_register_tune_team(void)
         {"ranks with different rules refuse the team", test_ranks_disagree},
         {"config parameters override the rules", test_overrides},
         {"built-in table: the documented segment size", test_default_segment},
+        {"the numacoll-tune --quick table carries a Bcast", test_tuned_table},
         {NULL, NULL},
     };
     return nct_add_suite("tune_team", tests);

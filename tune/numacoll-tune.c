@@ -1,0 +1,423 @@
+/*
+ * numacoll-tune: the autotuner. On the machine at hand it measures, for
+ * Bcast, Reduce, Allreduce and Barrier from 1 byte to 64 MiB, the
+ * candidates the performance model suggests against the built-in choice,
+ * keeps the fastest per size range and writes a tuning table
+ * (docs/tuning.md) that NUMACOLL_TUNING_FILE or Open MPI's
+ * coll_numacoll_tuning_file then loads. How and why: docs/autotuner.md.
+ *
+ * This file: the options, one run of p ranks per tuned p through the
+ * core's runner (tuner_run.c is what the ranks do; rank 0 reports through
+ * shared memory), then the table: built from every run's points
+ * (tuner_table.c), written next to its destination, parsed back with the
+ * library's own parser and only then renamed into place, so a file that
+ * exists is always one the library accepts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/runner.h"
+#include "tune/tuner.h"
+
+#define ME "numacoll-tune"
+#define DEFAULT_OUT "numacoll-tuning.txt"
+#define FULL_BUDGET_S 300.0
+#define QUICK_BUDGET_S 50.0
+/* A run needs its ranks started, the model fitted and a point or two. */
+#define MIN_RUN_S 4.0
+/* Kept back from the runs for building, writing and checking the file. */
+#define FINISH_S 1.0
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+        "Usage: " ME " [-o FILE] [-p N[,N...]] [--ops LIST] [--sizes LO-HI]\n"
+        "                     [--budget 5m|90s|1h] [--quick] [--topology DESC]\n"
+        "                     [-v] [-h]\n"
+        "Measures numacoll's collectives on this machine and writes a tuning\n"
+        "table: for every operation and size range the fastest algorithm and\n"
+        "parameters found, with the measured gain over the built-in choice.\n"
+        "  -o, --output FILE   the table (default " DEFAULT_OUT ")\n"
+        "  -p, --procs N,...   team sizes to tune (default: the number of cores)\n"
+        "      --ops LIST      bcast,reduce,allreduce,barrier or all (default)\n"
+        "      --sizes LO-HI   message sizes to measure, e.g. 1K-4M (default\n"
+        "                      1-64M; suffixes K, M, G)\n"
+        "      --budget T      time for the whole run: 90s, 5m, 1h (default 5m,\n"
+        "                      50s with --quick); never exceeded by intent\n"
+        "      --quick         a few sizes and candidates: under a minute\n"
+        "      --topology D    synthetic:<desc> or an hwloc XML file; rank r is\n"
+        "                      placed on PU r\n"
+        "  -v, --verbose       every point's result on stderr (-vv: the\n"
+        "                      library's warnings too)\n"
+        "  -h, --help\n"
+        "Use the table with NUMACOLL_TUNING_FILE=FILE, or under Open MPI with\n"
+        "--mca coll_numacoll_tuning_file FILE. See docs/autotuner.md.\n");
+}
+
+#define FAIL(...)                                                              \
+    do {                                                                       \
+        snprintf(err, errlen, __VA_ARGS__);                                    \
+        return 2;                                                              \
+    } while (0)
+
+/* "90s", "5m", "1h", "1.5m", "90" (seconds). */
+static int parse_duration(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0) || !isfinite(v))
+        return -1;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        v *= 60, end++;
+    else if (*end == 'h')
+        v *= 3600, end++;
+    if (*end != '\0' || v > 7 * 24 * 3600.0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_procs(tn_opts_t *o, const char *list, char *err,
+                       size_t errlen)
+{
+    char buf[256], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        FAIL("-p: the list is too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    o->np = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        long v = strtol(tok, &end, 10);
+        if (errno || end == tok || *end || v < 2 || v > 4096)
+            FAIL("-p: '%s' is not a team size from 2 to 4096", tok);
+        int dup = 0;
+        for (int i = 0; i < o->np; i++)
+            dup |= o->p[i] == (int)v;
+        if (dup)
+            continue;
+        if (o->np == TN_MAX_P)
+            FAIL("-p: more than %d team sizes", TN_MAX_P);
+        /* ascending: each run's rules reach up to the next p */
+        int i = o->np++;
+        while (i > 0 && o->p[i - 1] > (int)v) {
+            o->p[i] = o->p[i - 1];
+            i--;
+        }
+        o->p[i] = (int)v;
+    }
+    if (!o->np)
+        FAIL("-p: the list is empty");
+    return 0;
+}
+
+static int parse_ops(tn_opts_t *o, const char *list, char *err, size_t errlen)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", list);
+    o->ops = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "all") == 0) {
+            o->ops = (1u << NCB_OP_COUNT) - 1;
+            continue;
+        }
+        int k = ncb_op_find(tok);
+        if (k < 0)
+            FAIL("--ops: unknown operation '%s' (bcast, reduce, allreduce, "
+                 "barrier or all)", tok);
+        o->ops |= 1u << k;
+    }
+    if (!o->ops)
+        FAIL("--ops: the list is empty");
+    return 0;
+}
+
+static int parse_sizes(tn_opts_t *o, const char *s, char *err, size_t errlen)
+{
+    char buf[64];
+    if (strlen(s) >= sizeof buf)
+        FAIL("--sizes: '%s' is too long", s);
+    snprintf(buf, sizeof buf, "%s", s);
+    char *dash = strchr(buf, '-');
+    size_t lo, hi;
+    if (!dash)
+        FAIL("--sizes: '%s' is not a range LO-HI such as 1K-4M", s);
+    *dash = '\0';
+    if (ncb_parse_size(buf, &lo) != 0 || ncb_parse_size(dash + 1, &hi) != 0)
+        FAIL("--sizes: '%s' is not a range LO-HI such as 1K-4M", s);
+    if (lo > hi)
+        FAIL("--sizes: '%s' goes down (LO must not exceed HI)", s);
+    if (hi > NCB_MAX_BYTES)
+        FAIL("--sizes: '%s' goes beyond the limit of 1G", s);
+    o->size_lo = lo;
+    o->size_hi = hi;
+    return 0;
+}
+
+enum { OPT_OPS = 256, OPT_SIZES, OPT_BUDGET, OPT_QUICK, OPT_TOPOLOGY };
+
+/* 0 to run, 1 to exit 0 (help), 2 on a usage error (sentence in err). */
+static int parse(int argc, char **argv, tn_opts_t *o, char *err,
+                 size_t errlen)
+{
+    static const struct option lo[] = {
+        {"output", 1, 0, 'o'},        {"procs", 1, 0, 'p'},
+        {"ops", 1, 0, OPT_OPS},       {"sizes", 1, 0, OPT_SIZES},
+        {"budget", 1, 0, OPT_BUDGET}, {"quick", 0, 0, OPT_QUICK},
+        {"topology", 1, 0, OPT_TOPOLOGY}, {"verbose", 0, 0, 'v'},
+        {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
+    memset(o, 0, sizeof *o);
+    o->out = DEFAULT_OUT;
+    o->ops = (1u << NCB_OP_COUNT) - 1;
+    o->size_lo = 1;
+    o->size_hi = (size_t)64 << 20;
+    optind = 1;
+    opterr = 0;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, ":o:p:vh", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            if (!*optarg)
+                FAIL("-o: the file name is empty");
+            o->out = optarg;
+            break;
+        case 'p':
+            if ((rc = parse_procs(o, optarg, err, errlen)) != 0)
+                return rc;
+            break;
+        case OPT_OPS:
+            if ((rc = parse_ops(o, optarg, err, errlen)) != 0)
+                return rc;
+            break;
+        case OPT_SIZES:
+            if ((rc = parse_sizes(o, optarg, err, errlen)) != 0)
+                return rc;
+            break;
+        case OPT_BUDGET:
+            if (parse_duration(optarg, &o->budget_s) != 0)
+                FAIL("--budget: '%s' is not a duration such as 90s, 5m or 1h",
+                     optarg);
+            o->budget_given = 1;
+            break;
+        case OPT_QUICK:
+            o->quick = 1;
+            break;
+        case OPT_TOPOLOGY:
+            o->topology = optarg;
+            break;
+        case 'v':
+            o->verbose++;
+            break;
+        case 'h':
+            return 1;
+        case ':':
+            FAIL("%s needs a value", argv[optind - 1]);
+        default:
+            FAIL("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        FAIL("unexpected argument '%s' (options only)", argv[optind]);
+    if (!o->budget_given)
+        o->budget_s = o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S;
+    return 0;
+}
+
+/* One run of p ranks; the report lands in *out (heap). Returns the
+ * runner's verdict: 0, or non-zero when a rank failed. */
+static int one_run(const tn_opts_t *o, int p, int idx, int nruns,
+                   double t_start, double deadline, int tty,
+                   tn_report_t **out)
+{
+    *out = NULL;
+    unsigned char *lines = nc__run_shared_alloc(4096);
+    tn_report_t *rep = nc__run_shared_alloc(sizeof *rep);
+    if (!lines || !rep) {
+        if (lines)
+            nc__run_shared_free(lines, 4096);
+        fprintf(stderr, ME ": cannot map %zu bytes of shared memory\n",
+                sizeof *rep);
+        return -1;
+    }
+    memset(rep, 0, sizeof *rep);
+    rep->p = p;
+    rep->status = -1;
+    tn_job_t job = {.o = o, .p = p, .t_start = t_start, .deadline = deadline,
+                    .run_idx = idx, .nruns = nruns, .tty = tty,
+                    .lines = lines, .rep = rep};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the watchdog: the budget and a generous margin for a slow start */
+    double limit = deadline - ncb_now() + 120;
+    nc__run_opts_t ro = {.p = p, .bind = p <= cpus,
+                         .timeout_ms = (unsigned)(limit * 1000)};
+    int timed_out = 0;
+    int rr = nc__run(&ro, tn_rank_main, &job, NULL, &timed_out);
+    /* every rank has exited (waitpid), so rank 0's writes are visible */
+    tn_report_t *copy = malloc(sizeof *copy);
+    if (copy)
+        memcpy(copy, rep, sizeof *copy);
+    nc__run_shared_free(rep, sizeof *rep);
+    nc__run_shared_free(lines, 4096);
+    *out = copy;
+    if (tty)
+        fputs("\r\033[K", stderr);
+    if (rr != 0)
+        fprintf(stderr, ME ": p=%d: %s%s (last: %s)\n", p,
+                rr < 0 ? "cannot start the ranks" : "a rank failed",
+                timed_out ? " (watchdog timeout)" : "",
+                copy && copy->where[0] ? copy->where : "starting");
+    return rr != 0 || !copy ? -1 : 0;
+}
+
+static int count_coll(const nc__tune_table_t *t, int coll)
+{
+    int n = 0;
+    for (int i = 0; i < t->n; i++)
+        n += (int)t->rules[i].coll == coll;
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    tn_opts_t o;
+    char err[512];
+    int rc = parse(argc, argv, &o, err, sizeof err);
+    if (rc == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc == 2) {
+        fprintf(stderr, ME ": %s\n(" ME " --help lists the options)\n", err);
+        return 2;
+    }
+    const double t_start = ncb_now();
+    const int tty = isatty(2);
+    tn_machine_t mc;
+    tn_machine_probe(o.topology, &mc);
+    if (o.topology && !mc.topo_cores) {
+        fprintf(stderr, ME ": --topology: hwloc cannot read '%s'\n",
+                o.topology);
+        return 2;
+    }
+    if (!o.np) {
+        int cores = o.topology ? mc.topo_cores : mc.cores;
+        o.p[0] = cores < 2 ? 2 : cores;
+        o.np = 1;
+    }
+
+    tn_report_t *runs[TN_MAX_P] = {0};
+    int nruns = 0, failed = 0;
+    char not_run[256] = "";
+    for (int i = 0; i < o.np; i++) {
+        double now = ncb_now();
+        double left = o.budget_s - (now - t_start) - FINISH_S;
+        if (left < MIN_RUN_S) {
+            size_t l = strlen(not_run);
+            snprintf(not_run + l, sizeof not_run - l, "%sp=%d", l ? ", " : "",
+                     o.p[i]);
+            continue;
+        }
+        /* the time left, shared equally among the runs still to come;
+         * what a run leaves unused goes to the next */
+        double deadline = now + left / (o.np - i);
+        tn_report_t *r = NULL;
+        if (one_run(&o, o.p[i], i, o.np, t_start, deadline, tty, &r) != 0)
+            failed = 1;
+        if (r)
+            runs[nruns++] = r;
+    }
+    if (not_run[0]) {
+        size_t l = strlen(not_run);
+        snprintf(not_run + l, sizeof not_run - l, " (no budget left)");
+        fprintf(stderr, ME ": not run: %s\n", not_run);
+    }
+
+    nc__tune_table_t tab;
+    const tn_report_t *cruns[TN_MAX_P];
+    for (int i = 0; i < nruns; i++) {
+        tn_decide(runs[i]);
+        cruns[i] = runs[i];
+    }
+    double used = ncb_now() - t_start;
+    char *header = tn_header(&o, &mc, cruns, nruns, used, not_run);
+    if (!header || tn_build_table(cruns, nruns, &tab) != 0) {
+        fprintf(stderr, ME ": out of memory building the table\n");
+        return 4;
+    }
+
+    /* written beside its destination and checked before it replaces
+     * anything */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o.out, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
+        return 5;
+    }
+    int wr = nc__tune_write(&tab, header, f);
+    if (fclose(f) != 0 || wr != 0) {
+        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
+        remove(tmp);
+        return 5;
+    }
+    nc__tune_table_t back;
+    static char errs[16384];
+    int nerr = nc__tune_load(tmp, &back, errs, sizeof errs);
+    nc__tune_free(&back);
+    if (nerr) {
+        fprintf(stderr, ME ": the table written to %s does not parse back "
+                "(%d problem%s; left there for a bug report):\n%s\n", tmp,
+                nerr, nerr == 1 ? "" : "s", errs);
+        return 6;
+    }
+    if (rename(tmp, o.out) != 0) {
+        fprintf(stderr, ME ": cannot rename %s to %s: %s\n", tmp, o.out,
+                strerror(errno));
+        remove(tmp);
+        return 5;
+    }
+
+    int ties = 0, points = 0, skipped = 0, bad = 0;
+    char ps[128] = "";
+    for (int i = 0; i < nruns; i++) {
+        points += runs[i]->npoints;
+        skipped += runs[i]->skipped;
+        for (int j = 0; j < runs[i]->npoints; j++) {
+            ties += runs[i]->pt[j].tie_default + runs[i]->pt[j].tie_second;
+            bad += runs[i]->pt[j].bad;
+        }
+        size_t l = strlen(ps);
+        if (runs[i]->npoints)
+            snprintf(ps + l, sizeof ps - l, "%s%d", l ? "," : "", runs[i]->p);
+    }
+    char a[32], b[32];
+    long ts = (long)(used + 0.5), tb = (long)(o.budget_s + 0.5);
+    snprintf(a, sizeof a, "%ld:%02ld", ts / 60, ts % 60);
+    snprintf(b, sizeof b, "%ld:%02ld", tb / 60, tb % 60);
+    fprintf(stderr, ME ": wrote %s: %d rules (bcast %d, reduce %d, allreduce "
+            "%d, barrier %d) from %d points at p=%s, %d tie%s, %d left out; "
+            "%s of %s\n", o.out, tab.n, count_coll(&tab, NC_COLL_BCAST),
+            count_coll(&tab, NC_COLL_REDUCE),
+            count_coll(&tab, NC_COLL_ALLREDUCE),
+            count_coll(&tab, NC_COLL_BARRIER), points, ps[0] ? ps : "none",
+            ties, ties == 1 ? "" : "s", skipped, a, b);
+    if (bad)
+        fprintf(stderr, ME ": %d configuration%s delivered wrong data (named "
+                "above) and %s left out: a bug in numacoll, please report it\n",
+                bad, bad == 1 ? "" : "s", bad == 1 ? "was" : "were");
+    nc__tune_free(&tab);
+    free(header);
+    for (int i = 0; i < nruns; i++)
+        free(runs[i]);
+    return failed ? 3 : bad ? 1 : 0;
+}
