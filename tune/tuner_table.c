@@ -353,7 +353,8 @@ char *tn_header(const tn_opts_t *o, const tn_machine_t *mc,
     put(&b, "method: numacoll-bench's loop per point (cold buffers, root "
         "moving every call, the slowest rank's time per call, data "
         "checked); every round runs the built-in choice first and last, as "
-        "two teams, their two medians give the noise\n");
+        "two teams, their two medians give the noise; the fastest other "
+        "is confirmed against the default in fresh teams\n");
     for (int i = 0; i < nruns; i++)
         if (runs[i]->reps)
             put(&b, "  p=%d: up to %d candidates per point, median over %d "
