@@ -299,27 +299,16 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 /*
  * Resolve the team's table for its p and NUMA shape, apply the config's
  * overrides, check what they combine to, build every tree the rules name
- * and size the geometry for the largest rule. *hash identifies the result.
+ * and size the geometry for the largest rule: the Bcast buffers are laid
+ * out as *s_out buffers of *f_out bytes. *hash identifies the result.
+ * nodes, ppn: NUMA nodes the team spans, most ranks on one of them.
  */
-static int tune_setup(numacoll_team_t *t, uint64_t *hash, char *msg,
-                      size_t msglen)
+static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
+                      uint64_t *hash, unsigned *s_out, size_t *f_out,
+                      char *msg, size_t msglen)
 {
     nc__tune_table_t tmp = {0};
     const nc__tune_table_t *tab = pick_table(t, &tmp);
-    /* the team's shape: NUMA nodes spanned, most ranks on one node */
-    unsigned nodes = 0, ppn = 0;
-    for (int r = 0; r < t->p; r++) {
-        unsigned same = 0, first = 1;
-        for (int u = 0; u < t->p; u++)
-            if (t->loc[u].numa == t->loc[r].numa) {
-                same++;
-                if (u < r)
-                    first = 0;
-            }
-        nodes += first;
-        if (same > ppn)
-            ppn = same;
-    }
     int rc = nc__tune_resolve(tab, (unsigned)t->p, nodes, ppn, &t->tune)
                  ? NUMACOLL_ERR_NOMEM : NUMACOLL_OK;
     nc__tune_free(&tmp);
@@ -399,8 +388,8 @@ static int tune_setup(numacoll_team_t *t, uint64_t *hash, char *msg,
      * buffers of f_eff bytes, the calls cut it up as their rule says. */
     size_t f_eff = (buf_max + s_max - 1) / s_max;
     f_eff = (f_eff + NC_CACHE_LINE - 1) / NC_CACHE_LINE * NC_CACHE_LINE;
-    t->layout.prm.s = s_max;
-    t->layout.prm.f = f_eff;
+    *s_out = s_max;
+    *f_out = f_eff;
     int mc = 0;
     for (int i = 0; i < t->ntrees; i++) {
         int n = nc__tree_max_children(&t->trees[i].tree);
@@ -511,12 +500,19 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
         return rc;
     }
 
-    /* 2. Shapes: leaders, tree, layout (pure, identical on every rank). */
+    /* 2. Shapes: leaders, NUMA shape, rules, trees, layout (pure, identical
+     * on every rank). */
+    unsigned nodes = 0, ppn = 0;
     {
         int *g = malloc((size_t)p * sizeof *g), *m = malloc((size_t)p * sizeof *m),
             *gs = malloc((size_t)(p + 1) * sizeof *gs);
-        if (g && m && gs)
-            nc__topo_numa_groups(t->loc, p, g, t->leaders, m, gs);
+        if (g && m && gs) {
+            nodes = (unsigned)nc__topo_numa_groups(t->loc, p, g, t->leaders, m,
+                                                   gs);
+            for (unsigned k = 0; k < nodes; k++)
+                if ((unsigned)(gs[k + 1] - gs[k]) > ppn)
+                    ppn = (unsigned)(gs[k + 1] - gs[k]);
+        }
         free(g);
         free(m);
         free(gs);
@@ -526,15 +522,16 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
         }
     }
     uint64_t hash = 0;
-    rc = tune_setup(t, &hash, msg, sizeof msg);
+    unsigned buf_s = 0;
+    size_t buf_f = 0;
+    rc = tune_setup(t, nodes, ppn, &hash, &buf_s, &buf_f, msg, sizeof msg);
     if (rc == NUMACOLL_OK)
         rc = nc__barrier_init(t);
     if (rc == NUMACOLL_OK)
         rc = nc__red_init(t);
     if (rc == NUMACOLL_OK &&
         nc__layout_plan(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
-                        t->layout.prm.s, t->q_max, t->layout.prm.f,
-                        t->rs_max, t->rf_max) != 0)
+                        buf_s, t->q_max, buf_f, t->rs_max, t->rf_max) != 0)
         rc = NUMACOLL_ERR_ARG;
     if (rc == NUMACOLL_OK && t->cfg.mem_budget &&
         t->layout.total > t->cfg.mem_budget) {

@@ -157,15 +157,7 @@ static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "%s of %zu elements of %zu bytes overflows", what,
                              count, op->elem);
-    /* an element is never split across staging slots */
-    const nc__choice_t *ch = nc__team_choice(
-        t, root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, count * op->elem);
-    if (ch->f && op->elem > ch->f)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "%s element of %zu bytes exceeds the %zu-byte "
-                             "staging slot of the tuning rule for %zu bytes "
-                             "(reduce_frag_size)", what, op->elem, ch->f,
-                             count * op->elem);
+
     int writes = root < 0 || t->rank == root;
     if (sendbuf == NUMACOLL_IN_PLACE && !writes)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
@@ -179,6 +171,20 @@ static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
                              "%s of %zu elements with a NULL %s buffer", what,
                              count, *own ? "receive" : "send");
     return nc__team_check_abort(t);
+}
+
+/* An element is never split across staging slots: it must fit the slot of
+ * the call's rule (inline rules stage none). */
+static int check_elem(numacoll_team_t *t, const nc__choice_t *ch,
+                      const nc__red_op_t *op, size_t count, const char *what)
+{
+    if (!ch->f || op->elem <= ch->f)
+        return NUMACOLL_OK;
+    return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                         "%s element of %zu bytes exceeds the %zu-byte "
+                         "staging slot of the tuning rule for %zu bytes "
+                         "(reduce_frag_size)", what, op->elem, ch->f,
+                         count * op->elem);
 }
 
 /* ---- Reduce --------------------------------------------------------------- */
@@ -199,9 +205,11 @@ static int reduce_run(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
             if (own != recvbuf)
                 memcpy(recvbuf, own, count * op->elem);
         } else {
-            rc = nc__reduce_pipelined(
-                t, nc__team_choice(t, NC_COLL_REDUCE, count * op->elem), op,
-                own, recvbuf, count, root);
+            const nc__choice_t *ch =
+                nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
+            rc = check_elem(t, ch, op, count, "reduce");
+            if (rc == NUMACOLL_OK)
+                rc = nc__reduce_pipelined(t, ch, op, own, recvbuf, count, root);
             if (rc != NUMACOLL_OK)
                 return rc;
         }
@@ -250,15 +258,22 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
     if (rc != NUMACOLL_OK)
         return rc;
     size_t nbytes = count * op->elem;
-    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes);
-    if (alg < 0)
+    const nc__choice_t *ch;
+    if (alg < 0) {
+        ch = nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes);
         alg = (int)ch->alg;
-    /* A forced algorithm takes the parameters of the size's rule, or of the
-     * first rule naming it; where no rule names it, the Reduce rule's f, s
-     * and k (every allreduce algorithm reads at most those). */
-    ch = nc__team_choice_alg(t, NC_COLL_ALLREDUCE, alg, nbytes);
-    if (!ch)
-        ch = nc__team_choice(t, NC_COLL_REDUCE, nbytes);
+    } else {
+        /* A forced algorithm takes the parameters of the size's rule, or of
+         * the first rule naming it; where no rule names it, the Reduce
+         * rule's f, s and k (every allreduce algorithm reads at most
+         * those). */
+        ch = nc__team_choice_alg(t, NC_COLL_ALLREDUCE, alg, nbytes);
+        if (!ch)
+            ch = nc__team_choice(t, NC_COLL_REDUCE, nbytes);
+    }
+    rc = check_elem(t, ch, op, count, "allreduce");
+    if (rc != NUMACOLL_OK)
+        return rc;
     if (alg == NC_ALG_ALLREDUCE_INLINE && nbytes > NC_RED_INLINE)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "inline allreduce of %zu bytes: at most %d",
