@@ -33,12 +33,14 @@ LIB_SRCS = \
 	coll/algs.c \
 	coll/config.c \
 	coll/wait.c \
+	coll/copy.c \
 	coll/tree.c \
 	coll/team.c \
 	coll/runner.c \
 	coll/barrier.c \
 	coll/bcast/bcast_pipelined.c \
 	coll/bcast/bcast_inline.c \
+	coll/bcast/bcast_cma.c \
 	coll/reduce/ops.c \
 	coll/reduce/dispatch.c \
 	coll/reduce/reduce_pipelined.c \

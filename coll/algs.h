@@ -36,6 +36,10 @@ typedef enum {
     X(BCAST, PIPELINED, "pipelined", "f s q tree k", SIZE_MAX,                 \
       "copy-in/copy-out through the root's NUMA-local queue of s fragments "   \
       "in q banks, notifications down the tree")                               \
+    X(BCAST, CMA, "cma", "f tree k", SIZE_MAX,                                 \
+      "single copy: each rank reads f-byte pieces straight from its tree "    \
+      "parent's buffer with process_vm_readv (Linux CMA); pipelined "         \
+      "copy-in/copy-out where CMA is not permitted")                          \
     X(BARRIER, TREE, "tree", "k", SIZE_MAX,                                    \
       "fan-in then fan-out on per-rank sync lines along the barrier's own "    \
       "NUMA-aware k-nomial tree (barrier_radix)")                              \

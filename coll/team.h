@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "numacoll.h"
+#include "coll/copy.h"
 #include "coll/tree.h"
 #include "shm_seg/layout.h"
 #include "tune/table.h"
@@ -60,6 +61,13 @@ _Static_assert(sizeof(nc__ctrl_t) == NC_CACHE_LINE, "slot is one line");
 typedef struct nc__sync {
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t arrive;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t release;
+    /* Single-copy Bcast (coll/bcast/bcast_cma.c), written by the rank
+     * itself: avail counts the bytes its buffer has offered over all such
+     * calls (its children read up to it), addr/nbytes describe this call's
+     * buffer; fin is the number of such calls it has finished reading. */
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
+    uint64_t addr, nbytes;
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
 } nc__sync_t;
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
@@ -109,6 +117,11 @@ struct numacoll_team {
     int *barrier_children;
     /* Reduce / Allreduce state (coll/reduce/reduce.h). */
     struct nc__red *red;
+    /* Single-copy Bcast: usable (probed and agreed at creation), why not,
+     * and the running totals every rank keeps alike: calls and bytes. */
+    int cma_ok;
+    char cma_why[160];
+    uint64_t cma_calls, cma_bytes;
 };
 
 /* Control slot idx of rank r. */
@@ -156,12 +169,15 @@ typedef struct nc__io {
     numacoll_unpack_fn unpack;
     void *ctx;
     int failed;                 /* a callback returned non-zero */
+    /* copy-layer variants (coll/copy.h) for copies into the segment and
+     * out of it, picked per call from the rule's copy= by nc__bcast_run */
+    int cin, cout;
 } nc__io_t;
 
 static inline void nc__io_pack(nc__io_t *io, size_t off, void *dst, size_t n)
 {
     if (io->buf)
-        memcpy(dst, io->buf + off, n);
+        nc__copy(io->cin, dst, io->buf + off, n);
     else if (io->pack(io->ctx, off, dst, n) != 0)
         io->failed = 1;
 }
@@ -170,7 +186,7 @@ static inline void nc__io_unpack(nc__io_t *io, size_t off, const void *src,
                                  size_t n)
 {
     if (io->buf)
-        memcpy(io->buf + off, src, n);
+        nc__copy(io->cout, io->buf + off, src, n);
     else if (io->unpack(io->ctx, off, src, n) != 0)
         io->failed = 1;
 }
@@ -226,6 +242,8 @@ int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
                         size_t nbytes, int root, nc__io_t *io);
 int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
                      size_t nbytes, int root, nc__io_t *io);
+int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
+                  int root, nc__io_t *io);
 int nc__barrier_tree(numacoll_team_t *t);
 
 /* Per-team state of Barrier and Reduce/Allreduce, made at team creation

@@ -89,6 +89,7 @@ typedef struct numacoll_config {
     unsigned reduce_radix;  /* k of the Reduce trees                          */
     size_t   reduce_frag_size; /* bytes per reduce staging slot              */
     unsigned reduce_depth;  /* reduce staging slots per rank                  */
+    int      single_copy;   /* 1: cma rules may use process_vm_readv          */
     const char *topology;   /* NULL: this machine (or HWLOC_SYNTHETIC/_XMLFILE
                                from the environment); "synthetic:<desc>" or a
                                path to an hwloc XML file otherwise            */
@@ -154,7 +155,12 @@ typedef struct numacoll_config {
     X(reduce_depth, 'u', 0,    1, 65536,                                      \
       "Reduce staging slots per rank, in its NUMA-local memory: how far a "   \
       "rank may run ahead of the ranks that read its partial results. 0 "    \
-      "takes it from the tuning table.")
+      "takes it from the tuning table.")                                     \
+    X(single_copy, 'i', 1,     0, 1,                                          \
+      "1: Bcast rules with alg=cma copy straight from the root's buffer "     \
+      "with process_vm_readv when every rank of the team can (probed at "     \
+      "team creation); 0: never, such rules run the pipelined "              \
+      "copy-in/copy-out instead.")
 
 /* Fill *cfg with the defaults of NUMACOLL_PARAM_LIST. */
 void numacoll_config_init(numacoll_config_t *cfg);
@@ -206,6 +212,13 @@ const char *numacoll_team_last_error(const numacoll_team_t *team);
 /* The tuning table the team's choices come from: "built-in", the file's
  * path, "tuning_text", or "built-in (<file> rejected)". */
 const char *numacoll_team_tuning_source(const numacoll_team_t *team);
+
+/* 1 if the team's Bcast may copy straight from the root's buffer (Linux
+ * cross-memory attach, process_vm_readv, probed between every pair of
+ * neighbouring ranks at team creation and agreed by all), else 0; *why (if
+ * not NULL) then says why not: the parameter single_copy = 0, or the
+ * probe's error (ptrace policy, seccomp, another user, a container). */
+int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
 
 /* Largest element (bytes) a user op may have in a Reduce (allreduce = 0)
  * or Allreduce (allreduce = 1) of nbytes on this team: the staging slot

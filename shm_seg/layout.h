@@ -10,7 +10,8 @@
  *                     | its own cache line (bank_stride apart)      |  rank 0
  *   rank_off(0)       +--------------------------------------------+
  *                     | rank 0 controls: s slots (ctrl_stride apart)|  node of
- *                     |   + sync lines (barrier arrive / release)   |  rank 0
+ *                     |   + sync lines (barrier arrive / release,   |  rank 0
+ *                     |     single-copy Bcast post / finish)        |
  *                     |   + 2 inline Allreduce lines (call parity)  |
  *                     |   + rs reduce slot records of 3 lines each  |
  *                     |     (full+payload | done | rel)             |
@@ -28,9 +29,9 @@
  * control slot, one page per bank, each buffer rounded up to pages, no sync
  * lines) is available as nc__layout_paper() for comparison:
  *   ours : S = H + ceil(q*128/w)*w
- *              + p*(ceil(64*(s + 4 + 3rs)/w)*w + ceil(s*f/w)*w
+ *              + p*(ceil(64*(s + 6 + 3rs)/w)*w + ceil(s*f/w)*w
  *                   + ceil(rs*ceil64(rf)/w)*w)
- *          (H = ceil((128 + 4p)/w)*w; s+4 lines: s slots, 2 sync lines,
+ *          (H = ceil((128 + 4p)/w)*w; s+6 lines: s slots, 4 sync lines,
  *           2 inline Allreduce lines; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
@@ -42,7 +43,8 @@
 
 #define NC_CACHE_LINE 64
 #define NC_HDR_FIXED 128      /* bytes of nc__seg_hdr before leaders[] */
-#define NC_SYNC_LINES 2       /* barrier arrive + release, per rank     */
+#define NC_SYNC_LINES 4       /* per rank: barrier arrive + release,
+                               * single-copy Bcast post + finish        */
 #define NC_AR_LINES 2         /* inline Allreduce lines, per rank       */
 #define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
 

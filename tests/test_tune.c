@@ -94,18 +94,18 @@ static void test_builtin_rules(void)
     want[0].ch.k = 2;
     want[1] = rule(NC_COLL_BCAST, 1, U, 57, Z, NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
-                                NUMACOLL_TREE_KARY, 2};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
-    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2};
+    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO};
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 56, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 57, 1023,
                    NC_ALG_ALLREDUCE_REDUCE_BCAST);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 131072, 4, 0,
-                                -1, 2};
+                                -1, 2, NC_COPY_AUTO};
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 1024, Z, NC_ALG_ALLREDUCE_RSAG);
-    want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0};
+    want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO};
     for (int i = 0; i < 7; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
@@ -223,14 +223,14 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, 1000, (size_t)3 << 30, NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 65536, 65536,
-                          NUMACOLL_TREE_CHAIN, 2};
+                          NUMACOLL_TREE_CHAIN, 2, NC_COPY_AUTO};
     r.ppn_lo = 2;
     r.ppn_hi = 7;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, ((size_t)3 << 30) + 1, Z,
              NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 192, 3, 3,
-                          NUMACOLL_TREE_FLAT, 5};
+                          NUMACOLL_TREE_FLAT, 5, NC_COPY_AUTO};
     r.gain = 0.00123;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BARRIER, U, U, 0, 0, NC_ALG_BARRIER_TREE);
@@ -238,7 +238,7 @@ static void test_round_trip(void)
     r.gain = 12300;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_REDUCE, 1, 1, SIZE_MAX, SIZE_MAX, NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3, NC_COPY_AUTO};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 0, 56, NC_ALG_ALLREDUCE_INLINE);
     r.nodes_lo = 1;
@@ -247,10 +247,10 @@ static void test_round_trip(void)
     r.ppn_hi = U;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 57, 1 << 20, NC_ALG_ALLREDUCE_REDUCE_BCAST);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64, NC_COPY_AUTO};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, (1 << 20) + 1, Z, NC_ALG_ALLREDUCE_RSAG);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
 
     char *text = write_table(&t, "made by test_tune.c\n\nsecond paragraph");
@@ -302,7 +302,7 @@ static void test_format(void)
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3, NC_COPY_AUTO};
     r.nodes_hi = 2;
     r.ppn_lo = 2;
     r.gain = 1.23456;  /* written with 3 significant digits */
@@ -335,7 +335,7 @@ static void test_syntax(void)
     nc__tune_rule_t w = rule(NC_COLL_BCAST, 5, 5, 1024, 2 << 20,
                              NC_ALG_BCAST_PIPELINED);
     w.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 1, 1,
-                          NUMACOLL_TREE_KNOMIAL, 3};
+                          NUMACOLL_TREE_KNOMIAL, 3, NC_COPY_AUTO};
     CU_ASSERT(same_rule(&t.rules[0], &w));
     CU_ASSERT_EQUAL(t.rules[0].line, 4);
     w = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
@@ -344,11 +344,11 @@ static void test_syntax(void)
     w = rule(NC_COLL_ALLREDUCE, 2, 3, 0, Z, NC_ALG_ALLREDUCE_RSAG);
     w.nodes_lo = w.nodes_hi = 2;
     w.ppn_hi = 2;
-    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0};
+    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0, NC_COPY_AUTO};
     w.gain = 0.5;
     CU_ASSERT(same_rule(&t.rules[2], &w));
     w = rule(NC_COLL_REDUCE, 1, U, 0, (size_t)4 << 30, NC_ALG_REDUCE_PIPELINED);
-    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2};
+    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO};
     CU_ASSERT(same_rule(&t.rules[3], &w));
     CU_ASSERT_STRING_EQUAL(t.source, "t.txt");
     nc__tune_free(&t);
@@ -394,10 +394,10 @@ static void test_errors_tokens(void)
                 "t.txt:1:11: expected key=value, found '=3'\n");
     EXPECT_ERRS("bcast p=1 size=0 radix=2" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k or gain), found 'radix'\n");
+                "q, tree, k, gain or copy), found 'radix'\n");
     EXPECT_ERRS("bcast p=1 size=0 P=1" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k or gain), found 'P'\n");
+                "q, tree, k, gain or copy), found 'P'\n");
     EXPECT_ERRS("bcast p=1 size=0 p=2" IN,
                 "t.txt:1:18: expected each key once per rule, found 'p'\n");
     EXPECT_ERRS("bcast p=1 size=0" IN " k=2",
@@ -418,14 +418,14 @@ static void test_errors_tokens(void)
                 "t.txt:1:26: expected a key of alg=tree (k), found 'q'\n");
     /* an unknown algorithm, or one of another collective */
     EXPECT_ERRS("bcast p=1 size=0 alg=ring",
-                "t.txt:1:22: expected an algorithm of bcast (inline or "
-                "pipelined), found 'ring'\n");
+                "t.txt:1:22: expected an algorithm of bcast (inline, "
+                "pipelined or cma), found 'ring'\n");
     EXPECT_ERRS("allreduce p=1 size=0 alg=tree k=2",
                 "t.txt:1:26: expected an algorithm of allreduce (inline, "
                 "reduce_bcast or rsag), found 'tree'\n");
     EXPECT_ERRS("bcast p=1 size=0 alg=",
-                "t.txt:1:22: expected an algorithm of bcast (inline or "
-                "pipelined), found ''\n");
+                "t.txt:1:22: expected an algorithm of bcast (inline, "
+                "pipelined or cma), found ''\n");
     EXPECT_ERRS("bcast p=1 size=0" IN " tree=ring",
                 "t.txt:1:43: expected each key once per rule, found 'tree'\n");
     EXPECT_ERRS("bcast p=1 size=0 alg=inline tree=ring k=2",
@@ -624,7 +624,7 @@ static void test_errors_lines(void)
                 "t.txt:2:50: expected a tree (flat, chain, kary, knomial or "
                 "numa), found 'oak'\n"
                 "t.txt:2:58: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k or gain), found 'z'\n"
+                "q, tree, k, gain or copy), found 'z'\n"
                 "t.txt:4:24: expected k from 2 to 64 (barrier_radix), found "
                 "'1'\n");
 
@@ -946,7 +946,7 @@ static void test_resolve_gaps(void)
     nc__tune_table_t h = {0};
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 1, U, 10, 100,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO};
     r.line = 1;
     CU_ASSERT_EQUAL(nc__tune_add(&h, &r), 0);
     r.size_lo = 50;

@@ -17,6 +17,7 @@
 
 #include "numacoll.h"
 #include "tune/defaults.h"
+#include "coll/copy.h"
 #include "tune/table.h"
 
 #define LINE_MAX_BYTES 1024
@@ -50,11 +51,12 @@ static const prm_t prms[PRM_COUNT] = {
 
 typedef enum {
     K_P, K_SIZE, K_NODES, K_PPN, K_ALG, K_F, K_S, K_Q, K_TREE, K_K, K_GAIN,
-    K_COUNT
+    K_COPY, K_COUNT
 } tkey_t;
 
 static const char *const key_names[K_COUNT] = {
     "p", "size", "nodes", "ppn", "alg", "f", "s", "q", "tree", "k", "gain",
+    "copy",
 };
 
 /* The parameter whose range a key shares, per collective; -1: none (the
@@ -467,6 +469,9 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
     }
     if (mask & (1u << K_K))
         o += snprintf(line + o, sizeof line - (size_t)o, " k=%u", r->ch.k);
+    if (r->ch.copy != NC_COPY_AUTO && nc__copy_name(r->ch.copy))
+        o += snprintf(line + o, sizeof line - (size_t)o, " copy=%s",
+                      nc__copy_name(r->ch.copy));
     if (r->gain != 0.0) {
         fmt_gain(v, sizeof v, r->gain);
         o += snprintf(line + o, sizeof line - (size_t)o, " gain=%s", v);
@@ -589,6 +594,28 @@ static void name_list(char *b, size_t len, const char *const *names, int n)
         o += (size_t)snprintf(b + o, len - o, "%s%s",
                               i == 0 ? "" : i == n - 1 ? " or " : ", ",
                               names[i]);
+}
+
+static const char *tree_name(int kind)
+{
+    return numacoll_tree_name((numacoll_tree_kind_t)kind);
+}
+
+/* "expected <noun> (a, b or c), found '<tok>'" for a value naming none of
+ * the n things name(0..n-1) calls. */
+static void expect_one_of(errsink_t *es, int line, int col, const char *noun,
+                          const char *(*name)(int), int n, const char *tok,
+                          size_t len)
+{
+    const char *names[16];
+    char list[160], what[200];
+    if (n > 16)
+        n = 16;
+    for (int k = 0; k < n; k++)
+        names[k] = name(k);
+    name_list(list, sizeof list, names, n);
+    snprintf(what, sizeof what, "%s (%s)", noun, list);
+    expect(es, line, col, what, tok, len);
 }
 
 static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
@@ -783,16 +810,25 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
                 name[vn] = '\0';
                 kind = numacoll_tree_parse(name);
             }
-            if (kind < 0) {
-                const char *names[NUMACOLL_TREE_COUNT];
-                for (int k = 0; k < NUMACOLL_TREE_COUNT; k++)
-                    names[k] = numacoll_tree_name((numacoll_tree_kind_t)k);
-                char list[128];
-                name_list(list, sizeof list, names, NUMACOLL_TREE_COUNT);
-                snprintf(what, sizeof what, "a tree (%s)", list);
-                expect(es, L, vcol, what, v, vn);
-            } else
+            if (kind < 0)
+                expect_one_of(es, L, vcol, "a tree", tree_name,
+                              NUMACOLL_TREE_COUNT, v, vn);
+            else
                 r.ch.tree = kind;
+            break;
+        }
+        case K_COPY: {
+            /* optional for every collective that moves data; auto if absent */
+            int kind = nc__copy_find(v, vn);
+            if (coll == NC_COLL_BARRIER)
+                expect(es, L, t->col,
+                       "a key of barrier (copy= is for collectives that move "
+                       "data)", t->s, kn);
+            else if (kind < 0)
+                expect_one_of(es, L, vcol, "a copy variant", nc__copy_name,
+                              NC_COPY_COUNT, v, vn);
+            else
+                r.ch.copy = kind;
             break;
         }
         case K_GAIN: {

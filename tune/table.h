@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "coll/algs.h"
+#include "coll/copy.h"
 
 #define NC_TUNE_ANY_U UINT_MAX   /* "*" as the upper end of p/nodes/ppn */
 #define NC_TUNE_ANY_Z SIZE_MAX   /* "*" as the upper end of size        */
@@ -38,6 +39,8 @@ typedef struct nc__choice {
     unsigned q;        /* banks (Bcast)                                    */
     int tree;          /* numacoll_tree_kind_t (Bcast), -1 otherwise      */
     unsigned k;        /* radix                                            */
+    int copy;          /* copy-layer variant, nc__copy_kind_t (copy=; 0 is
+                        * auto, the default of every rule)                */
 } nc__choice_t;
 
 /* One line of a table. Ranges are inclusive; an absent nodes/ppn key is

@@ -227,7 +227,7 @@ static int choice_shape(tn_ctx_t *x, const nc__choice_t *ch)
 
 int tn_choice_same(tn_ctx_t *x, const nc__choice_t *a, const nc__choice_t *b)
 {
-    if (a->alg != b->alg)
+    if (a->alg != b->alg || a->copy != b->copy)
         return 0;
     int g = (int)a->alg;
     if ((nc__alg_takes(g, "f") && a->f != b->f) || (nc__alg_takes(g, "s") && a->s != b->s) ||

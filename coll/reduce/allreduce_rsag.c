@@ -53,6 +53,7 @@ typedef struct rsag {
     size_t count, elem, unit, chunk;
     uint64_t base;
     unsigned slots;     /* s of the rule: ticket g uses slot g % slots */
+    int cin, cout;      /* copy-layer variants into slots, into recv     */
 } rsag_t;
 
 /* Operands of the fold: rank j's slice, ours from the send buffer. */
@@ -120,8 +121,9 @@ static int stage(rsag_t *s, size_t r)
         return rc;
     unsigned char *slot = nc__rbuf(t, t->rank, x);
     const unsigned char *src = s->own + e0 * s->elem;
-    memcpy(slot, src, lo * s->elem);
-    memcpy(slot + hi * s->elem, src + hi * s->elem, (ne - hi) * s->elem);
+    nc__copy(s->cin, slot, src, lo * s->elem);
+    nc__copy(s->cin, slot + hi * s->elem, src + hi * s->elem,
+             (ne - hi) * s->elem);
     nc__rslot_publish(t, x, g, (unsigned)(t->p - 1));
     return NUMACOLL_OK;
 }
@@ -150,7 +152,8 @@ static int combine(rsag_t *s, size_t r)
         int rc = nc__fold_run(s->op, &f, dest, hi - lo);
         if (rc != NUMACOLL_OK)
             return rc;
-        memcpy(s->recv + e0 * s->elem + off, dest, (hi - lo) * s->elem);
+        nc__copy(s->cout, s->recv + e0 * s->elem + off, dest,
+                 (hi - lo) * s->elem);
     }
     /* our slice must be visible before done */
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, g + 1,
@@ -177,8 +180,8 @@ static int gather(rsag_t *s, size_t r)
                           &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
-        memcpy(s->recv + (e0 + lo) * s->elem,
-               nc__rbuf(t, owner, x) + lo * s->elem, (hi - lo) * s->elem);
+        nc__copy(s->cout, s->recv + (e0 + lo) * s->elem,
+                 nc__rbuf(t, owner, x) + lo * s->elem, (hi - lo) * s->elem);
     }
     for (int i = 1; i < t->p; i++)
         nc__rslot_release(t, (t->rank + i) % t->p, x);
@@ -192,7 +195,9 @@ int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
     const size_t rf = ch->f, elem = op->elem;
     const size_t line_multiple = elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
     rsag_t s = {.t = t, .op = op, .own = own, .recv = recv, .count = count,
-                .elem = elem, .base = t->red->ticket, .slots = ch->s};
+                .elem = elem, .base = t->red->ticket, .slots = ch->s,
+                .cin = nc__copy_pick(ch->copy, 0),
+                .cout = nc__copy_pick(ch->copy, count * elem)};
     /* whole cache lines per unit where a slot holds one, else elements */
     s.unit = line_multiple <= rf ? line_multiple / elem : 1;
     s.chunk = rf / elem / s.unit * s.unit;

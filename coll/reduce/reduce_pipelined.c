@@ -116,6 +116,7 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
         qsort(R->kids, (size_t)nk, sizeof *R->kids, cmp_int);
     }
     const uint64_t base = R->ticket;
+    const int cout = nc__copy_pick(ch->copy, count * elem);
     R->ticket += nfrags;
 
     for (size_t k = 0; k < nfrags; k++) {
@@ -139,7 +140,7 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
             rc = nc__fold_run(op, &f, dest, ne);
             if (rc == NUMACOLL_OK) {
                 if (to_recv)
-                    memcpy(out, dest, ne * elem);
+                    nc__copy(cout, out, dest, ne * elem);
                 else /* one reader: the parent, or the root for the top */
                     nc__rslot_publish(t, x, g, 1);
             }
@@ -150,8 +151,8 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
             rc = nc__rslot_wait_full(t, top, x, g);
             if (rc != NUMACOLL_OK)
                 return rc;
-            memcpy((unsigned char *)recv + e0 * elem, slot_data(t, top, x, inl),
-                   ne * elem);
+            nc__copy(cout, (unsigned char *)recv + e0 * elem,
+                     slot_data(t, top, x, inl), ne * elem);
             nc__rslot_release(t, top, x);
         }
     }

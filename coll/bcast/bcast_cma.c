@@ -1,0 +1,164 @@
+/*
+ * Single-copy Bcast with Linux cross-memory attach (process_vm_readv): every
+ * byte is copied once, kernel to kernel, from a user buffer into a user
+ * buffer, instead of twice through the segment.
+ *
+ * Each rank has, in its own sync lines, avail (bytes its buffer has offered
+ * over every such call, monotonic), addr and nbytes (this call's buffer),
+ * and fin (how many such calls it has finished reading). All ranks keep the
+ * same running totals, calls and bytes, so a call's base is known to all.
+ *  root:   write addr and nbytes, then avail = base + nbytes (release): its
+ *          whole buffer is ready. Then wait until every tree child's fin
+ *          counts this call: nobody reads its buffer after it returns.
+ *  inner:  wait until its parent's avail passes base (acquire), read the
+ *          parent's addr and nbytes (a different size is a mismatch: the
+ *          team aborts), publish its own addr and nbytes; then per piece of
+ *          f bytes wait for the parent's avail to cover it, read it with
+ *          process_vm_readv from the parent's buffer into its own, and
+ *          raise its own avail (release) so its children can read it. Then
+ *          fin = calls (release), and wait for its children's fin as the
+ *          root does.
+ *  leaf:   as inner, with no children to wait for.
+ * A rank reads its parent's finished copy, not the root's buffer, so no
+ * buffer is read by more than k ranks at once (flat tree: all read the
+ * root's). Packed data (callbacks) goes through a private buffer of nbytes
+ * on that rank, so ranks with different datatypes still agree.
+ *
+ * Cost, m bytes, pieces of f, depth d of the tree, t per byte copied by the
+ * kernel, t_sys per system call (page pinning included):
+ *   T(m) = ceil(m/f)*t_sys + m*t + (d-1)*(f*t + t_sys) + d*t_line
+ * against about 2*m*t for copy-in/copy-out: it pays for large m when t_sys
+ * is amortised. Shared lines: own avail/addr/nbytes/fin written, parent's
+ * avail/addr/nbytes and children's fin read. f, tree and radix come from
+ * the team's rule (ch). process_vm_readv needs the ptrace access mode
+ * "attach" to the parent's process (same user, Yama ptrace_scope, seccomp,
+ * one pid namespace): team creation probes it and agrees; where it fails
+ * the rule runs as pipelined (nc__bcast_run).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "coll/team.h"
+#include "coll/wait.h"
+
+/* Read n bytes at raddr in pid into dst; 0, or an errno value. */
+static int read_remote(int pid, void *dst, uint64_t raddr, size_t n)
+{
+    while (n > 0) {
+        struct iovec l = {dst, n}, r = {(void *)(uintptr_t)raddr, n};
+        ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (got == 0)
+            return EFAULT;
+        dst = (unsigned char *)dst + got;
+        raddr += (uint64_t)got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* Wait until each tree child has counted this call in its fin. */
+static int wait_children(numacoll_team_t *t, int nchild, uint64_t call)
+{
+    for (int c = 0; c < nchild; c++) {
+        uint64_t seen;
+        nc__wait_why_t why = {t->children[c], "single-copy finish", 0,
+                              (long)call};
+        int rc = nc__wait(t, &nc__sync(t, t->children[c])->fin, NC_WAIT_GE,
+                          call, &seen, &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    return NUMACOLL_OK;
+}
+
+int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
+                  int root, nc__io_t *io)
+{
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
+    const int parent = nc__tree_parent(tree, root, t->rank);
+    const uint64_t base = t->cma_bytes, call = t->cma_calls + 1;
+    const size_t f = ch->f;
+    nc__sync_t *me = nc__sync(t, t->rank);
+    unsigned char *buf = io->buf, *tmp = NULL;
+    uint64_t seen;
+    int rc = NUMACOLL_OK;
+
+    /* both totals move now, whatever happens: an error aborts the team */
+    t->cma_bytes += nbytes;
+    t->cma_calls = call;
+    if (!buf) {
+        tmp = malloc(nbytes);
+        if (!tmp)
+            return nc__team_fail(t, NUMACOLL_ERR_NOMEM, "single-copy bcast: "
+                                 "no memory for a %zu-byte packing buffer",
+                                 nbytes);
+        buf = tmp;
+    }
+
+    if (t->rank == root) {
+        if (tmp && io->pack(io->ctx, 0, tmp, nbytes) != 0)
+            io->failed = 1;   /* still serve the call: the others wait */
+        me->addr = (uint64_t)(uintptr_t)buf;
+        me->nbytes = nbytes;
+        /* addr and nbytes must be visible before the bytes are offered */
+        atomic_store_explicit(&me->avail, base + nbytes, memory_order_release);
+        rc = wait_children(t, nchild, call);
+        free(tmp);
+        return rc;
+    }
+
+    nc__sync_t *up = nc__sync(t, parent);
+    const int pid = t->loc[parent].pid;
+    nc__wait_why_t why = {parent, "single-copy offer", 0, (long)call};
+    rc = nc__wait(t, &up->avail, NC_WAIT_GE, base + 1, &seen, &why);
+    if (rc != NUMACOLL_OK)
+        goto out;
+    /* acquire on avail made the parent's addr and nbytes of this call
+     * visible; they stay until we raise fin */
+    const uint64_t raddr = up->addr;
+    if (up->nbytes != nbytes) {
+        rc = nc__team_size_mismatch(t, root, (size_t)up->nbytes, nbytes);
+        goto out;
+    }
+    me->addr = (uint64_t)(uintptr_t)buf;
+    me->nbytes = nbytes;
+    for (size_t off = 0; off < nbytes;) {
+        size_t n = nbytes - off < f ? nbytes - off : f;
+        /* the parent may have offered more than asked: read all it has, in
+         * pieces of at most f so our children can start */
+        if ((int64_t)(seen - (base + off + n)) < 0) {
+            rc = nc__wait(t, &up->avail, NC_WAIT_GE, base + off + n, &seen,
+                          &why);
+            if (rc != NUMACOLL_OK)
+                goto out;
+        }
+        int err = read_remote(pid, buf + off, raddr + off, n);
+        if (err) {
+            rc = nc__team_fail(t, NUMACOLL_ERR_SYS, "single-copy bcast: "
+                               "process_vm_readv of %zu bytes from rank %d "
+                               "(pid %d) failed: %s", n, parent, pid,
+                               strerror(err));
+            nc__team_abort(t, rc);
+            goto out;
+        }
+        off += n;
+        /* our copy must be visible before our children may read it */
+        atomic_store_explicit(&me->avail, base + off, memory_order_release);
+    }
+    /* we no longer read the parent's buffer */
+    atomic_store_explicit(&me->fin, call, memory_order_release);
+    if (tmp && io->unpack(io->ctx, 0, tmp, nbytes) != 0)
+        io->failed = 1;
+    rc = wait_children(t, nchild, call);
+out:
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,61 @@
+/*
+ * The copy layer: every byte the core moves between a user buffer and the
+ * shared segment goes through nc__copy, whose speed must not depend on the
+ * user buffer's alignment (DESIGN.md section 11: glibc 2.36's memcpy uses
+ * `rep movsb` from 4 KiB up on CPUs with ERMS/FSRM, and on some of them that
+ * is several times slower when source and destination are not co-aligned,
+ * which is the common case between a malloc'd buffer and 64-byte aligned
+ * staging).
+ *
+ * Variants (a tuning-table choice per size, key copy=):
+ *   auto  vec below NC_COPY_NT_MIN bytes, nt from there (the default)
+ *   libc  the C library's memcpy, as it is
+ *   vec   vector loop: unaligned loads, stores aligned on the destination
+ *         (AVX2 when the CPU has it, else SSE2; memcpy off x86-64)
+ *   nt    as vec with non-temporal stores (large copies the cache cannot
+ *         hold: no read-for-ownership of the destination), fenced at the
+ *         end so a following release store publishes the data
+ */
+#ifndef NUMACOLL_COPY_H
+#define NUMACOLL_COPY_H
+
+#include <stddef.h>
+
+/* X(id, name) */
+#define NC_COPY_LIST(X)                                                        \
+    X(AUTO, "auto")                                                            \
+    X(LIBC, "libc")                                                            \
+    X(VEC, "vec")                                                              \
+    X(NT, "nt")
+
+typedef enum {
+#define X(id, name) NC_COPY_##id,
+    NC_COPY_LIST(X)
+#undef X
+    NC_COPY_COUNT
+} nc__copy_kind_t;
+
+/* auto switches to non-temporal stores from here: copies this large leave
+ * the private caches anyway; below it the destination is likely read soon. */
+#define NC_COPY_NT_MIN ((size_t)4 << 20)
+
+/* The variant a call of msg bytes runs for copies into a user buffer:
+ * auto becomes vec or nt by msg (not by the fragment: fragments of a large
+ * message are small, but together they overflow the cache). Copies into
+ * the segment never stream (readers are about to read them): they use
+ * nc__copy_pick(kind, 0). */
+int nc__copy_pick(int kind, size_t msg);
+
+/* Copies n bytes (regions must not overlap) with a variant nc__copy_pick
+ * returned (auto is taken as vec). */
+void nc__copy(int kind, void *dst, const void *src, size_t n);
+
+/* Name of a variant, or NULL; variant called name, or -1. */
+const char *nc__copy_name(int kind);
+int nc__copy_find(const char *name, size_t len);
+
+/* The instruction set the vec and nt variants use on this CPU ("avx2",
+ * "sse2" or "memcpy"). */
+const char *nc__copy_isa(void);
+
+#endif
