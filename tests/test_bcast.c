@@ -276,9 +276,9 @@ static int fail_unpack(void *ctx, size_t off, const void *src, size_t n)
 
 static int packed_body(const numacoll_bootstrap_t *b, void *arg)
 {
-    (void)arg;
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
+    cfg.tuning_text = arg;      /* NULL: the built-in table */
     cfg.frag_size = 1024;
     cfg.queue_depth = 4;
     numacoll_team_t *team;
@@ -325,6 +325,69 @@ static void test_packed(void)
     for (int p = 2; p <= 5; p += 3) {
         CU_ASSERT_EQUAL(nct_run(p, packed_body, NULL), 0);
     }
+}
+
+/* ---- single copy (alg=cma) ------------------------------------------------ */
+
+#define CMA_RULE(tree) "bcast p=1-* size=57-* alg=cma f=4K tree=" tree " k=2\n"
+
+/* This machine permits process_vm_readv between the test's ranks (same
+ * user, no Yama restriction, no seccomp filter): the single-copy path
+ * must then really be taken, or these tests would pass on the fallback. */
+static int cma_state_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const int *want = arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.single_copy = *want;
+    cfg.verbose = 0;
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    const char *why = NULL;
+    int ok = numacoll_team_single_copy(team, &why) == *want && why &&
+             (*want ? why[0] == '\0' : strstr(why, "single_copy") != NULL);
+    if (!ok)
+        fprintf(stderr, "rank %d: single copy %d, want %d (%s)\n", b->rank,
+                numacoll_team_single_copy(team, NULL), *want, why ? why : "");
+    numacoll_team_destroy(team);
+    return ok ? 0 : 1;
+}
+
+static void test_cma_probe(void)
+{
+    int on = 1, off = 0;
+    CU_ASSERT_EQUAL(nct_run(2, cma_state_body, &on), 0);
+    CU_ASSERT_EQUAL(nct_run(3, cma_state_body, &off), 0);
+}
+
+/* Every p, root and tree with pieces of 4 KiB around their boundaries, then
+ * the same with single copy forced unavailable (the rules then run as the
+ * pipelined copy-in/copy-out). */
+static void cma_matrix(int single_copy)
+{
+    static const char *const texts[] = {CMA_RULE("flat"), CMA_RULE("kary"),
+                                        CMA_RULE("chain"), CMA_RULE("knomial")};
+    static const size_t sizes[] = {0,    1,    56,   57,        4095,
+                                   4096, 4097, 3 * 4096 + 17, MiB + 3};
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
+        for (int p = 2; p <= 8; p++) {
+            bcast_case_t bc = {.sizes = sizes,
+                               .nsizes = sizeof sizes / sizeof *sizes};
+            numacoll_config_init(&bc.cfg);
+            bc.cfg.tuning_text = texts[k];
+            bc.cfg.single_copy = single_copy;
+            CU_ASSERT_EQUAL(run_case(p, &bc), 0);
+        }
+}
+
+static void test_cma_matrix(void) { cma_matrix(1); }
+static void test_cma_fallback(void) { cma_matrix(0); }
+
+static void test_cma_packed(void)
+{
+    for (int p = 2; p <= 5; p += 3)
+        CU_ASSERT_EQUAL(nct_run(p, packed_body, CMA_RULE("kary")), 0);
 }
 
 /* Bad calls fail with NUMACOLL_ERR_ARG and a message, and nothing hangs. */
@@ -410,6 +473,10 @@ int nct_register_bcast(void)
         {"packed data through callbacks", test_packed},
         {"bad arguments", test_bad_args},
         {"sizes that differ between ranks", test_size_mismatch},
+        {"single copy: probed, or off by parameter", test_cma_probe},
+        {"single copy: every p, root, tree and boundary", test_cma_matrix},
+        {"single copy forced off: the same on the fallback", test_cma_fallback},
+        {"single copy: packed data through callbacks", test_cma_packed},
         {NULL, NULL},
     };
     return nct_add_suite("bcast", tests);
