@@ -381,13 +381,19 @@ static void nc_setup(nc_module_t *m)
     }
     atomic_fetch_add_explicit(&nc_component.n_teams, 1u, memory_order_relaxed);
     m->state = MCA_COLL_NUMACOLL_READY;
-    if (rank == 0)
+    if (rank == 0) {
+        const char *why = "";
+        int single = numacoll_team_single_copy(m->team, &why);
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll: %s (cid %u): team of %d processes "
-                            "ready, segment %s, tuning table %s",
+                            "ready, segment %s, tuning table %s, single copy "
+                            "%s%s%s",
                             comm->c_name, comm->c_contextid, size,
                             numacoll_team_segment_name(m->team),
-                            numacoll_team_tuning_source(m->team));
+                            numacoll_team_tuning_source(m->team),
+                            single ? "available" : "unavailable (",
+                            single ? "" : why, single ? "" : ")");
+    }
 }
 
 /* True when the core takes this call; creates the team on first use. */

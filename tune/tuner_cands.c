@@ -17,6 +17,8 @@
  *             candidates and rsag with its f and s, ranked alike, the two
  *             kinds taken in turn.
  *  Barrier    k = 2, 3, 4, 8.
+ * Before all these (extra()): the default with the C library's copy and
+ * with streaming stores, and for Bcast single copy (alg=cma).
  * Trees that coincide at this p (at p = 2 every tree is one edge) are one
  * candidate: shapes are compared by their parent arrays, from coll/tree.h.
  */
@@ -80,7 +82,9 @@ void tn_choice_str(const nc__choice_t *ch, char *buf, size_t len)
         o += snprintf(buf + o, len - (size_t)o, " tree=%s", t ? t : "?");
     }
     if (nc__alg_takes(a, "k") && o >= 0 && (size_t)o < len)
-        snprintf(buf + o, len - (size_t)o, " k=%u", ch->k);
+        o += snprintf(buf + o, len - (size_t)o, " k=%u", ch->k);
+    if (ch->copy != NC_COPY_AUTO && o >= 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, " copy=%s", nc__copy_name(ch->copy));
 }
 
 void tn_cand_text(int coll, const nc__choice_t *ch, char *buf, size_t len)
@@ -502,13 +506,48 @@ static int take(tn_ctx_t *x, const clist_t *l, int from, int upto,
     return n;
 }
 
+/* Candidates the model cannot rank, measured first at every size where
+ * they can matter: the default's copy done by the C library (its speed
+ * depends on the buffers' alignment, docs/bench.md) and with streaming
+ * stores from 256 KiB on (or vector stores where auto streams); for Bcast
+ * from 16 KiB on also single copy (alg=cma) with pieces of 64 KiB and
+ * 256 KiB, flat and binary. */
+static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
+                 tn_cand_t *out, int n, int cap)
+{
+    static clist_t c;
+    c.n = 0;
+    if ((op != NCB_OP_BCAST && op != NCB_OP_REDUCE &&
+         op != NCB_OP_ALLREDUCE) ||
+        m <= nc__algs[NC_ALG_BCAST_INLINE].max_bytes)
+        return n;
+    nc__choice_t v = *def;
+    v.copy = NC_COPY_LIBC;
+    add(x, &c, v, 0);
+    if (m >= 256 * KIB) {
+        v.copy = m >= NC_COPY_NT_MIN ? NC_COPY_VEC : NC_COPY_NT;
+        add(x, &c, v, 0);
+    }
+    if (op == NCB_OP_BCAST && m >= 16 * KIB) {
+        static const size_t fs[] = {64 * KIB, 256 * KIB};
+        static const int kinds[] = {NUMACOLL_TREE_FLAT, NUMACOLL_TREE_KARY};
+        for (size_t i = 0; i < 2; i++)
+            for (size_t j = 0; j < 2; j++) {
+                size_t f = fs[i] < m ? fs[i] : grid_ceil(m, 64, 64);
+                add(x, &c, (nc__choice_t){.alg = NC_ALG_BCAST_CMA, .f = f,
+                                          .tree = kinds[j], .k = 2}, 0);
+            }
+    }
+    return take(x, &c, 0, cap, def, out, n, cap, NULL);
+}
+
 int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
              tn_cand_t *out)
 {
     static clist_t a, b;   /* large: not on the stack; one rank, one thread */
     a.n = b.n = 0;
     cap = cap > TN_MAX_CANDS ? TN_MAX_CANDS : cap;
-    int n = 0;
+    int n = extra(x, op, m, def, out, 0, cap);
     switch (op) {
     case NCB_OP_BCAST: {
         bcast_list(x, m, &a, &b);
@@ -523,7 +562,7 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
         /* half by prediction; then the best of every tree the list lacks
          * so far, so that an error in one tree's fitted t_W cannot hide
          * the others; then by prediction again */
-        n = take(x, &a, 0, (cap + 1) / 2, def, out, n, cap, NULL);
+        n = take(x, &a, 0, n + (cap - n + 1) / 2, def, out, n, cap, NULL);
         for (int i = 0; i < a.n && n < cap; i++) {
             int sh = choice_shape(x, &a.c[i].ch), have = 0;
             for (int j = 0; j < n && !have; j++)
