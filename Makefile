@@ -68,7 +68,9 @@ TEST_SRCS = \
 	tests/test_bench.c \
 	tests/test_tune.c \
 	tests/test_tune_team.c \
-	tests/test_model.c
+	tests/test_model.c \
+	tests/test_copy.c \
+	tests/test_align.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define NCB_VERSION      "0.2"
+#define NCB_VERSION      "0.3"
 #define NCB_MAX_SIZES    64
 #define NCB_MAX_CFGS     16
 #define NCB_LABEL_MAX    80
@@ -122,6 +122,25 @@ typedef struct ncb_spec {
 
 typedef enum { NCB_STANDALONE, NCB_MPI } ncb_mode_t;
 
+/* Where the user buffers start (--align). An offset >= 0 is bytes past a
+ * page boundary, the same on every rank and for every buffer taken from
+ * the arenas; 0 is the page-aligned arena of earlier versions (and what a
+ * zeroed ncb_opts_t gives numacoll-tune). */
+#define NCB_ALIGN_MALLOC  (-1)   /* plain malloc, as applications (default) */
+#define NCB_ALIGN_SWEEP   (-2)   /* every offset of ncb_sweep_offsets        */
+#define NCB_ALIGN_MAX     4095
+#define NCB_SWEEP_N       6
+extern const int ncb_sweep_offsets[NCB_SWEEP_N];   /* 0 8 16 32 48 64 */
+
+/* Timing loops (--loop), a bit each; 0 counts as NCB_LOOP_B2B. */
+enum {
+    NCB_LOOP_B2B = 1,   /* barrier, then K calls back to back, root rotates */
+    NCB_LOOP_APP = 2,   /* per call: barrier, then the call alone timed,
+                           root 0 (as OSU and IMB time)                     */
+};
+/* "b2b" or "app" for one loop bit. */
+const char *ncb_loop_name(int loop);
+
 typedef struct ncb_opts {
     ncb_mode_t mode;
     int p;                       /* standalone ranks; 0 = CPUs (>= 2)     */
@@ -149,6 +168,8 @@ typedef struct ncb_opts {
     int nfiles;
     int list_params, list_algs, help;
     int no_memcpy;               /* skip the memcpy reference (the tuner)  */
+    int align;                   /* >= 0 or NCB_ALIGN_MALLOC/_SWEEP       */
+    unsigned loops;              /* NCB_LOOP_* bits; 0 = b2b              */
 } ncb_opts_t;
 
 /* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
@@ -171,6 +192,8 @@ typedef struct ncb_row {
     double memcpy_s;              /* same size on one core; < 0: n/a      */
     int status;
     char note[64];                /* why NA / what failed                 */
+    int loop;                     /* NCB_LOOP_B2B or NCB_LOOP_APP          */
+    int align;                    /* the buffers' offset past a page      */
 } ncb_row_t;
 
 typedef struct ncb_report {
@@ -188,6 +211,10 @@ typedef struct ncb_report {
     double sample_us;
     char extra[256];              /* a backend's note (MPI_T counters)     */
     char busy[128];               /* other programs were running          */
+    int align;                    /* as ncb_opts_t.align                  */
+    int align_seen;               /* malloc: rank 0's send buffer offset  */
+    char align_desc[200];         /* malloc: the offsets every rank saw   */
+    unsigned loops;               /* NCB_LOOP_* bits present              */
     ncb_row_t *rows;
     int nrows, cap;
     int failures;
@@ -224,7 +251,9 @@ int ncb_merge(const ncb_opts_t *o);
 /* ---- the measurement ---------------------------------------------------- */
 
 /* Run on every rank: references, then every operation and size over the
- * configurations t[0..ncfg). Rank 0 fills *rep and prints as it goes.
+ * configurations t[0..ncfg), each timed with every loop of o->loops and
+ * at every offset of o->align (one row per configuration, loop and offset,
+ * all interleaved). Rank 0 fills *rep and prints as it goes.
  * Returns 0, 1 if a check failed, or another non-zero status on error. */
 int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t,
                 int ncfg, ncb_report_t *rep);
@@ -235,8 +264,9 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t,
  * opened and closed by every rank (collective). ncb_measure_size measures
  * op at m over t[0..ncfg) exactly as ncb_measure measures one size, reading
  * reps, iters, sample_us, warmup, hot, check, root_shift, no_memcpy and the
- * labels o->cfg[c].label from the session's options; rank 0 appends one row
- * per target to *rep (ncb_report_add). Returns 0 or a non-zero status as
+ * labels o->cfg[c].label from the session's options, and align and loops
+ * too; rank 0 appends one row per target, loop and offset to *rep
+ * (ncb_report_add: one per target with a zeroed ncb_opts_t). Returns 0 or a non-zero status as
  * ncb_measure; a failed check is a row with status NCB_ROW_BAD, not an
  * error.
  */

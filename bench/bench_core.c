@@ -16,13 +16,27 @@
  *     root moves by --root-shift on every call, so with p = 2 a call cannot
  *     start before the previous one has arrived: the loop measures latency,
  *     not how far a root can run ahead. A sample's value is the largest
- *     per-call time over ranks; rows give min / median / max over samples;
- *  4. one untimed call with fully fresh data, checked byte for byte.
+ *     per-call time over ranks; rows give min / median / max over samples.
+ *     --loop app adds (or substitutes) the method of OSU and IMB, so that
+ *     every figure can be checked by a loop we did not design: K times a
+ *     barrier, then one call alone timed, root 0; the sample is the mean of
+ *     those K times. Loops and --align sweep offsets interleave like
+ *     configurations: every (configuration, loop, offset) is a "slot";
+ *  4. one untimed call per slot with fully fresh data, checked byte for
+ *     byte.
  * In the timed calls every call's data differs (stamps at both ends written
  * by the producer, checked by the consumer: a few stores and loads), and
  * under --cache cold (the default) every call uses another region of an
  * arena of twice the last-level cache, visited in a shuffled order, so no
  * call finds its buffers in a cache or on their way there.
+ *
+ * Where buffers start matters as much as whether they are cached: glibc's
+ * memcpy (2.36) switches to `rep movsb` from a few KiB up on CPUs with
+ * ERMS/FSRM, and that is several times slower when source and destination
+ * are not equally far past a 64-byte boundary. Applications pass malloc's
+ * buffers (large blocks 16 bytes past a page), so by default the arenas
+ * come from malloc and every region keeps its offset; --align OFF puts every
+ * region OFF bytes past a page, --align sweep measures several offsets.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -39,6 +53,15 @@ const ncb_op_t ncb_ops[NCB_OP_COUNT] = {
     NCB_OP_LIST(X)
 #undef X
 };
+
+/* The offsets of issue 10's table: co-aligned with a page or a cache line
+ * (0, 64), the 16 of malloc, and the others rep movsb treats badly or well. */
+const int ncb_sweep_offsets[NCB_SWEEP_N] = {0, 8, 16, 32, 48, 64};
+
+const char *ncb_loop_name(int loop)
+{
+    return loop == NCB_LOOP_APP ? "app" : "b2b";
+}
 
 int ncb_op_find(const char *name)
 {
@@ -186,6 +209,13 @@ static inline int stamp_u32_ok(const uint32_t *v, size_t n, uint64_t c, int p)
 
 /* ---- per-rank state of a run (a session) ----------------------------------- */
 
+/* One (configuration, loop, offset) measured at the current size. */
+typedef struct slot {
+    int cfg, loop, off_idx;
+    long errors;                     /* stamp mismatches this size */
+    char first_error[160];
+} slot_t;
+
 typedef struct ncb_session {
     const ncb_opts_t *o;
     ncb_world_t *w;
@@ -193,14 +223,20 @@ typedef struct ncb_session {
     int ncfg;
     ncb_report_t *rep;
     unsigned char *sarena, *rarena;  /* contributions / roots' data; results */
-    size_t arena;
+    size_t arena;                    /* bytes the regions span */
+    size_t alloc;                    /* bytes allocated per arena */
+    int malloced;                    /* arenas from malloc, not mmap */
+    int align_seen;                  /* malloc: sarena's offset past a page */
+    size_t offs[NCB_SWEEP_N];        /* offsets to measure, past sarena/rarena */
+    int noffs;
+    size_t cur_off;                  /* the offset being measured */
     uint32_t *order;                 /* cold: the regions' visiting order */
     size_t norder;                   /* regions of the current size */
     uint64_t call;                   /* calls so far: same on every rank */
     int fault;                       /* NCB_FAULT=corrupt: rank 1 spoils
                                         what it receives (tests the check) */
-    long errors[NCB_MAX_CFGS];       /* stamp mismatches this size */
-    char first_error[NCB_MAX_CFGS][160];
+    slot_t *slot;                    /* this size's slots */
+    int nslot, slot_cap;
 } run_t;
 
 static unsigned char *arena_map(size_t len)
@@ -208,6 +244,16 @@ static unsigned char *arena_map(size_t len)
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+static void arena_free(const run_t *R, unsigned char *a)
+{
+    if (!a)
+        return;
+    if (R->malloced)
+        free(a);
+    else
+        munmap(a, R->alloc);
 }
 
 /* Where call c's buffers sit for an m-byte message: cold, the next of the
@@ -218,7 +264,7 @@ static unsigned char *arena_map(size_t len)
  * issue its loads. */
 typedef struct cursor {
     size_t stride, nregions, idx;
-    int root;
+    int root, shift;
 } cursor_t;
 
 static size_t regions_of(const run_t *R, size_t m, size_t *stride)
@@ -257,26 +303,31 @@ static int set_order(run_t *R, size_t m)
     return 0;
 }
 
-static void cursor_init(const run_t *R, cursor_t *k, size_t m)
+/* shift: how far the root moves per call (--root-shift; 0 for the app
+ * loop, whose root stays 0 as in OSU and IMB). */
+static void cursor_init(const run_t *R, cursor_t *k, size_t m, int shift)
 {
     k->nregions = regions_of(R, m, &k->stride);
     k->idx = (size_t)(R->call % k->nregions);
-    k->root = (int)((R->call * (uint64_t)R->o->root_shift) % (uint64_t)R->w->p);
+    k->shift = shift % R->w->p;
+    k->root = (int)((R->call * (uint64_t)shift) % (uint64_t)R->w->p);
 }
 
 static inline void cursor_next(const run_t *R, cursor_t *k)
 {
     if (++k->idx == k->nregions)
         k->idx = 0;
-    k->root += R->o->root_shift % R->w->p;
+    k->root += k->shift;
     if (k->root >= R->w->p)
         k->root -= R->w->p;
 }
 
+/* Regions are whole pages apart, so every buffer keeps the offset past a
+ * page that its arena (malloc) or cur_off (--align) gives it. */
 static inline void call_at(const run_t *R, const cursor_t *k, int op, size_t m,
                            ncb_call_t *c)
 {
-    size_t off = (size_t)R->order[k->idx] * k->stride;
+    size_t off = (size_t)R->order[k->idx] * k->stride + R->cur_off;
     c->sbuf = R->sarena + off;
     c->rbuf = R->rarena + off;
     c->bytes = m;
@@ -292,11 +343,11 @@ static int receives(const run_t *R, int op, int root)
                                          : R->w->rank == root;
 }
 
-static void note_error(run_t *R, int cfg, const char *fmt, size_t a, int root)
+static void note_error(slot_t *s, int rank, const char *fmt, size_t a,
+                       int root)
 {
-    if (R->errors[cfg]++ == 0)
-        snprintf(R->first_error[cfg], sizeof R->first_error[cfg], fmt, a,
-                 R->w->rank, root);
+    if (s->errors++ == 0)
+        snprintf(s->first_error, sizeof s->first_error, fmt, a, rank, root);
 }
 
 static int call_failed(run_t *R, int cfg, int op, const ncb_call_t *c, int rc)
@@ -310,6 +361,16 @@ static int call_failed(run_t *R, int cfg, int op, const ncb_call_t *c, int rc)
     return 3;
 }
 
+static int barrier_failed(run_t *R, int cfg)
+{
+    const char *why = R->t[cfg].last_error ? R->t[cfg].last_error(R->t[cfg].ctx)
+                                           : "";
+    fprintf(stderr, "numacoll-bench: rank %d: barrier failed (configuration "
+            "%s)%s%s\n", R->w->rank, R->o->cfg[cfg].label,
+            why && *why ? ": " : "", why ? why : "");
+    return 3;
+}
+
 /* Flip the last received byte (NCB_FAULT=corrupt), so that the tests can
  * see the check fail. */
 static void spoil(const ncb_call_t *c, int op)
@@ -319,39 +380,50 @@ static void spoil(const ncb_call_t *c, int op)
         b[c->bytes - 1] ^= 0x40;
 }
 
+/* Before a timed call: the producer stamps both ends of its buffer. */
+static inline void stamp_call(const run_t *R, int sum, const ncb_call_t *c)
+{
+    if (sum)
+        stamp_u32(c->sbuf, c->count, R->call, R->w->rank);
+    else if (R->w->rank == c->root)
+        stamp_bytes(c->buf, c->bytes, R->call);
+}
+
+/* After it: the consumer compares the stamps. */
+static inline void check_call(run_t *R, slot_t *s, int op, int check,
+                              int sum, const ncb_call_t *c)
+{
+    if (R->fault && R->w->rank == 1 && receives(R, op, c->root))
+        spoil(c, op);
+    if (!check || !receives(R, op, c->root))
+        return;
+    int ok = sum ? stamp_u32_ok(c->rbuf, c->count, R->call, R->w->p)
+                 : stamp_bytes_ok(c->buf, c->bytes, R->call);
+    if (!ok)
+        note_error(s, R->w->rank, "timed call of %zu bytes: rank %d received "
+                   "stale or wrong end bytes from root %d", c->bytes, c->root);
+}
+
 /* K timed calls back to back on every rank; *per_call = elapsed / K. */
-static int timed_loop(run_t *R, int cfg, int op, size_t m, int k,
+static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k,
                       double *per_call)
 {
-    ncb_target_t *t = &R->t[cfg];
+    ncb_target_t *t = &R->t[s->cfg];
     int (*fn)(void *, const ncb_call_t *) = t->run[op];
     const int check = R->o->check && (ncb_ops[op].flags & NCB_SIZED);
-    const int sum = (ncb_ops[op].flags & NCB_SUM) != 0, rank = R->w->rank;
+    const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
     cursor_t cur;
-    cursor_init(R, &cur, m);
+    cursor_init(R, &cur, m, R->o->root_shift);
     ncb_call_t c;
     double t0 = ncb_now();
     for (int i = 0; i < k; i++) {
         call_at(R, &cur, op, m, &c);
-        if (check) {
-            /* fresh data: the producer stamps both ends of its buffer */
-            if (sum)
-                stamp_u32(c.sbuf, c.count, R->call, rank);
-            else if (rank == c.root)
-                stamp_bytes(c.buf, m, R->call);
-        }
+        if (check)
+            stamp_call(R, sum, &c);
         int rc = fn(t->ctx, &c);
         if (rc != 0)
-            return call_failed(R, cfg, op, &c, rc);
-        if (R->fault && rank == 1 && receives(R, op, c.root))
-            spoil(&c, op);
-        if (check && receives(R, op, c.root)) {
-            int ok = sum ? stamp_u32_ok(c.rbuf, c.count, R->call, R->w->p)
-                         : stamp_bytes_ok(c.buf, m, R->call);
-            if (!ok)
-                note_error(R, cfg, "timed call of %zu bytes: rank %d received "
-                           "stale or wrong end bytes from root %d", m, c.root);
-        }
+            return call_failed(R, s->cfg, op, &c, rc);
+        check_call(R, s, op, check, sum, &c);
         R->call++;
         cursor_next(R, &cur);
     }
@@ -359,11 +431,45 @@ static int timed_loop(run_t *R, int cfg, int op, size_t m, int k,
     return 0;
 }
 
-/* One untimed call with fully fresh data, checked byte for byte. */
-static int full_check(run_t *R, int cfg, int op, size_t m)
+/* The application-style loop: K times a barrier (untimed), then one call
+ * timed alone with root 0; *per_call = the calls' mean. Stamps are written
+ * and compared outside the timed call. */
+static int app_loop(run_t *R, slot_t *s, int op, size_t m, int k,
+                    double *per_call)
 {
+    ncb_target_t *t = &R->t[s->cfg];
+    int (*fn)(void *, const ncb_call_t *) = t->run[op];
+    const int check = R->o->check && (ncb_ops[op].flags & NCB_SIZED);
+    const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
     cursor_t cur;
-    cursor_init(R, &cur, m);
+    cursor_init(R, &cur, m, 0);
+    ncb_call_t c;
+    double total = 0;
+    for (int i = 0; i < k; i++) {
+        call_at(R, &cur, op, m, &c);
+        if (check)
+            stamp_call(R, sum, &c);
+        if (t->barrier(t->ctx))
+            return barrier_failed(R, s->cfg);
+        double t0 = ncb_now();
+        int rc = fn(t->ctx, &c);
+        total += ncb_now() - t0;
+        if (rc != 0)
+            return call_failed(R, s->cfg, op, &c, rc);
+        check_call(R, s, op, check, sum, &c);
+        R->call++;
+        cursor_next(R, &cur);
+    }
+    *per_call = total / k;
+    return 0;
+}
+
+/* One untimed call with fully fresh data, checked byte for byte. */
+static int full_check(run_t *R, slot_t *sl, int op, size_t m)
+{
+    const int cfg = sl->cfg;
+    cursor_t cur;
+    cursor_init(R, &cur, m, sl->loop == NCB_LOOP_APP ? 0 : R->o->root_shift);
     ncb_call_t c;
     call_at(R, &cur, op, m, &c);
     const int rank = R->w->rank, p = R->w->p;
@@ -393,31 +499,33 @@ static int full_check(run_t *R, int cfg, int op, size_t m)
         const uint32_t *d = c.rbuf;
         for (size_t e = 0; e < c.count; e++)
             if (d[e] != sum_of(fresh_u32(id, e), p)) {
-                note_error(R, cfg, "checked call: element %zu wrong on rank "
+                note_error(sl, rank, "checked call: element %zu wrong on rank "
                            "%d (root %d)", e, c.root);
                 break;
             }
     } else {
         size_t bad = first_bad_byte(c.buf, m, id);
         if (bad < m)
-            note_error(R, cfg, "checked call: byte %zu wrong on rank %d "
+            note_error(sl, rank, "checked call: byte %zu wrong on rank %d "
                        "(root %d)", bad, c.root);
     }
     return 0;
 }
 
-/* Rank 0 times memcpy over the same regions; the others wait. */
+/* Rank 0 times memcpy over the same regions at the same offset (source
+ * and destination co-aligned, as in the collective's buffers); the others
+ * wait. */
 static double memcpy_ref(run_t *R, size_t m, int k, int reps)
 {
     double *s = malloc((size_t)reps * sizeof *s), med = -1;
     if (!s)
         return -1;
     cursor_t cur;
-    cursor_init(R, &cur, m);
+    cursor_init(R, &cur, m, 0);
     for (int rep = 0; rep < reps; rep++) {
         double t0 = ncb_now();
         for (int i = 0; i < k; i++) {
-            size_t off = (size_t)R->order[cur.idx] * cur.stride;
+            size_t off = (size_t)R->order[cur.idx] * cur.stride + R->cur_off;
             memcpy(R->rarena + off, R->sarena + off, m);
             /* keep the copy: the compiler may not drop or merge it */
             __asm__ __volatile__("" : : "r"(R->rarena + off) : "memory");
@@ -514,22 +622,66 @@ static int warmup_calls(const ncb_opts_t *o, size_t m)
     return w < 2 ? 2 : w > 100 ? 100 : (int)w;
 }
 
-/* Measure op at size m (0 for sizeless) over every configuration; rank 0
- * appends the rows and prints them. */
+static unsigned loops_of(const ncb_opts_t *o)
+{
+    return o->loops ? o->loops : NCB_LOOP_B2B;
+}
+
+/* The slots of this size: per configuration, per loop, per offset (the
+ * order the samples visit them in). 0 or -1 without memory. */
+static int make_slots(run_t *R)
+{
+    const unsigned loops = loops_of(R->o);
+    int n = 0;
+    for (int l = NCB_LOOP_B2B; l <= NCB_LOOP_APP; l <<= 1)
+        n += (loops & (unsigned)l) != 0;
+    n *= R->ncfg * R->noffs;
+    if (n > R->slot_cap) {
+        slot_t *s = realloc(R->slot, (size_t)n * sizeof *s);
+        if (!s)
+            return -1;
+        R->slot = s;
+        R->slot_cap = n;
+    }
+    R->nslot = 0;
+    for (int c = 0; c < R->ncfg; c++)
+        for (int l = NCB_LOOP_B2B; l <= NCB_LOOP_APP; l <<= 1)
+            for (int j = 0; j < R->noffs && (loops & (unsigned)l); j++) {
+                slot_t *s = &R->slot[R->nslot++];
+                memset(s, 0, sizeof *s);
+                s->cfg = c;
+                s->loop = l;
+                s->off_idx = j;
+            }
+    return 0;
+}
+
+/* The offset a row reports: the one set, or under malloc the one seen. */
+static int row_align(const run_t *R, int off_idx)
+{
+    return R->o->align == NCB_ALIGN_MALLOC ? R->align_seen
+                                           : (int)R->offs[off_idx];
+}
+
+/* Measure op at size m (0 for sizeless) over every slot; rank 0 appends
+ * the rows and prints them. */
 static int measure_size(run_t *R, int op, size_t m)
 {
     const ncb_opts_t *o = R->o;
     ncb_world_t *w = R->w;
-    const int ncfg = R->ncfg, reps = o->reps;
+    const int ncfg = R->ncfg, reps = o->reps, noffs = R->noffs;
     int ok[NCB_MAX_CFGS];
     char why[NCB_MAX_CFGS][64];
-    double est[NCB_MAX_CFGS];
+    double est[NCB_MAX_CFGS * NCB_SWEEP_N];
+    double mc[NCB_SWEEP_N];
     int any = 0;
 
-    if (set_order(R, m) != 0) {
-        fprintf(stderr, "numacoll-bench: out of memory for the region order\n");
+    if (set_order(R, m) != 0 || make_slots(R) != 0) {
+        fprintf(stderr, "numacoll-bench: out of memory for the region order "
+                "and the slots\n");
         return 4;
     }
+    const int ns = R->nslot;
 
     for (int c = 0; c < ncfg; c++) {
         why[c][0] = '\0';
@@ -543,55 +695,63 @@ static int measure_size(run_t *R, int op, size_t m)
                  R->t[c].applies(R->t[c].ctx, op, m, why[c], sizeof why[c]))
             ok[c] = 0;
         any |= ok[c];
-        R->errors[c] = 0;
-        R->first_error[c][0] = '\0';
-        est[c] = 0;
     }
-    /* 1. warm-up and the estimate that sets K: the faster of two loops on
-     * each rank (one preemption must not shrink K), the slowest rank */
-    for (int c = 0; c < ncfg; c++) {
-        if (!ok[c])
-            continue;
-        double x, y;
-        int rc = timed_loop(R, c, op, m, 1, &x);
-        int wn = warmup_calls(o, m);
-        if (!rc && wn > 0)
-            rc = timed_loop(R, c, op, m, wn, &x);
-        if (!rc && wn > 0)
-            rc = timed_loop(R, c, op, m, wn, &y);
-        else
-            y = x;
-        if (rc)
-            return rc;
-        est[c] = x < y ? x : y;
-    }
-    if (w->allmax(w, est, ncfg))
+    /* 1. warm-up and the estimate that sets K: per configuration and
+     * offset (a copy may take another path at another offset), the faster
+     * of two back-to-back loops on each rank (one preemption must not
+     * shrink K), the slowest rank. The app loop shares K: its calls are
+     * the same, only a barrier comes between them. */
+    for (int c = 0; c < ncfg; c++)
+        for (int j = 0; j < noffs; j++) {
+            est[c * noffs + j] = 0;
+            if (!ok[c])
+                continue;
+            slot_t warm = {.cfg = c, .loop = NCB_LOOP_B2B, .off_idx = j};
+            double x, y;
+            R->cur_off = R->offs[j];
+            int rc = timed_loop(R, &warm, op, m, 1, &x);
+            int wn = warmup_calls(o, m);
+            if (!rc && wn > 0)
+                rc = timed_loop(R, &warm, op, m, wn, &x);
+            if (!rc && wn > 0)
+                rc = timed_loop(R, &warm, op, m, wn, &y);
+            else
+                y = x;
+            if (rc)
+                return rc;
+            est[c * noffs + j] = x < y ? x : y;
+        }
+    if (w->allmax(w, est, ncfg * noffs))
         return 4;
     double worst = 0;
-    for (int c = 0; c < ncfg; c++)
-        worst = est[c] > worst ? est[c] : worst;
+    for (int i = 0; i < ncfg * noffs; i++)
+        worst = est[i] > worst ? est[i] : worst;
     int k = o->iters;
     if (!k) {
         double want = o->sample_us * 1e-6 / (worst > 1e-9 ? worst : 1e-9);
         k = want < 1 ? 1 : want > 100000 ? 100000 : (int)(want + 0.5);
     }
-    /* 2. the single-copy limit, by rank 0 alone */
-    double mc = -1;
+    /* 2. the single-copy limit at every offset, by rank 0 alone */
+    for (int j = 0; j < noffs; j++)
+        mc[j] = -1;
     if ((ncb_ops[op].flags & NCB_SIZED) && any && !o->no_memcpy) {
         if (w->sync(w))
             return 4;
-        if (w->rank == 0) {
-            double one = memcpy_ref(R, m, 1, 3);
-            double want = o->sample_us * 1e-6 / (one > 1e-9 ? one : 1e-9);
-            int km = want < 1 ? 1 : want > 100000 ? 100000 : (int)(want + 0.5);
-            mc = memcpy_ref(R, m, km, reps);
-        }
+        if (w->rank == 0)
+            for (int j = 0; j < noffs; j++) {
+                R->cur_off = R->offs[j];
+                double one = memcpy_ref(R, m, 1, 3);
+                double want = o->sample_us * 1e-6 / (one > 1e-9 ? one : 1e-9);
+                int km = want < 1 ? 1 : want > 100000 ? 100000
+                                                      : (int)(want + 0.5);
+                mc[j] = memcpy_ref(R, m, km, reps);
+            }
         if (w->sync(w))
             return 4;
     }
-    /* 3. samples, configurations interleaved */
-    double *mine = calloc((size_t)(reps + 1) * (size_t)ncfg, sizeof *mine);
-    double *all = calloc((size_t)(reps + 1) * (size_t)ncfg * (size_t)w->p,
+    /* 3. samples, slots interleaved */
+    double *mine = calloc((size_t)(reps + 1) * (size_t)ns, sizeof *mine);
+    double *all = calloc((size_t)(reps + 1) * (size_t)ns * (size_t)w->p,
                          sizeof *all);
     double *col = calloc((size_t)reps, sizeof *col);
     if (!mine || !all || !col) {
@@ -603,50 +763,59 @@ static int measure_size(run_t *R, int op, size_t m)
     }
     int rc = 0;
     for (int rep = 0; rep < reps && !rc; rep++)
-        for (int c = 0; c < ncfg && !rc; c++) {
-            if (!ok[c])
+        for (int i = 0; i < ns && !rc; i++) {
+            slot_t *sl = &R->slot[i];
+            if (!ok[sl->cfg])
                 continue;
-            if (R->t[c].barrier(R->t[c].ctx)) {
-                fprintf(stderr, "numacoll-bench: rank %d: barrier failed: %s\n",
-                        w->rank, R->t[c].last_error(R->t[c].ctx));
-                rc = 3;
+            if (R->t[sl->cfg].barrier(R->t[sl->cfg].ctx)) {
+                rc = barrier_failed(R, sl->cfg);
                 break;
             }
-            rc = timed_loop(R, c, op, m, k, &mine[rep * ncfg + c]);
+            R->cur_off = R->offs[sl->off_idx];
+            rc = (sl->loop == NCB_LOOP_APP ? app_loop : timed_loop)(
+                R, sl, op, m, k, &mine[rep * ns + i]);
         }
-    /* 4. one fully checked call */
-    for (int c = 0; c < ncfg && !rc; c++)
-        if (ok[c] && o->check && (ncb_ops[op].flags & NCB_SIZED))
-            rc = full_check(R, c, op, m);
+    /* 4. one fully checked call per slot */
+    for (int i = 0; i < ns && !rc; i++)
+        if (ok[R->slot[i].cfg] && o->check && (ncb_ops[op].flags & NCB_SIZED)) {
+            R->cur_off = R->offs[R->slot[i].off_idx];
+            rc = full_check(R, &R->slot[i], op, m);
+        }
     if (rc) {
         free(mine);
         free(all);
         free(col);
         return rc;
     }
-    for (int c = 0; c < ncfg; c++) {
-        mine[reps * ncfg + c] = (double)R->errors[c];
-        if (R->errors[c])
-            fprintf(stderr, "numacoll-bench: %s %s: %s (%ld bad calls on "
-                    "this rank)\n", ncb_ops[op].name, o->cfg[c].label,
-                    R->first_error[c], R->errors[c]);
+    for (int i = 0; i < ns; i++) {
+        const slot_t *sl = &R->slot[i];
+        mine[reps * ns + i] = (double)sl->errors;
+        if (sl->errors)
+            fprintf(stderr, "numacoll-bench: %s %s (%s loop, offset %d): %s "
+                    "(%ld bad calls on this rank)\n", ncb_ops[op].name,
+                    o->cfg[sl->cfg].label, ncb_loop_name(sl->loop),
+                    row_align(R, sl->off_idx), sl->first_error, sl->errors);
     }
-    if (w->gather(w, mine, (reps + 1) * ncfg, all)) {
+    if (w->gather(w, mine, (reps + 1) * ns, all)) {
         free(mine);
         free(all);
         free(col);
         return 4;
     }
     if (w->rank == 0) {
-        int stride = (reps + 1) * ncfg;
-        for (int c = 0; c < ncfg; c++) {
+        int stride = (reps + 1) * ns;
+        for (int i = 0; i < ns; i++) {
+            const slot_t *sl = &R->slot[i];
+            const int c = sl->cfg;
             ncb_row_t *row = ncb_report_add(R->rep);
             if (!row)
                 break;
             row->op = op;
             row->cfg = c;
             row->bytes = m;
-            row->memcpy_s = mc;
+            row->loop = sl->loop;
+            row->align = row_align(R, sl->off_idx);
+            row->memcpy_s = mc[sl->off_idx];
             if (!ok[c]) {
                 row->status = NCB_ROW_NA;
                 snprintf(row->note, sizeof row->note, "%s", why[c]);
@@ -658,13 +827,13 @@ static int measure_size(run_t *R, int op, size_t m)
             for (int rep = 0; rep < reps; rep++) {
                 double v = 0;
                 for (int r = 0; r < w->p; r++) {
-                    double x = all[r * stride + rep * ncfg + c];
+                    double x = all[r * stride + rep * ns + i];
                     v = x > v ? x : v;
                 }
                 col[rep] = v;
             }
             for (int r = 0; r < w->p; r++)
-                bad += (long)all[r * stride + reps * ncfg + c];
+                bad += (long)all[r * stride + reps * ns + i];
             qsort(col, (size_t)reps, sizeof *col, cmp_double);
             row->min = col[0];
             row->max = col[reps - 1];
@@ -688,7 +857,7 @@ static int measure_size(run_t *R, int op, size_t m)
     return 0;
 }
 
-/* Map and touch the arenas for messages up to maxm; 0 or 4. */
+/* Allocate and touch the arenas for messages up to maxm; 0 or 4. */
 static int session_init(run_t *R, const ncb_opts_t *o, ncb_world_t *w,
                         size_t maxm)
 {
@@ -704,28 +873,90 @@ static int session_init(run_t *R, const ncb_opts_t *o, ncb_world_t *w,
     R->arena = o->hot ? need : (2 * llc > 2 * need ? 2 * llc : 2 * need);
     if (R->arena < 4096)
         R->arena = 4096;
-    R->sarena = arena_map(R->arena);
-    R->rarena = arena_map(R->arena);
+    if (o->align == NCB_ALIGN_MALLOC) {
+        /* as an application allocates: wherever malloc puts it (glibc:
+         * 16 bytes past a page for blocks it maps, anywhere 16-aligned
+         * for small ones); the regions inherit that offset */
+        R->malloced = 1;
+        R->alloc = R->arena;
+        R->sarena = malloc(R->alloc);
+        R->rarena = malloc(R->alloc);
+        R->offs[0] = 0;
+        R->noffs = 1;
+        R->align_seen = R->sarena ? (int)((uintptr_t)R->sarena % 4096) : 0;
+    } else {
+        /* page-aligned, one page more, so that a region OFF bytes past its
+         * page still ends inside */
+        R->alloc = R->arena + 4096;
+        R->sarena = arena_map(R->alloc);
+        R->rarena = arena_map(R->alloc);
+        if (o->align == NCB_ALIGN_SWEEP) {
+            for (int j = 0; j < NCB_SWEEP_N; j++)
+                R->offs[j] = (size_t)ncb_sweep_offsets[j];
+            R->noffs = NCB_SWEEP_N;
+        } else {
+            R->offs[0] = o->align > 0 ? (size_t)o->align : 0;
+            R->noffs = 1;
+        }
+    }
     if (!R->sarena || !R->rarena) {
-        fprintf(stderr, "numacoll-bench: rank %d: cannot map 2 x %zu bytes of "
-                "buffers\n", w->rank, R->arena);
-        if (R->sarena)
-            munmap(R->sarena, R->arena);
-        if (R->rarena)
-            munmap(R->rarena, R->arena);
+        fprintf(stderr, "numacoll-bench: rank %d: cannot allocate 2 x %zu "
+                "bytes of buffers\n", w->rank, R->alloc);
+        arena_free(R, R->sarena);
+        arena_free(R, R->rarena);
         return 4;
     }
     /* Touch every page now: page faults must not land in a timed loop. */
-    fill_bytes(R->sarena, R->arena, 0x51, 0);
-    memset(R->rarena, 0xA5, R->arena);
+    fill_bytes(R->sarena, R->alloc, 0x51, 0);
+    memset(R->rarena, 0xA5, R->alloc);
     return 0;
 }
 
 static void session_fini(run_t *R)
 {
-    munmap(R->sarena, R->arena);
-    munmap(R->rarena, R->arena);
+    arena_free(R, R->sarena);
+    arena_free(R, R->rarena);
     free(R->order);
+    free(R->slot);
+}
+
+/* Under malloc, what every rank's arenas got: "page+16 (16 mod 64) on
+ * every rank", or each rank's pair when they differ. Collective. */
+static int describe_align(run_t *R, ncb_report_t *rep)
+{
+    ncb_world_t *w = R->w;
+    double mine[2] = {(double)((uintptr_t)R->sarena % 4096),
+                      (double)((uintptr_t)R->rarena % 4096)};
+    double *all = malloc((size_t)w->p * 2 * sizeof *all);
+    if (!all || w->gather(w, mine, 2, all)) {
+        free(all);
+        return 4;
+    }
+    if (w->rank == 0) {
+        int same = 1;
+        for (int r = 0; r < 2 * w->p; r++)
+            same &= all[r] == all[0];
+        rep->align_seen = R->align_seen;
+        if (same) {
+            snprintf(rep->align_desc, sizeof rep->align_desc, "page+%d (%d mod "
+                     "64) for every rank's send and receive buffers",
+                     (int)all[0], (int)all[0] % 64);
+        } else {
+            size_t n = (size_t)snprintf(rep->align_desc,
+                                        sizeof rep->align_desc,
+                                        "offsets past a page differ (send/"
+                                        "receive, rank 0 first):");
+            for (int r = 0; r < w->p && n < sizeof rep->align_desc; r++)
+                n += (size_t)snprintf(rep->align_desc + n,
+                                      sizeof rep->align_desc - n, " %d/%d",
+                                      (int)all[2 * r], (int)all[2 * r + 1]);
+            if (n < sizeof rep->align_desc)
+                snprintf(rep->align_desc + n, sizeof rep->align_desc - n,
+                         "; rows give rank 0's send offset");
+        }
+    }
+    free(all);
+    return 0;
 }
 
 int ncb_session_open(const ncb_opts_t *o, ncb_world_t *w, size_t max_bytes,
@@ -781,7 +1012,9 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
         rep->arena = R.arena;
         rep->llc = ncb_llc_bytes();
     }
-    int rc = 0;
+    int rc = o->align == NCB_ALIGN_MALLOC ? describe_align(&R, rep) : 0;
+    if (rc)
+        goto out;
     double rtt = line_rtt(&R);
     /* The barrier's own cost, measured as the samples use it. */
     double bar[NCB_MAX_CFGS];

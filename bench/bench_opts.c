@@ -55,6 +55,18 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "      --root-shift N   root of call c is (c*N) %% p (default 1; 0: root 0)\n"
         "      --cache cold|hot cold (default): every call uses fresh buffers from\n"
         "                       an arena of 2x the last-level cache; hot: one buffer\n"
+        "      --align A        where the user buffers start: malloc (default: as\n"
+        "                       applications, wherever malloc puts them; glibc: 16\n"
+        "                       bytes past a page), OFF (0..4095 bytes past a page,\n"
+        "                       every buffer of every rank), or sweep (offsets 0 8\n"
+        "                       16 32 48 64 interleaved; best, worst and worst/best)\n");
+    fprintf(to,
+        "      --loop L         b2b: a barrier, then K calls back to back, root\n"
+        "                       moving by --root-shift; app: per call a barrier,\n"
+        "                       then the call alone timed, root 0 (as OSU, IMB);\n"
+        "                       both (default %s)\n", mode == NCB_MPI ? "under MPI"
+                                                   : "b2b standalone");
+    fprintf(to,
         "      --no-check       do not verify received data\n"
         "      --reps N         samples per size and configuration (default 11)\n"
         "      --iters N        calls per sample (default: enough for --sample-us)\n"
@@ -330,8 +342,24 @@ enum {
     OPT_SPIN = 256, OPT_TREES, OPT_BASELINE, OPT_TOPOLOGY, OPT_BIND,
     OPT_NOBIND, OPT_LABEL, OPT_ROOTSHIFT, OPT_CACHE, OPT_NOCHECK, OPT_REPS,
     OPT_ITERS, OPT_SAMPLE, OPT_WARMUP, OPT_CSV, OPT_JSON, OPT_PLOT, OPT_QUIET,
-    OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM
+    OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP
 };
+
+/* --align malloc|sweep|OFF */
+static int parse_align(ncb_opts_t *o, const char *v, char *err, size_t errlen)
+{
+    long n;
+    if (strcmp(v, "malloc") == 0)
+        o->align = NCB_ALIGN_MALLOC;
+    else if (strcmp(v, "sweep") == 0)
+        o->align = NCB_ALIGN_SWEEP;
+    else if (parse_count("--align", v, 0, NCB_ALIGN_MAX, &n, err, errlen) == 0)
+        o->align = (int)n;
+    else
+        FAIL("--align: '%s' is neither malloc, sweep nor an offset from 0 to "
+             "%d bytes past a page", v, NCB_ALIGN_MAX);
+    return 0;
+}
 
 int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
               char *err, size_t errlen)
@@ -353,6 +381,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         {"plot", 1, 0, OPT_PLOT},  {"quiet", 0, 0, OPT_QUIET},
         {"merge", 0, 0, OPT_MERGE}, {"list-algs", 0, 0, OPT_LISTALGS},
         {"list-params", 0, 0, OPT_LISTPARAMS}, {"param", 1, 0, OPT_PARAM},
+        {"align", 1, 0, OPT_ALIGN}, {"loop", 1, 0, OPT_LOOP},
         {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -364,6 +393,10 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
     o->warmup = -1;
     o->sample_us = 1000;
     o->bind = -1;
+    o->align = NCB_ALIGN_MALLOC;
+    /* under MPI both loops by default: every figure next to the method of
+     * OSU and IMB; standalone the app loop is there to ask for */
+    o->loops = mode == NCB_MPI ? NCB_LOOP_B2B | NCB_LOOP_APP : NCB_LOOP_B2B;
     int rc = parse_sizes(o, "1:16m", err, errlen);
     if (rc)
         return rc;
@@ -488,6 +521,20 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
                 o->hot = 0;
             else
                 FAIL("--cache: '%s' is neither cold nor hot", optarg);
+            break;
+        case OPT_ALIGN:
+            if ((rc = parse_align(o, optarg, err, errlen)))
+                return rc;
+            break;
+        case OPT_LOOP:
+            if (strcmp(optarg, "b2b") == 0)
+                o->loops = NCB_LOOP_B2B;
+            else if (strcmp(optarg, "app") == 0)
+                o->loops = NCB_LOOP_APP;
+            else if (strcmp(optarg, "both") == 0)
+                o->loops = NCB_LOOP_B2B | NCB_LOOP_APP;
+            else
+                FAIL("--loop: '%s' is neither app, b2b nor both", optarg);
             break;
         case OPT_NOCHECK: o->check = 0; break;
         case OPT_REPS:

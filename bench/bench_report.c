@@ -37,6 +37,8 @@ void ncb_report_init(ncb_report_t *r, const ncb_opts_t *o, const char *mode,
     r->reps = o->reps;
     r->iters = o->iters;
     r->sample_us = o->sample_us;
+    r->align = o->align;
+    r->loops = o->loops ? o->loops : NCB_LOOP_B2B;
 }
 
 ncb_row_t *ncb_report_add(ncb_report_t *r)
@@ -64,14 +66,75 @@ void ncb_report_free(ncb_report_t *r)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
+/* The loops in the order rows print them. */
+static const int loop_order[2] = {NCB_LOOP_B2B, NCB_LOOP_APP};
+
+static int row_loop(const ncb_row_t *row)
+{
+    return row->loop ? row->loop : NCB_LOOP_B2B;
+}
+
+/* The row of (op, cfg, bytes, loop) at offset align; align < 0: any. */
 static const ncb_row_t *find_row(const ncb_report_t *r, int op, int cfg,
-                                 size_t bytes)
+                                 size_t bytes, int loop, int align)
 {
     for (int i = 0; i < r->nrows; i++)
         if (r->rows[i].op == op && r->rows[i].cfg == cfg &&
-            r->rows[i].bytes == bytes)
+            r->rows[i].bytes == bytes && row_loop(&r->rows[i]) == loop &&
+            (align < 0 || r->rows[i].align == align))
             return &r->rows[i];
     return NULL;
+}
+
+/* Both loops in this report: rows then carry a loop column. */
+static int both_loops(const ncb_report_t *r)
+{
+    return (r->loops & NCB_LOOP_B2B) && (r->loops & NCB_LOOP_APP);
+}
+
+/* The distinct offsets of op's rows, ascending; returns how many (at most
+ * max). */
+static int offsets_of(const ncb_report_t *r, int op, int *offs, int max)
+{
+    int n = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        if (r->rows[i].op != op)
+            continue;
+        int a = r->rows[i].align, seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= offs[j] == a;
+        if (seen || n == max)
+            continue;
+        int j = n++;
+        for (; j > 0 && offs[j - 1] > a; j--)
+            offs[j] = offs[j - 1];
+        offs[j] = a;
+    }
+    /* a run prints the heading before its first row */
+    if (n == 0 && r->align == NCB_ALIGN_SWEEP)
+        for (; n < NCB_SWEEP_N && n < max; n++)
+            offs[n] = ncb_sweep_offsets[n];
+    return n;
+}
+
+/* Best and worst offset of (op, cfg, bytes, loop) by median: 0, or -1
+ * when no row there has a time. */
+static int best_worst(const ncb_report_t *r, int op, int cfg, size_t bytes,
+                      int loop, const ncb_row_t **best,
+                      const ncb_row_t **worst)
+{
+    *best = *worst = NULL;
+    for (int i = 0; i < r->nrows; i++) {
+        const ncb_row_t *x = &r->rows[i];
+        if (x->op != op || x->cfg != cfg || x->bytes != bytes ||
+            row_loop(x) != loop || x->status == NCB_ROW_NA)
+            continue;
+        if (!*best || x->med < (*best)->med)
+            *best = x;
+        if (!*worst || x->med > (*worst)->med)
+            *worst = x;
+    }
+    return *best ? 0 : -1;
 }
 
 /* One-way notification limit: half the measured round trip. */
@@ -116,32 +179,84 @@ static int sized_ops_present(const ncb_report_t *r, int *ops)
 
 /* ---- the terminal table ----------------------------------------------------- */
 
+/* The buffers' alignment in words, for the header and the JSON file. */
+static void align_words(const ncb_report_t *r, char *out, size_t len)
+{
+    if (r->align == NCB_ALIGN_MALLOC) {
+        if (r->align_desc[0])
+            snprintf(out, len, "malloc (as applications allocate; --align "
+                     "OFF or sweep to choose): %s", r->align_desc);
+        else
+            snprintf(out, len, "malloc: page+%d (%d mod 64)", r->align_seen,
+                     r->align_seen % 64);
+    } else if (r->align == NCB_ALIGN_SWEEP) {
+        snprintf(out, len, "sweep: every buffer of every rank at each offset "
+                 "past a page in turn, offsets interleaved like "
+                 "configurations; per size each offset's median, the best "
+                 "and the worst");
+    } else {
+        snprintf(out, len, "--align %d: every buffer of every rank starts %d "
+                 "bytes past a page (%d mod 64)", r->align, r->align,
+                 r->align % 64);
+    }
+}
+
 void ncb_print_header(const ncb_report_t *r, FILE *to)
 {
-    char a[32], b[32];
+    char a[32], b[32], al[400];
     fprintf(to, "# numacoll-bench %s: %s, p = %d%s%s\n", NCB_VERSION, r->mode,
             r->p, r->where[0] ? ", " : "", r->where);
     for (int c = 0; c < r->ncfg; c++)
         if (r->desc[c][0])
             fprintf(to, "# %-14s %s\n", c == 0 ? "configuration:" : "",
                     r->desc[c]);
+    align_words(r, al, sizeof al);
+    fprintf(to, "# alignment: %s\n", al);
     if (r->nmerged) {
         fprintf(to, "# merged: %d runs; per size and configuration the median "
                 "of the runs' medians, min of mins, max of maxes\n",
                 r->nmerged);
-    } else {
-        fprintf(to, "# timing: a sample = barrier, then every rank times K "
-                "back-to-back calls and divides by K;\n"
-                "#   its value is the max over ranks; rows: min / median / max "
-                "over %d samples%s.\n", r->reps,
-                r->ncfg > 1 ? ", configurations interleaved A B A B" : "");
-        if (r->root_shift)
-            fprintf(to, "#   the root moves by %d on every call, so a call "
-                    "cannot overlap the one before it (latency, as IMB "
-                    "-root_shift)\n", r->root_shift);
+        if (both_loops(r))
+            fprintf(to, "# loops: b2b = barrier, then K calls back to back; "
+                    "app = barrier before every call, the call alone timed, "
+                    "root 0 (OSU, IMB)\n");
         else
-            fprintf(to, "#   fixed root 0: back-to-back calls may overlap "
-                    "(this measures throughput, not latency)\n");
+            fprintf(to, "# loop: %s\n", r->loops & NCB_LOOP_APP
+                    ? "app = barrier before every call, the call alone "
+                      "timed, root 0 (OSU, IMB)"
+                    : "b2b = barrier, then K calls back to back");
+    } else {
+        char inter[96] = "";
+        if (r->ncfg > 1 || both_loops(r) || r->align == NCB_ALIGN_SWEEP)
+            snprintf(inter, sizeof inter, ", %s%s%s interleaved A B A B",
+                     r->ncfg > 1 ? "configurations" : "",
+                     r->ncfg > 1 && (both_loops(r) ||
+                                     r->align == NCB_ALIGN_SWEEP) ? ", " : "",
+                     both_loops(r) && r->align == NCB_ALIGN_SWEEP
+                         ? "loops and offsets"
+                     : both_loops(r) ? "loops"
+                     : r->align == NCB_ALIGN_SWEEP ? "offsets" : "");
+        if (r->loops & NCB_LOOP_B2B) {
+            fprintf(to, "# timing%s: a sample = barrier, then every rank times "
+                    "K back-to-back calls and divides by K;\n"
+                    "#   its value is the max over ranks; rows: min / median "
+                    "/ max over %d samples%s.\n", both_loops(r) ? " (b2b)" : "",
+                    r->reps, inter);
+            if (r->root_shift)
+                fprintf(to, "#   the root moves by %d on every call, so a "
+                        "call cannot overlap the one before it (latency, as "
+                        "IMB -root_shift)\n", r->root_shift);
+            else
+                fprintf(to, "#   fixed root 0: back-to-back calls may overlap "
+                        "(this measures throughput, not latency)\n");
+        }
+        if (r->loops & NCB_LOOP_APP)
+            fprintf(to, "# timing%s: as OSU and IMB: K times a barrier (not "
+                    "timed), then one call timed alone,\n"
+                    "#   root 0; a sample = the mean of those K times, max "
+                    "over ranks; rows: min / median / max over %d samples%s.\n",
+                    both_loops(r) ? " (app)" : "", r->reps,
+                    (r->loops & NCB_LOOP_B2B) ? "" : inter);
         fprintf(to, "#   K is %s.\n", r->iters ? "fixed by --iters"
                 : "chosen per size from the warm-up so a sample lasts "
                   "about --sample-us");
@@ -187,24 +302,57 @@ static int col_width(const char *label)
     return w < 10 ? 10 : w;
 }
 
+/* Width of the configuration column of the sweep table. */
+static int label_width(const ncb_report_t *r)
+{
+    int w = 6;
+    for (int c = 0; c < r->ncfg; c++)
+        w = (int)strlen(r->label[c]) > w ? (int)strlen(r->label[c]) : w;
+    return w;
+}
+
+#define MAX_OFFS 16
+
+static void print_sweep_header(const ncb_report_t *r, int op, FILE *to)
+{
+    int offs[MAX_OFFS], n = offsets_of(r, op, offs, MAX_OFFS);
+    fprintf(to, "# medians at each offset (@N: buffers N bytes past a page); "
+            "best and worst offset; worst/best\n");
+    fprintf(to, "# %9s%s %-*s", (ncb_ops[op].flags & NCB_SIZED) ? "bytes" : "",
+            both_loops(r) ? " loop" : "", label_width(r), "config");
+    for (int j = 0; j < n; j++) {
+        char h[16];
+        snprintf(h, sizeof h, "@%d", offs[j]);
+        fprintf(to, " %9s", h);
+    }
+    fprintf(to, " %9s %4s %9s %4s %10s\n", "best", "@", "worst", "@",
+            "worst/best");
+}
+
 void ncb_print_op_header(const ncb_report_t *r, int op, FILE *to)
 {
     fprintf(to, "#\n# %s: %s; microseconds per call\n", ncb_ops[op].name,
             ncb_ops[op].what);
-    const char *base = r->label[r->baseline];
-    if (r->ncfg == 1) {
-        if (ncb_ops[op].flags & NCB_SIZED)
-            fprintf(to, "# %9s %7s %10s %10s %10s %10s %8s %7s\n", "bytes", "K",
-                    "min", "median", "max", "memcpy", "x memcpy", "x line");
-        else
-            fprintf(to, "# %9s %7s %10s %10s %10s %10s %8s %7s\n", "", "K",
-                    "min", "median", "max", "", "", "x line");
+    if (r->align == NCB_ALIGN_SWEEP) {
+        print_sweep_header(r, op, to);
         return;
     }
-    fprintf(to, "# medians; x %s = ratio to %s; x lim = ratio to max(memcpy, "
-            "one-way line)\n", base, base);
-    fprintf(to, "# %9s %10s", (ncb_ops[op].flags & NCB_SIZED) ? "bytes" : "",
-            "memcpy");
+    const char *base = r->label[r->baseline];
+    const char *lc = both_loops(r) ? " loop" : "";
+    if (r->ncfg == 1) {
+        if (ncb_ops[op].flags & NCB_SIZED)
+            fprintf(to, "# %9s%s %7s %10s %10s %10s %10s %8s %7s\n", "bytes",
+                    lc, "K", "min", "median", "max", "memcpy", "x memcpy",
+                    "x line");
+        else
+            fprintf(to, "# %9s%s %7s %10s %10s %10s %10s %8s %7s\n", "", lc,
+                    "K", "min", "median", "max", "", "", "x line");
+        return;
+    }
+    fprintf(to, "# medians; x %s = ratio to %s%s; x lim = ratio to max(memcpy, "
+            "one-way line)\n", base, base, *lc ? " in the same loop" : "");
+    fprintf(to, "# %9s%s %10s", (ncb_ops[op].flags & NCB_SIZED) ? "bytes" : "",
+            lc, "memcpy");
     for (int c = 0; c < r->ncfg; c++) {
         fprintf(to, " %*s", col_width(r->label[c]), r->label[c]);
         if (c != r->baseline) {
@@ -234,17 +382,64 @@ static void print_ratio(FILE *to, int width, double num, double den)
         fprintf(to, " %*s", width, "-");
 }
 
-void ncb_print_rows(const ncb_report_t *r, int op, size_t bytes, FILE *to)
+/* The start of a line: the size, and the loop when the report has both. */
+static void line_start(const ncb_report_t *r, int op, size_t bytes, int loop,
+                       FILE *to)
+{
+    if (ncb_ops[op].flags & NCB_SIZED)
+        fprintf(to, "%11zu", bytes);
+    else
+        fprintf(to, "%11s", "");
+    if (both_loops(r))
+        fprintf(to, " %4s", ncb_loop_name(loop));
+}
+
+/* --align sweep: per configuration one line, each offset's median, then
+ * the best and the worst offset and their ratio. */
+static void print_sweep_rows(const ncb_report_t *r, int op, size_t bytes,
+                             int loop, FILE *to)
+{
+    int offs[MAX_OFFS], n = offsets_of(r, op, offs, MAX_OFFS);
+    for (int c = 0; c < r->ncfg; c++) {
+        char notes[256] = "";
+        line_start(r, op, bytes, loop, to);
+        fprintf(to, " %-*s", label_width(r), r->label[c]);
+        for (int j = 0; j < n; j++) {
+            const ncb_row_t *row = find_row(r, op, c, bytes, loop, offs[j]);
+            if (row && row->status != NCB_ROW_NA)
+                put_us(to, 9, row->med);
+            else
+                fprintf(to, " %9s", row ? "n/a" : "-");
+            if (row && row->note[0] &&
+                strlen(notes) + strlen(row->note) + 16 < sizeof notes) {
+                char one[96];
+                snprintf(one, sizeof one, "  @%d: %s", offs[j], row->note);
+                strcat(notes, one);
+            }
+        }
+        const ncb_row_t *best, *worst;
+        if (best_worst(r, op, c, bytes, loop, &best, &worst) == 0) {
+            put_us(to, 9, best->med);
+            fprintf(to, " %4d", best->align);
+            put_us(to, 9, worst->med);
+            fprintf(to, " %4d", worst->align);
+            print_ratio(to, 10, worst->med, best->med);
+        } else {
+            fprintf(to, " %9s %4s %9s %4s %10s", "-", "", "-", "", "-");
+        }
+        fprintf(to, "%s\n", notes);
+    }
+}
+
+static void print_loop_rows(const ncb_report_t *r, int op, size_t bytes,
+                            int loop, FILE *to)
 {
     const int sized = (ncb_ops[op].flags & NCB_SIZED) != 0;
     if (r->ncfg == 1) {
-        const ncb_row_t *row = find_row(r, op, 0, bytes);
+        const ncb_row_t *row = find_row(r, op, 0, bytes, loop, -1);
         if (!row)
             return;
-        if (sized)
-            fprintf(to, "%11zu", bytes);
-        else
-            fprintf(to, "%11s", "");
+        line_start(r, op, bytes, loop, to);
         if (row->status == NCB_ROW_NA) {
             fprintf(to, "   n/a: %s\n", row->note);
             return;
@@ -265,33 +460,34 @@ void ncb_print_rows(const ncb_report_t *r, int op, size_t bytes, FILE *to)
         fprintf(to, "%s%s\n", row->note[0] ? "  " : "", row->note);
         return;
     }
-    const ncb_row_t *base = find_row(r, op, r->baseline, bytes);
+    const ncb_row_t *base = find_row(r, op, r->baseline, bytes, loop, -1);
     double mc = -1;
+    int any = 0;
     for (int c = 0; c < r->ncfg; c++) {
-        const ncb_row_t *row = find_row(r, op, c, bytes);
+        const ncb_row_t *row = find_row(r, op, c, bytes, loop, -1);
+        any |= row != NULL;
         if (row && row->memcpy_s > 0)
             mc = row->memcpy_s;
     }
-    if (sized)
-        fprintf(to, "%11zu", bytes);
-    else
-        fprintf(to, "%11s", "");
+    if (!any)
+        return;
+    line_start(r, op, bytes, loop, to);
     if (mc > 0)
         put_us(to, 10, mc);
     else
         fprintf(to, " %10s", "-");
     char notes[256] = "";
     /* one note when every configuration says the same */
-    const ncb_row_t *first = find_row(r, op, 0, bytes);
+    const ncb_row_t *first = find_row(r, op, 0, bytes, loop, -1);
     int same = first && first->note[0];
     for (int c = 1; c < r->ncfg && same; c++) {
-        const ncb_row_t *row = find_row(r, op, c, bytes);
+        const ncb_row_t *row = find_row(r, op, c, bytes, loop, -1);
         same = row && strcmp(row->note, first->note) == 0;
     }
     if (same)
         snprintf(notes, sizeof notes, "  %s", first->note);
     for (int c = 0; c < r->ncfg; c++) {
-        const ncb_row_t *row = find_row(r, op, c, bytes);
+        const ncb_row_t *row = find_row(r, op, c, bytes, loop, -1);
         int ok = row && row->status != NCB_ROW_NA;
         if (ok)
             put_us(to, col_width(r->label[c]), row->med);
@@ -315,6 +511,18 @@ void ncb_print_rows(const ncb_report_t *r, int op, size_t bytes, FILE *to)
         }
     }
     fprintf(to, "%s\n", notes);
+}
+
+void ncb_print_rows(const ncb_report_t *r, int op, size_t bytes, FILE *to)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!(r->loops & (unsigned)loop_order[i]))
+            continue;
+        if (r->align == NCB_ALIGN_SWEEP)
+            print_sweep_rows(r, op, bytes, loop_order[i], to);
+        else
+            print_loop_rows(r, op, bytes, loop_order[i], to);
+    }
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -352,9 +560,14 @@ void ncb_print_all(const ncb_report_t *r, FILE *to)
 
 /* ---- CSV --------------------------------------------------------------------- */
 
+/* align: the buffers' offset past a page, "malloc:N" when malloc chose N;
+ * loop: b2b or app. --merge also reads files of version 0.2, which lack
+ * the last two columns (page-aligned buffers, b2b). */
 static const char *const CSV_HEADER =
     "mode,op,config,p,bytes,calls,samples,min_us,median_us,max_us,memcpy_us,"
-    "line_rtt_us,barrier_us,cache,root_shift,status,note";
+    "line_rtt_us,barrier_us,cache,root_shift,status,note,align,loop";
+#define CSV_FIELDS 19
+#define CSV_FIELDS_V02 17
 
 /* Quote a field when it holds a comma, a quote or a newline (RFC 4180). */
 static void csv_field(FILE *f, const char *s)
@@ -409,7 +622,8 @@ int ncb_write_csv(const ncb_report_t *r, const char *path)
         fprintf(f, ",%s,%d,%s,", r->hot ? "hot" : "cold", r->root_shift,
                 st[row->status]);
         csv_field(f, row->note);
-        fputc('\n', f);
+        fprintf(f, ",%s%d,%s\n", r->align == NCB_ALIGN_MALLOC ? "malloc:" : "",
+                row->align, ncb_loop_name(row_loop(row)));
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "numacoll-bench: cannot write %s\n", path);
@@ -462,6 +676,24 @@ int ncb_write_json(const ncb_report_t *r, const char *path)
     json_str(f, "per sample: barrier, then each rank times K back-to-back "
                 "calls and divides by K; sample = max over ranks; min, "
                 "median, max over samples");
+    fprintf(f, ",\n  \"timing_app\": ");
+    json_str(f, "per sample: K times a barrier, then one call timed alone, "
+                "root 0 (as OSU and IMB); sample = the mean of the K times, "
+                "max over ranks; min, median, max over samples");
+    fprintf(f, ",\n  \"loops\": [%s%s%s]", (r->loops & NCB_LOOP_B2B)
+            ? "\"b2b\"" : "", both_loops(r) ? ", " : "",
+            (r->loops & NCB_LOOP_APP) ? "\"app\"" : "");
+    char al[400];
+    align_words(r, al, sizeof al);
+    fprintf(f, ",\n  \"align\": ");
+    if (r->align == NCB_ALIGN_MALLOC)
+        json_str(f, "malloc");
+    else if (r->align == NCB_ALIGN_SWEEP)
+        json_str(f, "sweep");
+    else
+        fprintf(f, "%d", r->align);
+    fprintf(f, ",\n  \"alignment\": ");
+    json_str(f, al);
     fprintf(f, ",\n  \"samples\": %d,\n  \"merged_runs\": %d,\n  \"cache\": ",
             r->reps, r->nmerged);
     json_str(f, r->hot ? "hot" : "cold");
@@ -512,7 +744,8 @@ int ncb_write_json(const ncb_report_t *r, const char *path)
         json_str(f, st[row->status]);
         fprintf(f, ", \"note\": ");
         json_str(f, row->note);
-        fputc('}', f);
+        fprintf(f, ", \"loop\": \"%s\", \"align\": %d}",
+                ncb_loop_name(row_loop(row)), row->align);
     }
     fprintf(f, "\n  ]\n}\n");
     if (fclose(f) != 0) {
@@ -558,6 +791,56 @@ static int run_gnuplot(const char *script)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* One line of the plot: a configuration in one loop; under --align sweep
+ * its best and its worst offset are two lines. */
+enum { SER_ONE, SER_BEST, SER_WORST };
+typedef struct series {
+    int cfg, loop, which;
+} series_t;
+
+#define MAX_SERIES (NCB_MAX_CFGS * 4)
+
+static int series_of(const ncb_report_t *r, series_t *s)
+{
+    int n = 0;
+    for (int c = 0; c < r->ncfg; c++)
+        for (int i = 0; i < 2; i++) {
+            if (!(r->loops & (unsigned)loop_order[i]))
+                continue;
+            if (r->align == NCB_ALIGN_SWEEP) {
+                s[n++] = (series_t){c, loop_order[i], SER_BEST};
+                s[n++] = (series_t){c, loop_order[i], SER_WORST};
+            } else {
+                s[n++] = (series_t){c, loop_order[i], SER_ONE};
+            }
+        }
+    return n;
+}
+
+static void series_title(const ncb_report_t *r, const series_t *s, char *out,
+                         size_t len)
+{
+    snprintf(out, len, "%s%s%s%s", r->label[s->cfg],
+             both_loops(r) ? " " : "", both_loops(r) ? ncb_loop_name(s->loop)
+                                                     : "",
+             s->which == SER_BEST ? " (best offset)"
+             : s->which == SER_WORST ? " (worst offset)" : "");
+}
+
+/* The row a series shows at this size, or NULL. */
+static const ncb_row_t *series_row(const ncb_report_t *r, const series_t *s,
+                                   int op, size_t bytes)
+{
+    if (s->which == SER_ONE) {
+        const ncb_row_t *row = find_row(r, op, s->cfg, bytes, s->loop, -1);
+        return row && row->status != NCB_ROW_NA ? row : NULL;
+    }
+    const ncb_row_t *best, *worst;
+    if (best_worst(r, op, s->cfg, bytes, s->loop, &best, &worst))
+        return NULL;
+    return s->which == SER_BEST ? best : worst;
+}
+
 /* gnuplot reads file names inside single quotes: refuse the one character
  * that would end them rather than escape it. */
 static int plot_script(const ncb_report_t *r, const char *png, const char *dat,
@@ -578,14 +861,26 @@ static int plot_script(const ncb_report_t *r, const char *png, const char *dat,
     if (nops > 1)
         fprintf(f, "set multiplot layout 1,%d\n", nops);
     int block = 0;
+    series_t ser[MAX_SERIES];
+    int nser = series_of(r, ser);
+    char al[32];
+    if (r->align == NCB_ALIGN_MALLOC)
+        snprintf(al, sizeof al, "malloc, page+%d", r->align_seen);
+    else if (r->align == NCB_ALIGN_SWEEP)
+        snprintf(al, sizeof al, "offsets swept");
+    else
+        snprintf(al, sizeof al, "page+%d", r->align);
     for (int k = 0; k < nops; k++) {
-        fprintf(f, "set title '%s, p = %d, %s (%s); bars: min..max'\n",
+        fprintf(f, "set title '%s, p = %d, %s (%s, %s); bars: min..max'\n",
                 ncb_ops[ops[k]].name, r->p, r->mode, r->hot ? "hot cache"
-                : "cold cache");
+                : "cold cache", al);
         fprintf(f, "plot ");
-        for (int c = 0; c < r->ncfg; c++)
+        for (int i = 0; i < nser; i++) {
+            char t[NCB_LABEL_MAX + 32];
+            series_title(r, &ser[i], t, sizeof t);
             fprintf(f, "'%s' index %d using 1:2:3:4 with yerrorlines lw 2 "
-                    "title '%s', \\\n     ", dat, block++, r->label[c]);
+                    "title '%s', \\\n     ", dat, block++, t);
+        }
         fprintf(f, "'%s' index %d using 1:2 with lines dt 2 lw 2 lc rgb "
                 "'black' title 'memcpy (single-copy limit)'", dat, block++);
         if (r->line_rtt > 0)
@@ -624,16 +919,35 @@ int ncb_write_plot(const ncb_report_t *r, const char *png)
         return 1;
     }
     /* blocks (separated by two blank lines) in the order plot_script
-     * indexes them: per op, every configuration, then memcpy */
+     * indexes them: per op, every series, then memcpy */
+    series_t ser[MAX_SERIES];
+    int nser = series_of(r, ser);
+    size_t *sizes = malloc((size_t)(r->nrows + 1) * sizeof *sizes);
+    if (!sizes) {
+        fclose(f);
+        return 1;
+    }
     for (int k = 0; k < nops; k++) {
-        for (int c = 0; c < r->ncfg; c++) {
+        /* ascending sizes: merged reports hold a configuration's sizes
+         * after another's */
+        int ns = 0;
+        for (int i = 0; i < r->nrows; i++) {
+            int seen = r->rows[i].op != ops[k];
+            for (int j = 0; j < ns && !seen; j++)
+                seen = sizes[j] == r->rows[i].bytes;
+            if (!seen)
+                sizes[ns++] = r->rows[i].bytes;
+        }
+        qsort(sizes, (size_t)ns, sizeof *sizes, cmp_size);
+        for (int c = 0; c < nser; c++) {
+            char t[NCB_LABEL_MAX + 32];
+            series_title(r, &ser[c], t, sizeof t);
             fprintf(f, "# %s %s: bytes median_us min_us max_us\n",
-                    ncb_ops[ops[k]].name, r->label[c]);
+                    ncb_ops[ops[k]].name, t);
             int n = 0;
-            for (int i = 0; i < r->nrows; i++) {
-                const ncb_row_t *row = &r->rows[i];
-                if (row->op == ops[k] && row->cfg == c &&
-                    row->status != NCB_ROW_NA) {
+            for (int j = 0; j < ns; j++) {
+                const ncb_row_t *row = series_row(r, &ser[c], ops[k], sizes[j]);
+                if (row) {
                     fprintf(f, "%zu %.6g %.6g %.6g\n", row->bytes, US(row->med),
                             US(row->min), US(row->max));
                     n++;
@@ -643,29 +957,28 @@ int ncb_write_plot(const ncb_report_t *r, const char *png)
                 fprintf(f, "1 NaN NaN NaN\n");
             fprintf(f, "\n\n");
         }
-        /* one point per size, in increasing order (merged reports hold a
-         * configuration's sizes after another's) */
+        /* one point per size: the fastest memcpy of the size (offsets
+         * swept give one per offset) */
         fprintf(f, "# memcpy: bytes us\n");
-        size_t last = 0;
         int n = 0;
-        for (;;) {
-            const ncb_row_t *next = NULL;
+        for (int j = 0; j < ns; j++) {
+            double mc = -1;
             for (int i = 0; i < r->nrows; i++) {
                 const ncb_row_t *row = &r->rows[i];
-                if (row->op == ops[k] && row->memcpy_s > 0 &&
-                    row->bytes > last && (!next || row->bytes < next->bytes))
-                    next = row;
+                if (row->op == ops[k] && row->bytes == sizes[j] &&
+                    row->memcpy_s > 0 && (mc < 0 || row->memcpy_s < mc))
+                    mc = row->memcpy_s;
             }
-            if (!next)
-                break;
-            fprintf(f, "%zu %.6g\n", next->bytes, US(next->memcpy_s));
-            last = next->bytes;
-            n++;
+            if (mc > 0) {
+                fprintf(f, "%zu %.6g\n", sizes[j], US(mc));
+                n++;
+            }
         }
         if (n == 0)
             fprintf(f, "1 NaN\n");
         fprintf(f, "\n\n");
     }
+    free(sizes);
     if (fclose(f) != 0)
         return 1;
     if (!have_program("gnuplot")) {
@@ -757,6 +1070,7 @@ static int csv_split(char *line, char **fields)
 /* One CSV row of one run. Times in microseconds, < 0 where empty. */
 typedef struct mrec {
     int file, op, cfg, status, calls, samples, hot, root_shift;
+    int loop, align, malloced;    /* align: offset past a page */
     size_t bytes;
     double min, med, max, memcpy_us, barrier_us;
     char note[64];
@@ -785,13 +1099,17 @@ static int load_file(mset_t *m, const char *path, int fi)
         return 2;
     }
     char line[2048];
-    int lineno = 0, rc = 0;
+    int lineno = 0, rc = 0, nfields = CSV_FIELDS;
     m->file_line[fi] = -1;
     while (!rc && fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "\r\n")] = '\0';
         if (lineno == 1) {
-            if (strcmp(line, CSV_HEADER) != 0) {
+            /* version 0.2's header is ours less ",align,loop" */
+            size_t v02 = strlen(CSV_HEADER) - strlen(",align,loop");
+            if (strlen(line) == v02 && strncmp(line, CSV_HEADER, v02) == 0)
+                nfields = CSV_FIELDS_V02;
+            else if (strcmp(line, CSV_HEADER) != 0) {
                 fprintf(stderr, "numacoll-bench: --merge: %s:1: not a "
                         "numacoll-bench CSV file (header differs)\n", path);
                 rc = 2;
@@ -800,10 +1118,10 @@ static int load_file(mset_t *m, const char *path, int fi)
         }
         char *fl[MAX_FIELDS];
         int nf = csv_split(line, fl);
-        int op = nf == 17 ? ncb_op_find(fl[1]) : -1;
-        if (nf != 17) {
-            fprintf(stderr, "numacoll-bench: --merge: %s:%d: expected 17 "
-                    "fields, found %d\n", path, lineno, nf);
+        int op = nf == nfields ? ncb_op_find(fl[1]) : -1;
+        if (nf != nfields) {
+            fprintf(stderr, "numacoll-bench: --merge: %s:%d: expected %d "
+                    "fields, found %d\n", path, lineno, nfields, nf);
             rc = 2;
         } else if (op < 0) {
             fprintf(stderr, "numacoll-bench: --merge: %s:%d: unknown "
@@ -862,6 +1180,19 @@ static int load_file(mset_t *m, const char *path, int fi)
                     : strcmp(fl[15], "bad") == 0 ? NCB_ROW_BAD
                                                  : NCB_ROW_OK;
         snprintf(x->note, sizeof x->note, "%s", fl[16]);
+        x->loop = NCB_LOOP_B2B;
+        if (nfields == CSV_FIELDS) {
+            const char *a = fl[17];
+            x->malloced = strncmp(a, "malloc:", 7) == 0;
+            x->align = atoi(x->malloced ? a + 7 : a);
+            if (strcmp(fl[18], "app") == 0)
+                x->loop = NCB_LOOP_APP;
+            else if (strcmp(fl[18], "b2b") != 0) {
+                fprintf(stderr, "numacoll-bench: --merge: %s:%d: unknown "
+                        "loop '%s'\n", path, lineno, fl[18]);
+                rc = 2;
+            }
+        }
         if (*fl[11])
             m->file_line[fi] = atof(fl[11]);
     }
@@ -916,14 +1247,49 @@ static int build(const mset_t *m, const int *use, int baseline, ncb_report_t *r)
                 v[n++] = m->rec[i].barrier_us;
         r->barrier_s[c] = n ? median_of(v, n) * 1e-6 : -1;
     }
-    /* one row per (op, configuration, size), in first-seen order */
+    /* Offsets: runs that all let malloc choose are one offset, whatever
+     * each run was given (numacoll's and tuned's runs may differ by a few
+     * bytes); otherwise each offset is its own row, and several of them
+     * make the table of --align sweep. */
+    int all_malloc = 1, lo = -1, hi = -1, several = 0, first_align = -1;
+    r->loops = 0;
+    for (int i = 0; i < m->nrec; i++) {
+        const mrec_t *x = &m->rec[i];
+        if (!use[x->file])
+            continue;
+        all_malloc &= x->malloced;
+        r->loops |= (unsigned)x->loop;
+        lo = lo < 0 || x->align < lo ? x->align : lo;
+        hi = x->align > hi ? x->align : hi;
+        if (first_align < 0)
+            first_align = x->align;
+        several |= x->align != first_align;
+    }
+    if (!r->loops)
+        r->loops = NCB_LOOP_B2B;
+    if (all_malloc && lo >= 0) {
+        r->align = NCB_ALIGN_MALLOC;
+        r->align_seen = first_align;
+        if (lo == hi)
+            snprintf(r->align_desc, sizeof r->align_desc, "page+%d (%d mod "
+                     "64) in every run", lo, lo % 64);
+        else
+            snprintf(r->align_desc, sizeof r->align_desc, "page+%d to page+%d "
+                     "(the runs differ; rows merged regardless)", lo, hi);
+    } else {
+        r->align = several ? NCB_ALIGN_SWEEP : first_align < 0 ? 0
+                                                              : first_align;
+    }
+    /* one row per (op, configuration, size, loop, offset), in first-seen
+     * order */
     for (int i = 0; i < m->nrec; i++) {
         const mrec_t *x = &m->rec[i];
         if (!use[x->file])
             continue;
         r->hot = x->hot;
         r->root_shift = x->root_shift;
-        if (find_row(r, x->op, x->cfg, x->bytes))
+        const int key = all_malloc ? -1 : x->align;
+        if (find_row(r, x->op, x->cfg, x->bytes, x->loop, key))
             continue;
         ncb_row_t *row = ncb_report_add(r);
         if (!row) {
@@ -933,6 +1299,8 @@ static int build(const mset_t *m, const int *use, int baseline, ncb_report_t *r)
         row->op = x->op;
         row->cfg = x->cfg;
         row->bytes = x->bytes;
+        row->loop = x->loop;
+        row->align = x->align;
         row->status = NCB_ROW_NA;
         snprintf(row->note, sizeof row->note, "%s", x->note);
         double mn = INFINITY, mx = 0;
@@ -940,7 +1308,8 @@ static int build(const mset_t *m, const int *use, int baseline, ncb_report_t *r)
         for (int j = i; j < m->nrec; j++) {
             const mrec_t *y = &m->rec[j];
             if (!use[y->file] || y->op != x->op || y->cfg != x->cfg ||
-                y->bytes != x->bytes || y->status == NCB_ROW_NA)
+                y->bytes != x->bytes || y->loop != x->loop ||
+                (key >= 0 && y->align != key) || y->status == NCB_ROW_NA)
                 continue;
             v[n++] = y->med;
             mn = y->min < mn ? y->min : mn;
@@ -964,11 +1333,13 @@ static int build(const mset_t *m, const int *use, int baseline, ncb_report_t *r)
             row->min = mn * 1e-6;
             row->max = mx * 1e-6;
         }
-        /* memcpy: every run's value at this size, any configuration */
+        /* memcpy: every run's value at this size and offset, any
+         * configuration or loop */
         n = 0;
         for (int j = 0; j < m->nrec; j++)
             if (use[m->rec[j].file] && m->rec[j].op == x->op &&
-                m->rec[j].bytes == x->bytes && m->rec[j].memcpy_us > 0)
+                m->rec[j].bytes == x->bytes && m->rec[j].memcpy_us > 0 &&
+                (key < 0 || m->rec[j].align == key))
                 v[n++] = m->rec[j].memcpy_us;
         row->memcpy_s = n ? median_of(v, n) * 1e-6 : -1;
     }

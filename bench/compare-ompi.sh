@@ -18,14 +18,18 @@
 #   han       --mca coll ^numacoll --mca coll_han_priority 100
 #   basic     --mca coll basic,libnbc,self
 # Ratios are to BASELINE (default tuned). Options after -- go to every run
-# (default: --ops bcast). NC_BUILD (default build) holds the programs.
+# (default: --ops bcast), e.g. --align 16 or --align sweep (where the user
+# buffers start; default malloc, as applications) and --loop app|b2b|both
+# (default both: back-to-back calls, and barrier + one call as OSU and IMB
+# time). NC_BUILD (default build) holds the programs.
 set -euo pipefail
 
 me=compare-ompi.sh
 np=2 rounds=3 configs=numacoll,tuned,sm,han baseline=tuned out="" plot=""
 limit=300
 bench_args=()
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+# the comment block at the top, however long it grows
+usage() { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) np=${2:?-n needs a value}; shift 2 ;;
@@ -46,6 +50,25 @@ for v in "$np" "$rounds" "$limit"; do
     esac
 done
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast)
+
+# the buffers' alignment and the timing loops of the runs, for the header
+# (numacoll-bench-mpi checks the values; the last one given counts)
+align="malloc (default: wherever malloc puts the buffers, as applications)"
+loop="both (default: b2b and app)"
+for ((i = 0; i < ${#bench_args[@]}; i++)); do
+    a=${bench_args[$i]} next=${bench_args[$((i + 1))]:-}
+    case "$a" in
+    --align) align=$next ;;
+    --align=*) align=${a#--align=} ;;
+    --loop) loop=$next ;;
+    --loop=*) loop=${a#--loop=} ;;
+    esac
+done
+case "$align" in
+malloc) align="malloc (wherever malloc puts the buffers, as applications)" ;;
+sweep) align="sweep (offsets 0 8 16 32 48 64 past a page, best and worst per size)" ;;
+[0-9]*) align="$align bytes past a page, every buffer of every rank" ;;
+esac
 
 IFS=, read -r -a wanted <<<"$configs"
 for c in "${wanted[@]}"; do
@@ -117,6 +140,7 @@ config_args() {
 }
 
 echo "# $me: $(ompi_info --version 2>/dev/null | head -1), np $np, $rounds rounds, results in $out"
+echo "#   buffers: $align; loop: $loop; run options: ${bench_args[*]}"
 for c in "${list[@]}"; do
     config_args "$c"
     echo "#   $c: mpirun -np $np ${place[*]} ${mca[*]}${env_add[*]:+ (${env_add[*]})}"

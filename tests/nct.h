@@ -35,5 +35,7 @@ int nct_register_bench(void);
 int nct_register_tune(void);
 int nct_register_tune_team(void);
 int nct_register_model(void);
+int nct_register_copy(void);
+int nct_register_align(void);
 
 #endif

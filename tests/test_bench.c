@@ -351,11 +351,13 @@ static void test_csv_json(void)
         char *f[32];
         int n = csv_fields(line, f, 32);
         if (lines == 0) {
-            header_ok = n == 17 && strcmp(f[0], "mode") == 0 &&
-                        strcmp(f[8], "median_us") == 0;
+            header_ok = n == 19 && strcmp(f[0], "mode") == 0 &&
+                        strcmp(f[8], "median_us") == 0 &&
+                        strcmp(f[17], "align") == 0 &&
+                        strcmp(f[18], "loop") == 0;
             continue;
         }
-        if (n != 17) {
+        if (n != 19) {
             fprintf(stderr, "bench test: CSV line %d has %d fields\n",
                     lines + 1, n);
             continue;
@@ -365,6 +367,9 @@ static void test_csv_json(void)
         int ok = strcmp(f[0], "standalone") == 0 && *end == '\0' && med > 0 &&
                  strtod(f[7], NULL) <= med && med <= strtod(f[9], NULL) &&
                  strcmp(f[15], "ok") == 0 && atoi(f[3]) == 2 &&
+                 /* the default: buffers where malloc put them */
+                 strncmp(f[17], "malloc:", 7) == 0 &&
+                 strcmp(f[18], "b2b") == 0 &&
                  (strcmp(f[2], "default") == 0 ||
                   strcmp(f[2], "tree=chain,frag=4k") == 0);
         if (strcmp(f[1], "barrier") == 0)

@@ -17,8 +17,9 @@
  *             candidates and rsag with its f and s, ranked alike, the two
  *             kinds taken in turn.
  *  Barrier    k = 2, 3, 4, 8.
- * Before all these (extra()): the default with the C library's copy and
- * with streaming stores, and for Bcast single copy (alg=cma).
+ * Before all these, up to half the candidates (extra()): the default with
+ * the C library's copy and with streaming stores, and for Bcast single
+ * copy (alg=cma).
  * Trees that coincide at this p (at p = 2 every tree is one edge) are one
  * candidate: shapes are compared by their parent arrays, from coll/tree.h.
  */
@@ -547,7 +548,7 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
     static clist_t a, b;   /* large: not on the stack; one rank, one thread */
     a.n = b.n = 0;
     cap = cap > TN_MAX_CANDS ? TN_MAX_CANDS : cap;
-    int n = extra(x, op, m, def, out, 0, cap);
+    int n = extra(x, op, m, def, out, 0, (cap + 1) / 2);
     switch (op) {
     case NCB_OP_BCAST: {
         bcast_list(x, m, &a, &b);

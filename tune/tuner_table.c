@@ -350,8 +350,8 @@ char *tn_header(const tn_opts_t *o, const tn_machine_t *mc,
                 "measured neighbours cover them\n", runs[i]->p,
                 runs[i]->skipped, runs[i]->skipped == 1 ? "" : "s",
                 runs[i]->skipped_list);
-    put(&b, "method: numacoll-bench's loop per point (cold buffers, root "
-        "moving every call, the slowest rank's time per call, data "
+    put(&b, "method: numacoll-bench's loop per point (cold malloc'd "
+        "buffers, root moving every call, the slowest rank's time per call, data "
         "checked); every round runs the built-in choice first and last, as "
         "two teams, their two medians give the noise; the fastest other "
         "is confirmed against the default in fresh teams\n");
