@@ -160,9 +160,7 @@ static void copy_vec(void *dst, const void *src, size_t n, int nt)
 
 int nc__copy_pick(int kind, size_t msg)
 {
-    if (kind == NC_COPY_AUTO)
-        return msg >= NC_COPY_NT_MIN ? NC_COPY_NT : NC_COPY_VEC;
-    if (kind == NC_COPY_NT && msg == 0)
+    if (kind == NC_COPY_AUTO || (kind == NC_COPY_NT && msg == 0))
         return NC_COPY_VEC;
     return kind;
 }

@@ -8,7 +8,8 @@
  * staging).
  *
  * Variants (a tuning-table choice per size, key copy=):
- *   auto  vec below NC_COPY_NT_MIN bytes, nt from there (the default)
+ *   auto  the default: vec (streaming stores win for some collectives
+ *         and lose for others, so the table asks for nt where measured)
  *   libc  the C library's memcpy, as it is
  *   vec   vector loop: unaligned loads, stores aligned on the destination
  *         (AVX2 when the CPU has it, else SSE2; memcpy off x86-64)
@@ -35,15 +36,9 @@ typedef enum {
     NC_COPY_COUNT
 } nc__copy_kind_t;
 
-/* auto switches to non-temporal stores from here: copies this large leave
- * the private caches anyway; below it the destination is likely read soon. */
-#define NC_COPY_NT_MIN ((size_t)4 << 20)
-
-/* The variant a call of msg bytes runs for copies into a user buffer:
- * auto becomes vec or nt by msg (not by the fragment: fragments of a large
- * message are small, but together they overflow the cache). Copies into
- * the segment never stream (readers are about to read them): they use
- * nc__copy_pick(kind, 0). */
+/* The variant a call of msg bytes runs for copies into a user buffer
+ * (auto becomes vec). Copies into the segment never stream (readers are
+ * about to read them): they use nc__copy_pick(kind, 0). */
 int nc__copy_pick(int kind, size_t msg);
 
 /* Copies n bytes (regions must not overlap) with a variant nc__copy_pick

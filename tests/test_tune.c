@@ -59,7 +59,7 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            a->ppn_lo == b->ppn_lo && a->ppn_hi == b->ppn_hi &&
            a->ch.alg == b->ch.alg && a->ch.f == b->ch.f && a->ch.s == b->ch.s &&
            a->ch.q == b->ch.q && a->ch.tree == b->ch.tree &&
-           a->ch.k == b->ch.k && a->gain == b->gain;
+           a->ch.k == b->ch.k && a->ch.copy == b->ch.copy && a->gain == b->gain;
 }
 
 static nc__tune_rule_t rule(nc__coll_t coll, unsigned plo, unsigned phi,
@@ -87,8 +87,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 7);
-    nc__tune_rule_t want[7];
+    CU_ASSERT_EQUAL_FATAL(b->n, 8);
+    nc__tune_rule_t want[8];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 56, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -104,9 +104,14 @@ static void test_builtin_rules(void)
                    NC_ALG_ALLREDUCE_REDUCE_BCAST);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 131072, 4, 0,
                                 -1, 2, NC_COPY_AUTO};
-    want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 1024, Z, NC_ALG_ALLREDUCE_RSAG);
+    want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 1024, 512 * 1024 - 1,
+                   NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO};
-    for (int i = 0; i < 7; i++) {
+    want[7] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
+                   NC_ALG_ALLREDUCE_RSAG);
+    want[7].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
+                                NC_COPY_NT};
+    for (int i = 0; i < 8; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }

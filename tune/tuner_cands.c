@@ -526,7 +526,7 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
     v.copy = NC_COPY_LIBC;
     add(x, &c, v, 0);
     if (m >= 256 * KIB) {
-        v.copy = m >= NC_COPY_NT_MIN ? NC_COPY_VEC : NC_COPY_NT;
+        v.copy = def->copy == NC_COPY_NT ? NC_COPY_VEC : NC_COPY_NT;
         add(x, &c, v, 0);
     }
     if (op == NCB_OP_BCAST && m >= 16 * KIB) {
