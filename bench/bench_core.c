@@ -404,8 +404,13 @@ static inline void check_call(run_t *R, slot_t *s, int op, int check,
                    "stale or wrong end bytes from root %d", c->bytes, c->root);
 }
 
-/* K timed calls back to back on every rank; *per_call = elapsed / K. */
-static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k,
+/* K calls on every rank, *per_call the time of one. b2b (app = 0): back to
+ * back, the root moving by --root-shift, the loop timed as a whole. app:
+ * the application's loop, as OSU and IMB time it: before every call an
+ * untimed barrier, then the call timed alone with root 0; *per_call = the
+ * calls' mean. Either way stamps are written and compared outside what is
+ * timed of a call. */
+static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k, int app,
                       double *per_call)
 {
     ncb_target_t *t = &R->t[s->cfg];
@@ -413,54 +418,28 @@ static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k,
     const int check = R->o->check && (ncb_ops[op].flags & NCB_SIZED);
     const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
     cursor_t cur;
-    cursor_init(R, &cur, m, R->o->root_shift);
+    cursor_init(R, &cur, m, app ? 0 : R->o->root_shift);
     ncb_call_t c;
-    double t0 = ncb_now();
+    double total = 0, t0 = ncb_now();
     for (int i = 0; i < k; i++) {
         call_at(R, &cur, op, m, &c);
         if (check)
             stamp_call(R, sum, &c);
+        if (app) {
+            if (t->barrier(t->ctx))
+                return barrier_failed(R, s->cfg);
+            t0 = ncb_now();
+        }
         int rc = fn(t->ctx, &c);
+        if (app)
+            total += ncb_now() - t0;
         if (rc != 0)
             return call_failed(R, s->cfg, op, &c, rc);
         check_call(R, s, op, check, sum, &c);
         R->call++;
         cursor_next(R, &cur);
     }
-    *per_call = (ncb_now() - t0) / k;
-    return 0;
-}
-
-/* The application-style loop: K times a barrier (untimed), then one call
- * timed alone with root 0; *per_call = the calls' mean. Stamps are written
- * and compared outside the timed call. */
-static int app_loop(run_t *R, slot_t *s, int op, size_t m, int k,
-                    double *per_call)
-{
-    ncb_target_t *t = &R->t[s->cfg];
-    int (*fn)(void *, const ncb_call_t *) = t->run[op];
-    const int check = R->o->check && (ncb_ops[op].flags & NCB_SIZED);
-    const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
-    cursor_t cur;
-    cursor_init(R, &cur, m, 0);
-    ncb_call_t c;
-    double total = 0;
-    for (int i = 0; i < k; i++) {
-        call_at(R, &cur, op, m, &c);
-        if (check)
-            stamp_call(R, sum, &c);
-        if (t->barrier(t->ctx))
-            return barrier_failed(R, s->cfg);
-        double t0 = ncb_now();
-        int rc = fn(t->ctx, &c);
-        total += ncb_now() - t0;
-        if (rc != 0)
-            return call_failed(R, s->cfg, op, &c, rc);
-        check_call(R, s, op, check, sum, &c);
-        R->call++;
-        cursor_next(R, &cur);
-    }
-    *per_call = total / k;
+    *per_call = (app ? total : ncb_now() - t0) / k;
     return 0;
 }
 
@@ -709,12 +688,12 @@ static int measure_size(run_t *R, int op, size_t m)
             slot_t warm = {.cfg = c, .loop = NCB_LOOP_B2B, .off_idx = j};
             double x, y;
             R->cur_off = R->offs[j];
-            int rc = timed_loop(R, &warm, op, m, 1, &x);
+            int rc = timed_loop(R, &warm, op, m, 1, 0, &x);
             int wn = warmup_calls(o, m);
             if (!rc && wn > 0)
-                rc = timed_loop(R, &warm, op, m, wn, &x);
+                rc = timed_loop(R, &warm, op, m, wn, 0, &x);
             if (!rc && wn > 0)
-                rc = timed_loop(R, &warm, op, m, wn, &y);
+                rc = timed_loop(R, &warm, op, m, wn, 0, &y);
             else
                 y = x;
             if (rc)
@@ -772,8 +751,8 @@ static int measure_size(run_t *R, int op, size_t m)
                 break;
             }
             R->cur_off = R->offs[sl->off_idx];
-            rc = (sl->loop == NCB_LOOP_APP ? app_loop : timed_loop)(
-                R, sl, op, m, k, &mine[rep * ns + i]);
+            rc = timed_loop(R, sl, op, m, k, sl->loop == NCB_LOOP_APP,
+                            &mine[rep * ns + i]);
         }
     /* 4. one fully checked call per slot */
     for (int i = 0; i < ns && !rc; i++)
