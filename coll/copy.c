@@ -162,7 +162,7 @@ int nc__copy_pick(int kind, size_t msg)
 {
     if (kind == NC_COPY_AUTO || (kind == NC_COPY_NT && msg == 0))
         return NC_COPY_VEC;
-    return kind;
+    return kind == NC_COPY_NTALL ? NC_COPY_NT : kind;
 }
 
 void nc__copy(int kind, void *dst, const void *src, size_t n)

@@ -13,9 +13,13 @@
  *   libc  the C library's memcpy, as it is
  *   vec   vector loop: unaligned loads, stores aligned on the destination
  *         (AVX2 when the CPU has it, else SSE2; memcpy off x86-64)
- *   nt    as vec with non-temporal stores (large copies the cache cannot
- *         hold: no read-for-ownership of the destination), fenced at the
- *         end so a following release store publishes the data
+ *   nt    as vec with non-temporal stores into user buffers (large copies
+ *         the cache cannot hold: no read-for-ownership of the
+ *         destination), fenced at the end so a following release store
+ *         publishes the data; copies into the segment stay vec
+ *   ntall nt for copies into the segment too: readers then load the data
+ *         from memory, not from the writer's cache, which pays where the
+ *         cores are far apart (another chiplet or socket)
  */
 #ifndef NUMACOLL_COPY_H
 #define NUMACOLL_COPY_H
@@ -27,7 +31,8 @@
     X(AUTO, "auto")                                                            \
     X(LIBC, "libc")                                                            \
     X(VEC, "vec")                                                              \
-    X(NT, "nt")
+    X(NT, "nt")                                                                \
+    X(NTALL, "ntall")
 
 typedef enum {
 #define X(id, name) NC_COPY_##id,
@@ -37,8 +42,8 @@ typedef enum {
 } nc__copy_kind_t;
 
 /* The variant a call of msg bytes runs for copies into a user buffer
- * (auto becomes vec). Copies into the segment never stream (readers are
- * about to read them): they use nc__copy_pick(kind, 0). */
+ * (auto becomes vec, ntall nt). Copies into the segment use
+ * nc__copy_pick(kind, 0): they stream only for ntall. */
 int nc__copy_pick(int kind, size_t msg);
 
 /* Copies n bytes (regions must not overlap) with a variant nc__copy_pick

@@ -8,7 +8,7 @@
  * Allreduce 128 KiB slots, 4 of them) and its algorithm switches; nothing
  * before or after a receive buffer is written and send buffers stay as
  * they were. Then the same with a tuning table forcing each copy variant
- * (copy=auto|libc|vec|nt), and the tuning parser's handling of copy=.
+ * (copy=auto|libc|vec|nt|ntall), and the tuning parser's handling of copy=.
  *
  * The matrix (see jobs_main), every root: at p = 2 every size at every
  * pair of root/reader offsets; at p = 3 (oversubscribed on a 2-core
@@ -553,6 +553,7 @@ static void test_variants(void)
         {"copy=libc", FORCE("libc"), NC_COPY_LIBC},
         {"copy=vec", FORCE("vec"), NC_COPY_VEC},
         {"copy=nt", FORCE("nt"), NC_COPY_NT},
+        {"copy=ntall", FORCE("ntall"), NC_COPY_NTALL},
     };
     for (int i = 0; i < N(v); i++)
         for (int p = 2; p <= 3; p++) {
@@ -579,7 +580,7 @@ static void test_tune_copy_key(void)
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(t.n, 0);
     CU_ASSERT_STRING_EQUAL(errs, "t.txt:1:70: expected a copy variant (auto, "
-                                 "libc, vec or nt), found 'bogus'\n");
+                                 "libc, vec, nt or ntall), found 'bogus'\n");
     for (int k = 0; k < NC_COPY_COUNT; k++)
         CU_ASSERT_PTR_NOT_NULL(strstr(errs, nc__copy_name(k)));
     nc__tune_free(&t);
@@ -599,7 +600,8 @@ static void test_tune_copy_key(void)
                  k == NC_COPY_AUTO ? FORCE("auto")
                  : k == NC_COPY_LIBC ? FORCE("libc")
                  : k == NC_COPY_VEC ? FORCE("vec")
-                                    : FORCE("nt"));
+                 : k == NC_COPY_NT  ? FORCE("nt")
+                                    : FORCE("ntall"));
         n = nc__tune_parse(text, strlen(text), "t.txt", &t, errs, sizeof errs);
         if (n)
             fprintf(stderr, "\n%s", errs);

@@ -267,6 +267,9 @@ static void test_pick(void)
     CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NT, 0), NC_COPY_VEC);
     CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NT, 1), NC_COPY_NT);
     CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NT, SIZE_MAX), NC_COPY_NT);
+    /* ntall streams into the segment too */
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTALL, 0), NC_COPY_NT);
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTALL, 1), NC_COPY_NT);
     const size_t msgs[] = {0, 1, BIG, SIZE_MAX};
     for (size_t m = 0; m < sizeof msgs / sizeof *msgs; m++) {
         CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_LIBC, msgs[m]), NC_COPY_LIBC);
@@ -284,7 +287,7 @@ static void test_names(void)
 {
     static const char *const want[NC_COPY_COUNT] = {
         [NC_COPY_AUTO] = "auto", [NC_COPY_LIBC] = "libc",
-        [NC_COPY_VEC] = "vec", [NC_COPY_NT] = "nt"};
+        [NC_COPY_VEC] = "vec", [NC_COPY_NT] = "nt", [NC_COPY_NTALL] = "ntall"};
     for (int k = 0; k < NC_COPY_COUNT; k++) {
         const char *s = nc__copy_name(k);
         CU_ASSERT_PTR_NOT_NULL_FATAL(s);

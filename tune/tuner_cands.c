@@ -509,8 +509,9 @@ static int take(tn_ctx_t *x, const clist_t *l, int from, int upto,
 
 /* Candidates the model cannot rank, measured first at every size where
  * they can matter: the default's copy done by the C library (its speed
- * depends on the buffers' alignment, docs/bench.md) and with streaming
- * stores from 256 KiB on (or vector stores where auto streams); for Bcast
+ * depends on the buffers' alignment, docs/bench.md), with the other kind of
+ * stores into user buffers from 256 KiB on, with streaming stores into the
+ * segment too (ntall) from 64 KiB on for Bcast and Allreduce; for Bcast
  * from 16 KiB on also single copy (alg=cma) with pieces of 64 KiB and
  * 256 KiB, flat and binary. */
 static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
@@ -527,6 +528,10 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
     add(x, &c, v, 0);
     if (m >= 256 * KIB) {
         v.copy = def->copy == NC_COPY_NT ? NC_COPY_VEC : NC_COPY_NT;
+        add(x, &c, v, 0);
+    }
+    if (m >= 64 * KIB && op != NCB_OP_REDUCE) {
+        v.copy = NC_COPY_NTALL;   /* pays where the cores are far apart */
         add(x, &c, v, 0);
     }
     if (op == NCB_OP_BCAST && m >= 16 * KIB) {
