@@ -298,6 +298,15 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
             snprintf(rep.desc[c], sizeof rep.desc[c], "%s", tr->desc[c]);
         describe_where(&w, team[0]->team, tr->bind, rep.where,
                        sizeof rep.where);
+        /* rules with alg=cma run pipelined where single copy is refused */
+        const char *why = "";
+        if (numacoll_team_single_copy(team[0]->team, &why))
+            snprintf(rep.extra, sizeof rep.extra, "single copy (alg=cma, "
+                     "process_vm_readv): available");
+        else
+            snprintf(rep.extra, sizeof rep.extra, "single copy (alg=cma, "
+                     "process_vm_readv): unavailable (%s); cma rules run as "
+                     "pipelined", why);
         rc = ncb_measure(o, &w, t, o->ncfg, &rep);
         if (b->rank == 0 && (rc == 0 || rc == 1) && ncb_write_outputs(&rep, o))
             rc = rc ? rc : 5;
