@@ -875,7 +875,13 @@ static void test_resolve_custom(void)
     CU_ASSERT_EQUAL(e->hi, 2047);
     CU_ASSERT_EQUAL(e->ch.f, 131072);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2048)->ch.s, 2);
-    CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 5);
+    /* ... and above 16K the built-in rsag rules, split at 512K (copy=nt) */
+    AT(&tt, ALLREDUCE, 524287, NC_ALG_ALLREDUCE_RSAG, 1);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524287)->ch.copy,
+                    NC_COPY_AUTO);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
+                    NC_COPY_NT);
+    CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 6);
     nc__tune_team_free(&tt);
 
     /* p=20, one node: the large-message Bcast rule from 1M, barrier k=8,
