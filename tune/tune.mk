@@ -35,16 +35,17 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_FLAGS    = -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread \
                 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined
-# The parser needs the algorithm table and the tree names (coll/tree.c,
-# which needs the NUMA grouping of topo/groups.c); no hwloc, no libnuma.
-FUZZ_SRCS     = tune/fuzz_table.c tune/table.c coll/algs.c coll/tree.c \
-                topo/groups.c
+# The parser needs the algorithm table, the copy variants' names
+# (coll/copy.c) and the tree names (coll/tree.c, which needs the NUMA
+# grouping of topo/groups.c); no hwloc, no libnuma.
+FUZZ_SRCS     = tune/fuzz_table.c tune/table.c coll/algs.c coll/copy.c \
+                coll/tree.c topo/groups.c
 FUZZ_SEEDS    = tune/defaults.txt $(wildcard tests/tune/*.txt)
 FUZZ_BIN      = $(FUZZ_BUILD)/fuzz_table
 
 .PHONY: fuzz
 $(FUZZ_BIN): $(FUZZ_SRCS) $(BUILD)/tune/defaults_txt.c tune/table.h \
-             tune/defaults.h coll/algs.h include/numacoll.h
+             tune/defaults.h coll/algs.h coll/copy.h include/numacoll.h
 	@mkdir -p $(dir $@)
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "numacoll: $(FUZZ_CC) not found; make fuzz needs it (Debian: apt-get install clang libclang-rt-14-dev)"; exit 2; }
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iinclude -I. -o $@ $(FUZZ_SRCS) \
