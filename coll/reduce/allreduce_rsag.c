@@ -21,6 +21,10 @@
  *           slice from the owner's slot to its receive buffer; then
  *           release every other rank's slot x (it read one slice of each
  *           in combine and one in gather).
+ * With copy=ntall (not in place) combine folds straight into the receive
+ * buffer and streams the slice into the slot, and stage streams too: all
+ * that crosses between ranks then goes through memory, not through the
+ * writer's cache, which pays where the cores are far apart.
  * Each rank runs combine(r), stage(r+1), gather(r): the staging of the
  * next round fills the time the slowest owner needs to finish combining
  * this one. (With s = 1 stage(r+1) would wait for releases that follow
@@ -54,6 +58,8 @@ typedef struct rsag {
     uint64_t base;
     unsigned slots;     /* s of the rule: ticket g uses slot g % slots */
     int cin, cout;      /* copy-layer variants into slots, into recv     */
+    int via_memory;     /* copy=ntall: results reach the others through
+                         * memory (see combine)                          */
 } rsag_t;
 
 /* Operands of the fold: rank j's slice, ours from the send buffer. */
@@ -145,15 +151,22 @@ static int combine(rsag_t *s, size_t r)
             return rc;
     }
     if (hi > lo) {
-        size_t off = lo * s->elem;
-        unsigned char *dest = nc__rbuf(t, t->rank, x) + off;
+        size_t off = lo * s->elem, n = (hi - lo) * s->elem;
+        unsigned char *slot = nc__rbuf(t, t->rank, x) + off;
+        unsigned char *out = s->recv + e0 * s->elem + off;
         env_t e = {t, s->own + e0 * s->elem + off, off, x};
         nc__fold_t f = {t->p, get_slice, put_slice, &e};
-        int rc = nc__fold_run(s->op, &f, dest, hi - lo);
+        /* Through memory: fold straight into our receive buffer, then
+         * stream the slice into the slot, so the others read it from
+         * memory rather than from our cache (where cores are far apart
+         * that is the slow path). Else fold into the slot, copy it out. */
+        int rc = nc__fold_run(s->op, &f, s->via_memory ? out : slot, hi - lo);
         if (rc != NUMACOLL_OK)
             return rc;
-        nc__copy(s->cout, s->recv + e0 * s->elem + off, dest,
-                 (hi - lo) * s->elem);
+        if (s->via_memory)
+            nc__copy(NC_COPY_NT, slot, out, n);
+        else
+            nc__copy(s->cout, out, slot, n);
     }
     /* our slice must be visible before done */
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, g + 1,
@@ -197,7 +210,10 @@ int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
     rsag_t s = {.t = t, .op = op, .own = own, .recv = recv, .count = count,
                 .elem = elem, .base = t->red->ticket, .slots = ch->s,
                 .cin = nc__copy_pick(ch->copy, 0),
-                .cout = nc__copy_pick(ch->copy, count * elem)};
+                .cout = nc__copy_pick(ch->copy, count * elem),
+                /* the fold may not write where it reads (in place) */
+                .via_memory = ch->copy == NC_COPY_NTALL &&
+                              (const unsigned char *)own != recv};
     /* whole cache lines per unit where a slot holds one, else elements */
     s.unit = line_multiple <= rf ? line_multiple / elem : 1;
     s.chunk = rf / elem / s.unit * s.unit;
