@@ -57,23 +57,18 @@ __attribute__((target("avx2"))) static void copy_avx2(unsigned char *d,
     d += skip;
     s += skip;
     n -= skip;
-    if (nt) {
-        for (; n >= 128; n -= 128, d += 128, s += 128) {
-            __m256i a = _mm256_loadu_si256((const __m256i *)s);
-            __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
-            __m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
-            __m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
+    /* the branch on nt is taken the same way every time: predicted */
+    for (; n >= 128; n -= 128, d += 128, s += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)s);
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
+        __m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
+        if (nt) {
             _mm256_stream_si256((__m256i *)d, a);
             _mm256_stream_si256((__m256i *)(d + 32), b);
             _mm256_stream_si256((__m256i *)(d + 64), c);
             _mm256_stream_si256((__m256i *)(d + 96), e);
-        }
-    } else {
-        for (; n >= 128; n -= 128, d += 128, s += 128) {
-            __m256i a = _mm256_loadu_si256((const __m256i *)s);
-            __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
-            __m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
-            __m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
+        } else {
             _mm256_store_si256((__m256i *)d, a);
             _mm256_store_si256((__m256i *)(d + 32), b);
             _mm256_store_si256((__m256i *)(d + 64), c);
@@ -125,15 +120,11 @@ static void copy_sse2(unsigned char *d, const unsigned char *s, size_t n,
         _mm_sfence();
 }
 
+/* A load and a bit test of the table libgcc fills in a constructor, so
+ * nothing to cache (and no unsynchronised cache for threads to race on). */
 static int have_avx2(void)
 {
-    /* cached: __builtin_cpu_supports reads a table the first call fills */
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return v;
+    return __builtin_cpu_supports("avx2") != 0;
 }
 
 const char *nc__copy_isa(void) { return have_avx2() ? "avx2" : "sse2"; }

@@ -299,7 +299,9 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 /* What a single-copy rule runs where single copy is not possible: the
- * built-in table's pipelined geometry with the rule's tree and copy. */
+ * pipelined geometry of the built-in table's small-message rule (8 KiB x 64
+ * in 2 banks; docs/tuning.md says so) with the rule's tree and copy. It
+ * replaces the rule before the segment is sized, so its buffers exist. */
 static nc__choice_t cma_fallback(const nc__choice_t *ch)
 {
     nc__choice_t fb = {.alg = NC_ALG_BCAST_PIPELINED, .f = 8192, .s = 64,

@@ -63,7 +63,7 @@ int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
     atomic_store_explicit(&mine->word, e.seq + 1, memory_order_release);
 
     _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
-    nc__fold_t f = {t->p, get_line, put_line, &e};
+    nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
     int rc = nc__fold_run(op, &f, acc, count);
     if (rc == NUMACOLL_OK)
         memcpy(recv, acc, nbytes);

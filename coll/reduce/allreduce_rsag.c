@@ -155,7 +155,7 @@ static int combine(rsag_t *s, size_t r)
         unsigned char *slot = nc__rbuf(t, t->rank, x) + off;
         unsigned char *out = s->recv + e0 * s->elem + off;
         env_t e = {t, s->own + e0 * s->elem + off, off, x};
-        nc__fold_t f = {t->p, get_slice, put_slice, &e};
+        nc__fold_t f = {t->p, get_slice, put_slice, &e, s->cin};
         /* Through memory: fold straight into our receive buffer, then
          * stream the slice into the slot, so the others read it from
          * memory rather than from our cache (where cores are far apart

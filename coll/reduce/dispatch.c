@@ -76,7 +76,7 @@ int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
         if ((rc = f->get(f->env, 0, &a)) != NUMACOLL_OK)
             return rc;
         if (dest != a)   /* a leaf staging its own input: the usual copy-in */
-            nc__copy(NC_COPY_VEC, dest, a, nelem * op->elem);
+            nc__copy(f->copy, dest, a, nelem * op->elem);
         f->put(f->env, 0);
         return NUMACOLL_OK;
     }
@@ -97,7 +97,7 @@ int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
     }
     if ((rc = f->get(f->env, f->n - 1, &b)) != NUMACOLL_OK)
         return rc;
-    nc__copy(NC_COPY_VEC, dest, b, nelem * op->elem);
+    nc__copy(f->copy, dest, b, nelem * op->elem);
     f->put(f->env, f->n - 1);
     for (int j = f->n - 2; j >= 0; j--) {
         if ((rc = f->get(f->env, j, &a)) != NUMACOLL_OK)

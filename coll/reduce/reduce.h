@@ -143,6 +143,8 @@ typedef struct nc__fold {
     int (*get)(void *env, int j, const void **ptr);
     void (*put)(void *env, int j);
     void *env;
+    int copy;   /* copy-layer variant (nc__copy_pick) for the operand that
+                 * is copied, not combined, into dest */
 } nc__fold_t;
 
 int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,

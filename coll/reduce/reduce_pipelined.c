@@ -116,7 +116,8 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
         qsort(R->kids, (size_t)nk, sizeof *R->kids, cmp_int);
     }
     const uint64_t base = R->ticket;
-    const int cout = nc__copy_pick(ch->copy, count * elem);
+    const int cin = nc__copy_pick(ch->copy, 0),
+              cout = nc__copy_pick(ch->copy, count * elem);
     R->ticket += nfrags;
 
     for (size_t k = 0; k < nfrags; k++) {
@@ -126,7 +127,7 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
         unsigned char *out = to_recv ? (unsigned char *)recv + e0 * elem : NULL;
         env_t e = {t, R->kids, (const unsigned char *)own + e0 * elem, x, g,
                    inl};
-        nc__fold_t f = {nk + 1, get_operand, put_operand, &e};
+        nc__fold_t f = {nk + 1, get_operand, put_operand, &e, cin};
         int rc;
         if (to_recv && op->impl) {
             rc = nc__fold_run(op, &f, out, ne);
