@@ -4,25 +4,29 @@
  *
  * Parameters. Every field of NUMACOLL_PARAM_LIST becomes coll_numacoll_<field>
  * with the core's default and the core's sentence as its description, so the
- * list is written once, in include/numacoll.h. Values are checked right after
- * registration (ranges from the same list, then numacoll_config_check() for
- * the rules between fields); a rejected value is reported naming the
- * parameter and its valid range, shows in ompi_info, and makes the component
- * refuse to open, so no job runs with a configuration the core would refuse
- * on the first collective.
+ * list is written once, in include/numacoll.h. Numbers are registered as
+ * strings and read here right after registration (Open MPI's own reading
+ * takes "abc" as 0), checked against the ranges of the same list, then by
+ * numacoll_config_check() for the rules between fields; a rejected value is
+ * reported naming the parameter and its valid values, shows in ompi_info,
+ * and makes the component refuse to open, so no job runs with a
+ * configuration the user did not ask for.
  */
 #include "coll_numacoll.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ompi/mca/coll/base/base.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
 
 static int nc_register(void);
@@ -45,47 +49,86 @@ mca_coll_numacoll_component_t mca_coll_numacoll_component = {
         .collm_init_query = mca_coll_numacoll_init_query,
         .collm_comm_query = mca_coll_numacoll_comm_query,
     },
-    /* Above tuned (30) and basic/libnbc (10) so that an installed component
-     * takes node-local communicators; below self (75), which owns
-     * MPI_COMM_SELF anyway. */
-    .priority = 40,
+    /* priority, node_budget and config are set from the parameters
+     * (nc_params below). */
 };
 
-/* ---- parameters from NUMACOLL_PARAM_LIST ------------------------------ */
+/* ---- numeric parameters ------------------------------------------------ */
 
-/* The type letters of NUMACOLL_PARAM_LIST and the C and MCA types behind
- * them: 'z' size_t, 'u' unsigned, 'i' int, 't' int holding a tree kind. */
+/*
+ * Every numeric parameter is registered as a string and read here. Open MPI
+ * 4.1 reads an integer variable with strtoull(text, &end, 0) and keeps
+ * whatever prefix parsed (int_from_string() in opal/mca/base/mca_base_var.c):
+ * "abc" becomes 0, "12abc" 12, "1e3" 1, "-1" SIZE_MAX in a size_t, a number
+ * beyond 64 bits ULLONG_MAX (-1 in an int), all without a word; only an int
+ * or unsigned too small for the value, or a name its enumerator does not
+ * know, is refused, with a help message, and the default stays. Reading the
+ * text ourselves makes each of those a sentence naming the parameter and its
+ * valid values, after which the component refuses to open.
+ *
+ * Type letters as in NUMACOLL_PARAM_LIST: 'z' size_t (a byte count), 'u'
+ * unsigned, 'i' int, 't' int holding a tree kind.
+ */
 #define NC_C_SIZE(t) ((t) == 'z' ? sizeof(size_t) \
                       : (t) == 'u' ? sizeof(unsigned) : sizeof(int))
 
-/* Registration writes through a pointer typed by the letter: a field whose
- * size disagrees with its letter would be overwritten partially or beyond,
- * so refuse to build instead. */
+/* Values are stored through a pointer typed by the letter: a field whose
+ * size disagrees with its letter would be written partially or beyond, so
+ * refuse to build instead. */
 #define X(field, type, def, min, max, doc)                                    \
     _Static_assert(sizeof(((numacoll_config_t *)0)->field) == NC_C_SIZE(type), \
                    "numacoll_config_t." #field " does not match its type letter");
 NUMACOLL_PARAM_LIST(X)
 #undef X
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->priority) ==
+                   NC_C_SIZE('i'), "priority is read as an int");
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->node_budget) ==
+                   NC_C_SIZE('z'), "node_budget is read as a size_t");
 
 typedef struct nc_param {
     const char *name;
     char type;
     long long def;              /* outside [min, max]: "from the table"      */
-    long long min;              /* only 'i' is ever negative (pu: -1)        */
+    long long min;              /* negative only for 'i' and 't'             */
     unsigned long long max;
     const char *doc;
-    size_t offset;              /* of the field in numacoll_config_t         */
+    size_t offset;              /* of the value in nc_component              */
 } nc_param_t;
 
+#define NC_CONFIG_AT(field) \
+    (offsetof(mca_coll_numacoll_component_t, config) + \
+     offsetof(numacoll_config_t, field))
+
 static const nc_param_t nc_params[] = {
+    /* 40: above tuned (30) and basic/libnbc (10), so that an installed
+     * component takes node-local communicators; below self (75), which owns
+     * MPI_COMM_SELF anyway. */
+    {"priority", 'i', 40, INT_MIN, INT_MAX,
+     "Priority of the numacoll coll component: the highest priority among "
+     "the components that accept a communicator wins each operation it "
+     "provides; 40 wins over tuned (30) on node-local communicators, and a "
+     "negative value disables numacoll.",
+     offsetof(mca_coll_numacoll_component_t, priority)},
 #define X(field, type, def, min, max, doc)                                    \
     {#field, type, (long long)(def), (long long)(min),                        \
-     (unsigned long long)(max), doc,                                          \
-     offsetof(numacoll_config_t, field)},
+     (unsigned long long)(max), doc, NC_CONFIG_AT(field)},
     NUMACOLL_PARAM_LIST(X)
 #undef X
+    {"node_budget", 'z', 0, 0, SIZE_MAX,
+     "Largest number of bytes that /dev/shm may hold on this node after a "
+     "numacoll segment is created; when a communicator's first collective "
+     "finds less room (everything in /dev/shm counts, numacoll segments "
+     "included), that communicator uses the previous component instead. 0 "
+     "means no limit beyond the free space of /dev/shm.",
+     offsetof(mca_coll_numacoll_component_t, node_budget)},
 };
 #define NC_NPARAMS (sizeof nc_params / sizeof nc_params[0])
+
+/* The variable system's storage of each parameter: our default text when
+ * registered, then the user's text if set (Open MPI copies both, and keeps
+ * an empty value as NULL). Read once, right after registration. */
+static char *nc_text[NC_NPARAMS];
+static char nc_default_text[NC_NPARAMS][24];
 
 /* 1 when a default lies outside the range: it means "unset, take the
  * tuning table's value" (include/numacoll.h). */
@@ -95,52 +138,8 @@ static bool nc_param_has_unset(const nc_param_t *p)
            (p->def >= 0 && (unsigned long long)p->def > p->max);
 }
 
-/* The tree enumerator: lets users write "knomial" as well as 3, and
- * "table" (-1, the default) for the tuning table's tree. Filled from
- * numacoll_tree_name() so that the names stay the core's. */
-static mca_base_var_enum_value_t nc_tree_values[NUMACOLL_TREE_COUNT + 2];
-
-static mca_base_var_enum_t *nc_tree_enum(void)
-{
-    mca_base_var_enum_t *e = NULL;
-    nc_tree_values[0].value = -1;
-    nc_tree_values[0].string = "table";
-    for (int k = 0; k < NUMACOLL_TREE_COUNT; k++) {
-        nc_tree_values[k + 1].value = k;
-        nc_tree_values[k + 1].string =
-            numacoll_tree_name((numacoll_tree_kind_t)k);
-    }
-    nc_tree_values[NUMACOLL_TREE_COUNT + 1].value = 0;
-    nc_tree_values[NUMACOLL_TREE_COUNT + 1].string = NULL;
-    if (mca_base_var_enum_create("coll_numacoll_tree", nc_tree_values, &e) !=
-        OPAL_SUCCESS)
-        return NULL;
-    return e;
-}
-
-static void *nc_param_storage(const nc_param_t *p)
-{
-    return (char *)&nc_component.config + p->offset;
-}
-
-/* The maximum a C type can hold, to print "N or more" instead of 2^64-1. */
-static unsigned long long nc_type_max(char type)
-{
-    return type == 'z' ? (unsigned long long)SIZE_MAX
-         : type == 'u' ? (unsigned long long)UINT_MAX
-                       : (unsigned long long)INT_MAX;
-}
-
 static void nc_range_text(const nc_param_t *p, char *out, size_t len)
 {
-    if (nc_param_has_unset(p) && p->type != 't') {
-        /* "0 (from the tuning table) or 64 to 1048576" */
-        int n = snprintf(out, len, "%lld (from the tuning table) or ", p->def);
-        if (n < 0 || (size_t)n >= len)
-            return;
-        out += n;
-        len -= (size_t)n;
-    }
     if (p->type == 't') {
         size_t n = (size_t)snprintf(out, len, "table (-1, the tuning "
                                     "table's), ");
@@ -150,43 +149,153 @@ static void nc_range_text(const nc_param_t *p, char *out, size_t len)
                                                     ? " or " : ", ",
                                   numacoll_tree_name((numacoll_tree_kind_t)k),
                                   k);
-    } else if (p->max >= nc_type_max(p->type)) {
-        snprintf(out, len, "%lld or more", p->min);
-    } else {
-        snprintf(out, len, "%lld to %llu", p->min, p->max);
+        return;
     }
+    char unset[48] = "";
+    if (nc_param_has_unset(p))
+        snprintf(unset, sizeof unset, "%lld (from the tuning table) or ",
+                 p->def);
+    /* Byte counts take Open MPI's size suffixes, which users already write
+     * for its own size variables. */
+    snprintf(out, len, "%s%lld to %llu%s", unset, p->min, p->max,
+             p->type == 'z' ? " (bytes; a suffix k, m or g multiplies by "
+                              "1024, 1024^2 or 1024^3)" : "");
 }
 
-/* Out-of-range check of one parameter; on failure a sentence naming it. */
-static bool nc_param_in_range(const nc_param_t *p, char *msg, size_t len)
+typedef enum { NC_TEXT_OK, NC_TEXT_NOT_INTEGER, NC_TEXT_TOO_LARGE } nc_text_t;
+
+/* Reads [blanks][-|+]digits[k|m|g, byte counts only][blanks] into a sign and
+ * a magnitude. Decimal only: base 0, which Open MPI uses, reads "010" as 8. */
+static nc_text_t nc_read_integer(const char *s, bool bytes, bool *neg,
+                                 unsigned long long *mag)
 {
-    const void *s = nc_param_storage(p);
-    char range[160];
-    nc_range_text(p, range, sizeof range);
-    if (p->type == 'z' || p->type == 'u') {
-        unsigned long long v = p->type == 'z' ? *(const size_t *)s
-                                              : *(const unsigned *)s;
-        if ((v >= (unsigned long long)p->min && v <= p->max) ||
-            (nc_param_has_unset(p) && v == (unsigned long long)p->def))
+    while (isspace((unsigned char)*s))
+        s++;
+    *neg = *s == '-';
+    if (*s == '-' || *s == '+')
+        s++;
+    /* strtoull would skip more blanks and take a second sign. */
+    if (!isdigit((unsigned char)*s))
+        return NC_TEXT_NOT_INTEGER;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    bool too_large = errno == ERANGE;
+    if (bytes && *end != '\0' && strchr("kKmMgG", *end)) {
+        int c = tolower((unsigned char)*end);
+        unsigned shift = c == 'k' ? 10 : c == 'm' ? 20 : 30;
+        if (v > ULLONG_MAX >> shift)
+            too_large = true;
+        else
+            v <<= shift;
+        end++;
+    }
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end != '\0')
+        return NC_TEXT_NOT_INTEGER;
+    *mag = v;
+    return too_large ? NC_TEXT_TOO_LARGE : NC_TEXT_OK;
+}
+
+/* "table" or a tree's name, in any case, as Open MPI's enumerator took them
+ * before; -1 for table, else the kind. */
+static bool nc_read_tree_name(const char *s, size_t n, bool *neg,
+                              unsigned long long *mag)
+{
+    if (n == 5 && strncasecmp(s, "table", 5) == 0) {
+        *neg = true;
+        *mag = 1;
+        return true;
+    }
+    for (int k = 0; k < NUMACOLL_TREE_COUNT; k++) {
+        const char *name = numacoll_tree_name((numacoll_tree_kind_t)k);
+        if (strlen(name) == n && strncasecmp(s, name, n) == 0) {
+            *neg = false;
+            *mag = (unsigned long long)k;
             return true;
-        snprintf(msg, len, "coll_numacoll_%s = %llu is out of range: valid "
-                 "values are %s", p->name, v, range);
-    } else {
-        long long v = *(const int *)s;
-        if ((v >= p->min && (v < 0 || (unsigned long long)v <= p->max)) ||
-            (nc_param_has_unset(p) && v == p->def))
-            return true;
-        snprintf(msg, len, "coll_numacoll_%s = %lld is out of range: valid "
-                 "values are %s", p->name, v, range);
+        }
     }
     return false;
 }
 
+/* Whether -mag (neg) or mag lies in [lo, hi], hi >= 0. */
+static bool nc_between(bool neg, unsigned long long mag, long long lo,
+                       unsigned long long hi)
+{
+    if (neg && mag != 0)
+        /* -mag >= lo, with -(lo + 1) + 1 so that lo = LLONG_MIN cannot
+         * overflow. */
+        return lo < 0 && mag <= (unsigned long long)(-(lo + 1)) + 1;
+    return (lo <= 0 || mag >= (unsigned long long)lo) && mag <= hi;
+}
+
+static bool nc_equals(bool neg, unsigned long long mag, long long v)
+{
+    if (v < 0)
+        return neg && mag == (unsigned long long)(-(v + 1)) + 1;
+    return (!neg || mag == 0) && mag == (unsigned long long)v;
+}
+
+/* Reads p's text into its field of nc_component; false, with a sentence
+ * naming the parameter and its valid values in msg, if it is not one. */
+static bool nc_param_read(const nc_param_t *p, const char *text, char *msg,
+                          size_t len)
+{
+    char range[200];
+    nc_range_text(p, range, sizeof range);
+    if (!text) {
+        snprintf(msg, len, "coll_numacoll_%s is empty: valid values are %s",
+                 p->name, range);
+        return false;
+    }
+    /* The value as the user wrote it, blanks aside, for the message. */
+    const char *shown = text;
+    while (isspace((unsigned char)*shown))
+        shown++;
+    int shown_len = (int)strnlen(shown, 64);
+    while (shown_len > 0 && isspace((unsigned char)shown[shown_len - 1]))
+        shown_len--;
+
+    bool neg = false;
+    unsigned long long mag = 0;
+    nc_text_t st = NC_TEXT_OK;
+    if (!(p->type == 't' &&
+          nc_read_tree_name(shown, (size_t)shown_len, &neg, &mag)))
+        st = nc_read_integer(text, p->type == 'z', &neg, &mag);
+    if (st == NC_TEXT_NOT_INTEGER) {
+        snprintf(msg, len, "coll_numacoll_%s = \"%.*s\" is not %s: valid "
+                 "values are %s", p->name, shown_len, shown,
+                 p->type == 't' ? "a tree name or an integer" : "an integer",
+                 range);
+        return false;
+    }
+    if (st == NC_TEXT_TOO_LARGE ||
+        !(nc_between(neg, mag, p->min, p->max) ||
+          (nc_param_has_unset(p) && nc_equals(neg, mag, p->def)))) {
+        snprintf(msg, len, "coll_numacoll_%s = %.*s is out of range: valid "
+                 "values are %s", p->name, shown_len, shown, range);
+        return false;
+    }
+    /* In range, so the value fits the field's type. */
+    void *at = (char *)&nc_component + p->offset;
+    if (p->type == 'z')
+        *(size_t *)at = (size_t)mag;
+    else if (p->type == 'u')
+        *(unsigned *)at = (unsigned)mag;
+    else
+        *(int *)at = neg ? (int)-(long long)mag : (int)mag;
+    return true;
+}
+
 /* pu names one processing unit for every process of the job; it exists for
- * tests under synthetic topologies, so it sits at the developer level. */
+ * tests under synthetic topologies, so it sits at the developer level.
+ * priority is the one a user changes to pick components. */
 static mca_base_var_info_lvl_t nc_param_level(const nc_param_t *p)
 {
-    return strcmp(p->name, "pu") == 0 ? OPAL_INFO_LVL_9 : OPAL_INFO_LVL_5;
+    return strcmp(p->name, "pu") == 0         ? OPAL_INFO_LVL_9
+         : strcmp(p->name, "priority") == 0   ? OPAL_INFO_LVL_6
+                                              : OPAL_INFO_LVL_5;
 }
 
 /* Parameters each process may set for itself: how long and how eagerly it
@@ -211,26 +320,24 @@ static mca_base_var_scope_t nc_param_scope(const nc_param_t *p)
                ? MCA_BASE_VAR_SCOPE_LOCAL : MCA_BASE_VAR_SCOPE_ALL_EQ;
 }
 
-static void nc_register_core_params(void)
+static void nc_register_params(void)
 {
-    mca_base_var_enum_t *tree_enum = nc_tree_enum();
     for (size_t i = 0; i < NC_NPARAMS; i++) {
         const nc_param_t *p = &nc_params[i];
-        char desc[768], range[160];
+        char desc[768], range[200];
         nc_range_text(p, range, sizeof range);
         snprintf(desc, sizeof desc, "%s Valid values: %s.", p->doc, range);
-        mca_base_var_type_t type =
-            p->type == 'z' ? MCA_BASE_VAR_TYPE_SIZE_T
-          : p->type == 'u' ? MCA_BASE_VAR_TYPE_UNSIGNED_INT
-                           : MCA_BASE_VAR_TYPE_INT;
+        if (p->type == 't')
+            snprintf(nc_default_text[i], sizeof nc_default_text[i], "table");
+        else
+            snprintf(nc_default_text[i], sizeof nc_default_text[i], "%lld",
+                     p->def);
+        nc_text[i] = nc_default_text[i];
         (void)mca_base_component_var_register(
-            &nc_component.super.collm_version, p->name, desc, type,
-            p->type == 't' ? tree_enum : NULL, 0, 0, nc_param_level(p),
-            nc_param_scope(p), nc_param_storage(p));
+            &nc_component.super.collm_version, p->name, desc,
+            MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, nc_param_level(p),
+            nc_param_scope(p), &nc_text[i]);
     }
-    /* The variable system holds its own reference. */
-    if (tree_enum)
-        OBJ_RELEASE(tree_enum);
 }
 
 /* ---- MPI_T performance variables -------------------------------------- */
@@ -333,20 +440,9 @@ static void nc_name_mca_param(const char *core, char *out, size_t len)
 
 static int nc_register(void)
 {
-    /* Defaults come from the core, so ompi_info shows the core's values. */
+    /* Defaults come from the core; the parameters' texts replace them. */
     numacoll_config_init(&nc_component.config);
-    nc_component.node_budget = 0;
-
-    (void)mca_base_component_var_register(
-        &nc_component.super.collm_version, "priority",
-        "Priority of the numacoll coll component: the highest priority among "
-        "the components that accept a communicator wins each operation it "
-        "provides; 40 wins over tuned (30) on node-local communicators, and a "
-        "negative value disables numacoll.",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
-        MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.priority);
-
-    nc_register_core_params();
+    nc_register_params();
 
     nc_component.tuning_file = "";
     (void)mca_base_component_var_register(
@@ -361,36 +457,32 @@ static int nc_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.tuning_file);
 
-    (void)mca_base_component_var_register(
-        &nc_component.super.collm_version, "node_budget",
-        "Largest number of bytes that /dev/shm may hold on this node after a "
-        "numacoll segment is created; when a communicator's first collective "
-        "finds less room (everything in /dev/shm counts, numacoll segments "
-        "included), that communicator uses the previous component instead. 0 "
-        "means no limit beyond the free space of /dev/shm. Valid values: 0 or "
-        "more.",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
-        MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.node_budget);
-
     nc_register_pvars();
 
-    /* Check now, so that ompi_info and every process report a bad value at
-     * once rather than on some communicator's first collective. */
+    /* Read and check now, so that ompi_info and every process report a bad
+     * value at once rather than on some communicator's first collective.
+     * Registration happens once per process, so each sentence is printed
+     * once per process, at any verbosity: a value the user set and we
+     * ignore must never go unsaid. Every bad value is named, then the
+     * rules between fields, which need all values read. */
     char msg[512];
     nc_component.config_ok = true;
-    for (size_t i = 0; i < NC_NPARAMS && nc_component.config_ok; i++)
-        if (!nc_param_in_range(&nc_params[i], msg, sizeof msg))
-            nc_component.config_ok = false;
+    for (size_t i = 0; i < NC_NPARAMS; i++) {
+        if (nc_param_read(&nc_params[i], nc_text[i], msg, sizeof msg))
+            continue;
+        nc_component.config_ok = false;
+        opal_output(0, "coll:numacoll: rejected: %s; the numacoll "
+                    "component is disabled", msg);
+    }
     char core[256];
     if (nc_component.config_ok &&
         numacoll_config_check(&nc_component.config, core, sizeof core) !=
             NUMACOLL_OK) {
         nc_name_mca_param(core, msg, sizeof msg);
         nc_component.config_ok = false;
-    }
-    if (!nc_component.config_ok)
         opal_output(0, "coll:numacoll: rejected: %s; the numacoll "
                     "component is disabled", msg);
+    }
     return OMPI_SUCCESS;
 }
 

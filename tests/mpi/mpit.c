@@ -92,6 +92,11 @@ void mpit_check_ran(const mpit_counters_t *b, const mpit_counters_t *a,
 {
     if (mpit_expect == MPIT_EXPECT_NONE)
         return;
+    if (mpit_expect == MPIT_EXPECT_ABSENT) {
+        MPIT_CHECK(!a->present && !b->present, "%s: numacoll's MPI_T "
+                   "counters exist: the component opened", what);
+        return;
+    }
     if (!MPIT_CHECK(a->present && b->present,
                     "%s: numacoll's MPI_T counters are missing (component "
                     "not loaded?)", what))
@@ -137,12 +142,17 @@ void mpit_init(int *argc, char ***argv, const char *name)
                 : strcmp(e, "core") == 0 ? MPIT_EXPECT_CORE
                 : strcmp(e, "fallback") == 0 ? MPIT_EXPECT_FALLBACK
                 : strcmp(e, "mixed") == 0 ? MPIT_EXPECT_MIXED
-                                          : MPIT_EXPECT_NONE;
+                : strcmp(e, "absent") == 0 ? MPIT_EXPECT_ABSENT
+                                           : MPIT_EXPECT_NONE;
     pvars_open();
 }
 
 int mpit_finish(void)
 {
+    /* Every program, whether or not it reads the counters. */
+    if (mpit_expect == MPIT_EXPECT_ABSENT)
+        MPIT_CHECK(!pv_present, "numacoll's MPI_T variables exist: the "
+                   "component opened although a parameter was rejected");
     long mine[2] = {checks, failures}, all[2];
     if (pv_present) {
         for (int i = 0; i < PV_N; i++)

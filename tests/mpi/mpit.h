@@ -10,6 +10,9 @@
  *                             previous component (e.g. a tiny node budget)
  *   NUMACOLL_EXPECT=mixed     loaded; each call either ran in the core or
  *                             fell back (a budget that fits only some teams)
+ *   NUMACOLL_EXPECT=absent    on the component path but refused to open (a
+ *                             rejected parameter): its MPI_T variables must
+ *                             not exist, so it ran nothing
  *   unset or "none"           no expectation (component absent or disabled)
  *
  * Every test ends with mpit_finish(), which prints one line on rank 0:
@@ -26,7 +29,8 @@ typedef enum {
     MPIT_EXPECT_NONE,
     MPIT_EXPECT_CORE,
     MPIT_EXPECT_FALLBACK,
-    MPIT_EXPECT_MIXED
+    MPIT_EXPECT_MIXED,
+    MPIT_EXPECT_ABSENT
 } mpit_expect_t;
 
 extern int mpit_rank, mpit_size;
@@ -59,7 +63,8 @@ void mpit_counters(mpit_counters_t *c);
  * Barrier calls this rank made in between on communicators of two or more
  * processes (those numacoll accepts). With NUMACOLL_EXPECT=core they must
  * all have run in the core, with =fallback all in the previous component,
- * with =mixed each in one of the two.
+ * with =mixed each in one of the two; with =absent the counters must not
+ * exist.
  */
 void mpit_check_ran(const mpit_counters_t *before, const mpit_counters_t *after,
                     unsigned long long bcasts, unsigned long long barriers,

@@ -99,8 +99,10 @@ report() {  # report <ok 0/1> <label> <seconds>
 
 # mpi <label> <component path> <np> <mpirun args...> -- the program and
 # its expectation are part of the args. When $must is set, the output must
-# also contain that text (it is reset after each run).
+# also contain that text, on exactly $must_lines lines when that is set too
+# (both are reset after each run).
 must=
+must_lines=
 mpi() {
     label=$1 path=$2 np=$3
     shift 3
@@ -116,7 +118,15 @@ mpi() {
         echo "missing from the output: $must" >>"$LOG"
         rc=1
     fi
+    if [ $rc = 0 ] && [ -n "$must_lines" ]; then
+        n=$(grep -cF -- "$must" "$LOG")
+        [ "$n" = "$must_lines" ] || {
+            echo "$n lines with '$must', expected $must_lines" >>"$LOG"
+            rc=1
+        }
+    fi
     must=
+    must_lines=
     report $rc "$label" "$(elapsed "$t0")"
 }
 
@@ -213,8 +223,14 @@ mpi "tuning_file with an error: rejected, built-in used" "$WITH_PATH" 2 \
     "$BIN/bcast_derived"
 rm -f "$BROKEN"
 
-# Parameters: every NUMACOLL_PARAM_LIST field, priority and node_budget,
-# listed by ompi_info with a description.
+# The component's numeric parameters: every NUMACOLL_PARAM_LIST field,
+# priority and node_budget (tuning_file is the one string).
+numeric_params() {
+    echo priority node_budget
+    sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
+        "$ROOT/include/numacoll.h"
+}
+# Parameters: all of them listed by ompi_info with a description.
 params_listed() {
     listing=$(info_with) || return 1
     names=$(sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
@@ -224,6 +240,11 @@ params_listed() {
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
+    done
+    # Numbers are strings to Open MPI, so the help is where their range is.
+    for n in $(numeric_params); do
+        echo "$listing" | grep -q "param:coll_numacoll_$n:help:.*Valid values: ." ||
+            { echo "coll_numacoll_$n: no valid values in its help"; return 1; }
     done
     for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count \
              reduce_count allreduce_count reduce_fallback_count \
@@ -238,7 +259,7 @@ check "ompi_info lists every parameter" params_listed
 # still runs (on the other components).
 rejects() {  # rejects <param> <value> <pattern expected in the message> [VAR=value]
     out=$(info_with "OMPI_MCA_coll_numacoll_$1=$2" ${4:+"$4"} 2>&1)
-    echo "$out" | grep "coll:numacoll: rejected" | grep -q -- "$3" ||
+    echo "$out" | grep "coll:numacoll: rejected" | grep -qF -- "$3" ||
         { echo "$out" | grep numacoll; return 1; }
     echo "$out" | grep "coll:numacoll: rejected"
 }
@@ -253,7 +274,110 @@ check "rejects queue_depth=7 banks=2 (rule)" rejects queue_depth 7 \
     OMPI_MCA_coll_numacoll_banks=2
 must="coll_numacoll_frag_size = 32 is out of range"
 mpi "bad frag_size: job runs without numacoll" "$WITH_PATH" 2 \
-    --mca coll_numacoll_frag_size 32 "$BIN/bcast_derived"
+    -x NUMACOLL_EXPECT=absent --mca coll_numacoll_frag_size 32 \
+    "$BIN/bcast_derived"
+
+# Numbers are read by the component, not by Open MPI, which takes the digits
+# a value starts with ("abc" is 0, "12abc" 12) or keeps the default after a
+# help message (an int it cannot hold, an unknown tree), and numacoll then
+# ran with a value nobody asked for. Every numeric parameter set to a
+# non-number is named, each on its own line, with its valid values.
+rejects_all() {  # rejects_all <value> <what the message says of it>
+    value=$1 said=$2
+    names=$(numeric_params)
+    [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
+    set --
+    for n in $names; do set -- "$@" "OMPI_MCA_coll_numacoll_$n=$value"; done
+    out=$(info_with "$@" 2>&1)
+    for n in $names; do
+        echo "$out" | grep "coll:numacoll: rejected: coll_numacoll_$n = " |
+            grep -F -- "$said" | grep -q "valid values are" || {
+            echo "coll_numacoll_$n=$value not rejected:"
+            echo "$out" | grep numacoll
+            return 1
+        }
+    done
+    echo "$out" | grep "coll:numacoll: rejected"
+}
+check "rejects every numeric parameter = abc" rejects_all abc '"abc" is not'
+check "rejects every numeric parameter = 12abc" rejects_all 12abc '"12abc" is not'
+check "rejects verbose=1e3" rejects verbose 1e3 \
+    'coll_numacoll_verbose = "1e3" is not an integer: valid values are 0 to 3'
+check "rejects mem_budget=-1 (range)" rejects mem_budget -1 \
+    "coll_numacoll_mem_budget = -1 is out of range: valid values are 0 to 18446744073709551615"
+check "rejects spin_count=2^64 (range)" rejects spin_count 18446744073709551616 \
+    "coll_numacoll_spin_count = 18446744073709551616 is out of range: valid values are 0 to 100000000"
+check "rejects frag_size=16g (range)" rejects frag_size 16g \
+    "coll_numacoll_frag_size = 16g is out of range"
+check "rejects tree=bogus (name)" rejects tree bogus \
+    'coll_numacoll_tree = "bogus" is not a tree name or an integer: valid values are table (-1'
+check "rejects verbose= (empty)" rejects verbose "" \
+    "coll_numacoll_verbose is empty: valid values are 0 to 3"
+# The same sentence when the value comes from a parameter file.
+PARAMS=$(mktemp "${TMPDIR:-/tmp}/numacoll-params.XXXXXX")
+trap 'rm -f "$LOG" "$WRAP" "$PARAMS"' EXIT
+printf 'coll_numacoll_radix = 4x\n' >"$PARAMS"
+from_file() {  # from_file <pattern expected in the message>
+    out=$(info_with "OMPI_MCA_mca_base_param_files=$PARAMS" 2>&1)
+    echo "$out" | grep "coll:numacoll: rejected" | grep -qF -- "$1" ||
+        { echo "$out" | grep numacoll; return 1; }
+    echo "$out" | grep "coll:numacoll: rejected"
+}
+check "rejects radix=4x from a parameter file" from_file \
+    'coll_numacoll_radix = "4x" is not an integer: valid values are 0 (from the tuning table) or 2 to 64'
+# What the parameters document stays accepted: names for the tree, a sign,
+# blanks around the number, k/m/g on byte counts.
+accepts() {  # accepts VAR=value...
+    out=$(info_with "$@" 2>&1) || { echo "$out"; return 1; }
+    ! echo "$out" | grep "coll:numacoll: rejected" || return 1
+    echo "accepted: $*"
+}
+check "accepts tree, priority, pu, sizes as documented" accepts \
+    OMPI_MCA_coll_numacoll_tree=KNOMIAL OMPI_MCA_coll_numacoll_priority=-1 \
+    OMPI_MCA_coll_numacoll_pu=-1 OMPI_MCA_coll_numacoll_frag_size=64k \
+    "OMPI_MCA_coll_numacoll_reduce_frag_size= 16M " \
+    OMPI_MCA_coll_numacoll_mem_budget=1G OMPI_MCA_coll_numacoll_node_budget=+0 \
+    OMPI_MCA_coll_numacoll_spin_count=100000000
+# ... and means the same as the plain number: rank 1 writes 64k and knomial
+# where the others have 65536 and 3, and the ranks must find their shape
+# parameters equal (else every communicator would fall back).
+cat >"$WRAP" <<'EOF2'
+#!/bin/sh
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
+    export OMPI_MCA_coll_numacoll_frag_size=64k OMPI_MCA_coll_numacoll_tree=knomial
+fi
+exec "$@"
+EOF2
+mpi "frag_size 64k = 65536, tree knomial = 3" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=core --mca coll_numacoll_frag_size 65536 \
+    --mca coll_numacoll_tree 3 "$WRAP" "$BIN/bcast_derived"
+
+# A rejected value in a job: the sentence once per process at the default
+# verbosity, numacoll's MPI_T variables absent (it did not open), and the
+# program's results correct on the other components.
+BYTES=' (bytes; a suffix k, m or g multiplies by 1024, 1024^2 or 1024^3)'
+bad_value() {  # bad_value <np> <program> <param> <value> <sentence>
+    must="coll:numacoll: rejected: $5; the numacoll component is disabled"
+    must_lines=$1
+    mpi "bad $3=$4: rejected, job runs, np=$1 $2" "$WITH_PATH" "$1" $FORCE \
+        -x NUMACOLL_EXPECT=absent --mca "coll_numacoll_$3" "$4" "$BIN/$2"
+}
+bad_value 2 bcast_derived verbose abc \
+    'coll_numacoll_verbose = "abc" is not an integer: valid values are 0 to 3'
+bad_value 3 reduce_ops priority abc \
+    'coll_numacoll_priority = "abc" is not an integer: valid values are -2147483648 to 2147483647'
+bad_value 2 barrier_order priority 12abc \
+    'coll_numacoll_priority = "12abc" is not an integer: valid values are -2147483648 to 2147483647'
+bad_value 4 bcast_derived pu 5000000000 \
+    'coll_numacoll_pu = 5000000000 is out of range: valid values are -1 to 1048576'
+bad_value 2 bcast_derived tree 7 \
+    'coll_numacoll_tree = 7 is out of range: valid values are table (-1, the tuning table'"'"'s), flat (0), chain (1), kary (2), knomial (3) or numa (4)'
+bad_value 3 bcast_derived frag_size -1 \
+    "coll_numacoll_frag_size = -1 is out of range: valid values are 0 (from the tuning table) or 64 to 1048576$BYTES"
+bad_value 2 reduce_ops reduce_frag_size abc \
+    "coll_numacoll_reduce_frag_size = \"abc\" is not an integer: valid values are 0 (from the tuning table) or 64 to 16777216$BYTES"
+bad_value 2 many_comms node_budget abc \
+    "coll_numacoll_node_budget = \"abc\" is not an integer: valid values are 0 to 18446744073709551615$BYTES"
 
 # Selection, as coll_base_verbose 10 shows it: numacoll wins over tuned by
 # its default priority alone (no --mca coll list), declines MPI_COMM_SELF
