@@ -34,6 +34,7 @@ LIB_SRCS = \
 	coll/config.c \
 	coll/wait.c \
 	coll/copy.c \
+	coll/call.c \
 	coll/tree.c \
 	coll/team.c \
 	coll/runner.c \
@@ -51,6 +52,7 @@ LIB_SRCS = \
 	topo/groups.c \
 	shm_seg/layout.c \
 	shm_seg/seg.c \
+	shm_seg/pool.c \
 	tune/table.c \
 	tune/model.c
 
@@ -68,9 +70,12 @@ TEST_SRCS = \
 	tests/test_bench.c \
 	tests/test_tune.c \
 	tests/test_tune_team.c \
+	tests/test_tune_file.c \
+	tests/test_topo_cache.c \
 	tests/test_model.c \
 	tests/test_copy.c \
-	tests/test_align.c
+	tests/test_align.c \
+	tests/test_mismatch.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

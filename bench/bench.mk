@@ -4,6 +4,8 @@
 #   $(BUILD)/numacoll-bench-mpi  the benchmark's MPI twin (mpicc -DNCB_BUILD_MPI),
 #                                part of `make` when mpicc exists, skipped
 #                                with a one-line note otherwise
+#   $(BUILD)/comm-cost           time and memory per new communicator (mpicc;
+#                                bench/comm-cost.sh)
 #   make bench                   the main job: a short standalone comparison
 #                                (the default tree against the others, with
 #                                the memcpy limit) and, with Open MPI,
@@ -43,7 +45,20 @@ ncb-mpi-skip:
 	@echo "numacoll: mpicc not found; numacoll-bench-mpi skipped (Debian: apt-get install libopenmpi-dev openmpi-bin)"
 endif
 
-all: $(NCB_MPI_GOAL)
+# comm-cost (bench/comm_cost.c): what a new communicator costs in time and
+# memory under the selected coll component; bench/comm-cost.sh runs it with
+# and without numacoll (docs/bench.md, "Communicator cost"). Plain MPI.
+NCB_COMM_COST = $(BUILD)/comm-cost
+ifneq ($(NCB_HAVE_MPICC),)
+NCB_COMM_COST_GOAL = $(NCB_COMM_COST)
+$(NCB_COMM_COST): bench/comm_cost.c
+	@mkdir -p $(dir $@)
+	$(NCB_MPICC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+else
+NCB_COMM_COST_GOAL = ncb-mpi-skip
+endif
+
+all: $(NCB_MPI_GOAL) $(NCB_COMM_COST_GOAL)
 # the bench suite runs both programs, from the build folder being tested
 check: $(BENCH) $(NCB_MPI_GOAL)
 $(BUILD)/tests/test_bench.o: CPPFLAGS += -DNCT_BUILD_DIR='"$(BUILD)"'

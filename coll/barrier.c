@@ -12,12 +12,13 @@
  *  root:   wait for its children's arrive, then release them.
  * Each rank owns two sync lines: `arrive`, written by the rank when its
  * subtree has arrived and read by its parent, and `release`, written by
- * the parent and polled by the rank. Values are the barrier's sequence
- * number, compared rollover-safely (GE), so nothing is ever reset and a
- * rank may enter barrier seq+1 while its parent still reads seq: arrive
- * only grows, and a child that has left seq cannot pass seq+1 before its
- * parent stores seq+1. The release/acquire pairs make everything a rank
- * wrote before entering visible to every rank after it leaves.
+ * the parent and polled by the rank. Values are the call's number seq
+ * (coll/call.c: they grow, with gaps), awaited rollover-safely (GE) and
+ * then required equal: a child cannot arrive at a later barrier before
+ * its parent has released it from this one, nor a parent release a later
+ * one before the child arrives, so a larger value is a mismatched call.
+ * The release/acquire pairs make everything a rank wrote before entering
+ * visible to every rank after it leaves.
  *
  * Cost: 2 * depth * t_l + (k-1) polls per level, depth = ceil(log_k n)
  * inside a node plus ceil(log_k nodes) between leaders. Shared slots: own
@@ -55,7 +56,12 @@ void nc__barrier_fini(numacoll_team_t *t)
 
 int nc__barrier_tree(numacoll_team_t *t)
 {
-    const uint64_t seq = ++t->barrier_seq;
+    /* The call's number, not a count of barriers, and compared for
+     * equality: a child's arrive cannot pass seq before we release it, nor
+     * a parent's release before we arrive, so another value is another
+     * call's Barrier (mismatched calls). A resync zeroes the lines while
+     * the numbers go on growing. */
+    const uint64_t seq = t->barrier_seq = t->call_seq;
     const int nchild = t->barrier_nchild, parent = t->barrier_parent;
     const int *kids = t->barrier_children;
     uint64_t seen;
@@ -65,6 +71,8 @@ int nc__barrier_tree(numacoll_team_t *t)
         nc__wait_why_t why = {kids[c], "barrier arrive", (long)seq, 0};
         rc = nc__wait(t, &nc__sync(t, kids[c])->arrive, NC_WAIT_GE, seq,
                       &seen, &why);
+        if (rc == NUMACOLL_OK && seen != seq)
+            rc = nc__mismatch(t, kids[c], "it arrived at a later barrier");
         if (rc != NUMACOLL_OK)
             return rc;
     }
@@ -74,6 +82,8 @@ int nc__barrier_tree(numacoll_team_t *t)
         atomic_store_explicit(&me->arrive, seq, memory_order_release);
         nc__wait_why_t why = {parent, "barrier release", (long)seq, 0};
         rc = nc__wait(t, &me->release, NC_WAIT_GE, seq, &seen, &why);
+        if (rc == NUMACOLL_OK && seen != seq)
+            rc = nc__mismatch(t, parent, "it released a later barrier");
         if (rc != NUMACOLL_OK)
             return rc;
     }

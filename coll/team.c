@@ -43,16 +43,6 @@ void nc__team_abort(numacoll_team_t *t, int status)
                               memory_order_release);
 }
 
-int nc__team_size_mismatch(numacoll_team_t *t, int root, size_t got,
-                           size_t want)
-{
-    nc__team_abort(t, NUMACOLL_ERR_ARG);
-    return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                         "rank %d expected %zu bytes but root %d announced "
-                         "%zu: Bcast sizes differ between ranks", t->rank,
-                         want, root, got);
-}
-
 int nc__team_check_abort(numacoll_team_t *t)
 {
     int st = atomic_load_explicit(&t->hdr->abort_status, memory_order_acquire);
@@ -88,85 +78,190 @@ static int agree(const numacoll_bootstrap_t *b, int mine, int *who)
     return rc;
 }
 
-/* Every rank must take the same choices, or their calls would not match:
- * compare the hashes of the rules each resolved. */
-static int agree_rules(const numacoll_bootstrap_t *b, uint64_t hash, int *who)
+/* Why this thread's last team creation failed (numacoll_team_create_error). */
+static _Thread_local char create_error[256];
+
+/* Record why creation failed and say it (verbose >= 1) on the rank that
+ * found it; msg "" where this rank only knows which rank failed. */
+static void create_says(const numacoll_team_t *t, int status, int who,
+                        const char *msg)
 {
-    uint64_t *all = calloc((size_t)b->size, sizeof *all);
-    if (!all)
-        return NUMACOLL_ERR_NOMEM;
-    int rc = NUMACOLL_OK;
-    if (b->allgather(&hash, all, sizeof hash, b->ctx) != 0) {
-        rc = NUMACOLL_ERR_BOOTSTRAP;
-        *who = b->rank;
-    } else {
-        for (int r = 1; r < b->size && rc == NUMACOLL_OK; r++)
-            if (all[r] != all[0]) {
-                rc = NUMACOLL_ERR_ARG;
-                *who = r;
-            }
-    }
-    free(all);
-    return rc;
+    if (msg[0])
+        snprintf(create_error, sizeof create_error, "%s", msg);
+    else
+        snprintf(create_error, sizeof create_error, "numacoll: team creation "
+                 "failed on rank %d: %s", who, numacoll_strerror(status));
+    if (t->cfg.verbose >= 1 && who == t->rank && msg[0])
+        fprintf(stderr, "%s\n", msg);
 }
 
-/* Where a rank's block goes and what move_pages says about it. */
-static void place_block(numacoll_team_t *t, const nc__block_t *blk,
-                        int verify)
+/* The one sentence for a /dev/shm too full for the segment, built from
+ * exchanged numbers so that every rank reports the same. */
+static void shm_full(char *msg, size_t len, size_t total, int who,
+                     uint64_t need, uint64_t avail, int err)
+{
+    snprintf(msg, len, "numacoll: " NC_SEG_DIR " cannot hold the team's "
+             "segment of %zu bytes: rank %d could not reserve %llu bytes of "
+             "it (%s); %llu bytes free in " NC_SEG_DIR, total, who,
+             (unsigned long long)need, strerror(err),
+             (unsigned long long)avail);
+}
+
+/* Bind block blk to the node of its owner, then reserve its memory, which
+ * tmpfs allocates under that binding (shm_seg/seg.h). Own block: record
+ * the placement. Returns 0 or the reservation's -errno. */
+static int bind_and_reserve(numacoll_team_t *t, const nc__block_t *blk,
+                            int fd, int own)
 {
     int degraded = 0;
     int intended = t->loc[blk->owner].numa;
     int node = nc__seg_effective_node(intended, &degraded);
-    unsigned char *addr = t->base + blk->off;
-    int brc = nc__seg_bind(addr, blk->len, node);
+    int brc = nc__seg_bind(t->base + blk->off, blk->len, node);
     if (brc != 0 && t->cfg.verbose >= 1)
         fprintf(stderr, "numacoll: rank %d: cannot bind %zu bytes to NUMA "
-                "node %d (%s); relying on first touch\n", t->rank, blk->len,
-                node, strerror(-brc));
-    /* First touch by the owner, one write per page: a fresh tmpfs file reads
-     * as zeros, so this places pages without changing what they hold. */
-    size_t page = t->layout.prm.page;
-    for (size_t off = 0; off < blk->len; off += page)
-        addr[off] = 0;
-    if (!verify)
-        return;
+                "node %d (%s); the kernel's default policy places them\n",
+                t->rank, blk->len, node, strerror(-brc));
+    if (own) {
+        numacoll_placement_t *pl = &t->placement;
+        pl->intended_node = intended;
+        pl->bound_node = brc == 0 ? node : -1;
+        pl->degraded = degraded;
+        pl->block_pages = blk->len / t->layout.prm.page;
+        if (degraded && t->cfg.verbose >= 1)
+            fprintf(stderr, "numacoll: warning: rank %d: NUMA node %d does "
+                    "not exist on this machine; its queue is placed on node "
+                    "%d\n", t->rank, intended, node);
+    }
+    int rc = nc__seg_reserve(fd, blk->off, blk->len);
+    if (rc == -EOPNOTSUPP) {
+        /* nothing to hold the room: the statvfs check at creation is all */
+        if (t->cfg.verbose >= 2)
+            fprintf(stderr, "numacoll: rank %d: " NC_SEG_DIR " cannot reserve "
+                    "memory (fallocate unsupported)\n", t->rank);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* This rank's share of the initial state, the same for a fresh segment and
+ * a reused one: its control pages zeroed (on a fresh file, which reads as
+ * zeros, that is their first touch) and, on rank 0, the header and banks;
+ * then, on a fresh segment, the control pages verified with move_pages (a
+ * reused one keeps the placement found then). Buffers and staging
+ * slots hold no state and stay untouched until used. */
+static void init_shared(numacoll_team_t *t, int verify)
+{
+    nc__block_t blk = nc__layout_block(&t->layout, 1 + t->rank);
+    unsigned char *ctrl = t->base + blk.off;
+    memset(ctrl, 0, t->layout.ctrl_len);
     numacoll_placement_t *pl = &t->placement;
-    pl->intended_node = intended;
-    pl->bound_node = brc == 0 ? node : -1;
-    pl->degraded = degraded;
-    nc__seg_verify(addr, blk->len, node, &pl->pages, &pl->pages_on_node,
-                   &pl->pages_unknown);
-    if (degraded && t->cfg.verbose >= 1)
-        fprintf(stderr, "numacoll: warning: rank %d: NUMA node %d does not "
-                "exist on this machine; its queue is placed on node %d\n",
-                t->rank, intended, node);
-    if (t->cfg.verbose >= 2)
-        fprintf(stderr, "numacoll: rank %d: block of %zu pages on node %d: "
-                "%zu there, %zu unknown\n", t->rank, pl->pages, node,
-                pl->pages_on_node, pl->pages_unknown);
+    int degraded;
+    int node = nc__seg_effective_node(pl->intended_node, &degraded);
+    /* a reused segment's pages stay where they were verified (move_pages
+     * is a system call over every page: a good part of a reuse's cost) */
+    if (verify)
+        nc__seg_verify(ctrl, t->layout.ctrl_len, node, &pl->pages,
+                       &pl->pages_on_node, &pl->pages_unknown);
+    if (verify && t->cfg.verbose >= 2)
+        fprintf(stderr, "numacoll: rank %d: %zu control pages of a %zu-page "
+                "block on node %d: %zu there, %zu unknown\n", t->rank,
+                pl->pages, pl->block_pages, node, pl->pages_on_node,
+                pl->pages_unknown);
+    t->hdr = (nc__seg_hdr_t *)t->base;
+    t->banks = (nc__bank_t *)(t->base + t->layout.banks_off);
+    if (t->rank != 0)
+        return;
+    memset(t->base, 0, t->layout.rank0_off);
+    t->hdr->p = (uint32_t)t->p;
+    t->hdr->q = t->q_max;
+    t->hdr->s = t->layout.prm.s;
+    t->hdr->f = t->layout.prm.f;
+    int32_t *leaders = (int32_t *)(t->base + NC_HDR_FIXED);
+    for (int r = 0; r < t->p; r++)
+        leaders[r] = t->leaders[r];
+    for (unsigned k = 0; k < t->q_max; k++)
+        atomic_store_explicit(&t->banks[k].op, NC_OP_NONE,
+                              memory_order_relaxed);
+    t->hdr->magic = NC_SEG_MAGIC;
 }
 
 
 /* ---- the tuning table ------------------------------------------------ */
 
 /* The last tuning file read, kept per process so that the many teams of an
- * MPI job parse it once (and warn about a rejected one once); read again
- * when its size or modification time changes. */
+ * MPI job read and parse it once; read again when stat says it changed
+ * (another file, size, modification time, or it appeared or went away).
+ * The warning about a file that cannot be used (missing, not a regular
+ * file, too large, with errors) is printed once per process for each path
+ * and verdict, however many teams ask: remembered as a hash of both, the
+ * last WARNED_MAX of them, so a file edited into new problems is reported
+ * again. */
+enum { WARNED_MAX = 64 };
 static struct {
     pthread_mutex_t lock;
     char path[4096];
+    int stat_err;               /* errno of stat(path), 0: it succeeded */
+    dev_t dev;
+    ino_t ino;
     off_t size;
     struct timespec mtime;
     nc__tune_table_t tab;
     int nerr;
-    int warned;
     char errs[4096];
+    uint64_t warned[WARNED_MAX];
+    unsigned nwarned;
 } file_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n);
+
+/* Whether the cache holds path as stat (error serr) sees it now. */
+static int file_cache_fresh(const char *path, int serr, const struct stat *st)
+{
+    if (strcmp(file_cache.path, path) != 0 || serr != file_cache.stat_err)
+        return 0;
+    return serr != 0 ||
+           (st->st_dev == file_cache.dev && st->st_ino == file_cache.ino &&
+            st->st_size == file_cache.size &&
+            st->st_mtim.tv_sec == file_cache.mtime.tv_sec &&
+            st->st_mtim.tv_nsec == file_cache.mtime.tv_nsec);
+}
+
+/* True the first time this process sees this path with these errors. */
+static int file_cache_first_warning(const char *path)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ULL, path, strlen(path) + 1);
+    h = fnv(h, file_cache.errs, strlen(file_cache.errs));
+    unsigned n = file_cache.nwarned < WARNED_MAX ? file_cache.nwarned
+                                                 : WARNED_MAX;
+    for (unsigned i = 0; i < n; i++)
+        if (file_cache.warned[i] == h)
+            return 0;
+    file_cache.warned[file_cache.nwarned++ % WARNED_MAX] = h;
+    return 1;
+}
+
+/* A private copy of the cached table: another thread's team may reload the
+ * cache while this one resolves it. 0, or -1 when out of memory. */
+static int copy_table(const nc__tune_table_t *from, nc__tune_table_t *to)
+{
+    *to = (nc__tune_table_t){0};
+    snprintf(to->source, sizeof to->source, "%s", from->source);
+    if (from->n == 0)
+        return 0;
+    to->rules = malloc((size_t)from->n * sizeof *to->rules);
+    if (!to->rules)
+        return -1;
+    memcpy(to->rules, from->rules, (size_t)from->n * sizeof *to->rules);
+    to->n = to->cap = from->n;
+    return 0;
+}
+
 /* The table named by cfg (tuning_text, tuning_file, $NUMACOLL_TUNING_FILE),
- * or the built-in one. *tmp receives a table parsed from tuning_text, which
- * the caller frees. A rejected table gives the built-in one, with a
- * warning naming every problem (rank 0, verbose >= 1). */
+ * or the built-in one. *tmp receives a table parsed from tuning_text, or a
+ * copy of the file's, which the caller frees. A rejected table gives the
+ * built-in one, with a warning naming every problem (rank 0, verbose >= 1;
+ * for a file, once per process) and the first one in the team's
+ * tuning_source. */
 static const nc__tune_table_t *pick_table(numacoll_team_t *t,
                                           nc__tune_table_t *tmp)
 {
@@ -194,29 +289,44 @@ static const nc__tune_table_t *pick_table(numacoll_team_t *t,
         return nc__tune_builtin();
     }
     pthread_mutex_lock(&file_cache.lock);
+    /* stat never blocks, whatever the path names; nc__tune_load opens it
+     * without blocking and refuses all but a bounded regular file. */
     struct stat st;
-    int have = stat(path, &st) == 0;
-    if (strcmp(file_cache.path, path) != 0 || !have ||
-        st.st_size != file_cache.size ||
-        st.st_mtim.tv_sec != file_cache.mtime.tv_sec ||
-        st.st_mtim.tv_nsec != file_cache.mtime.tv_nsec) {
+    int serr = stat(path, &st) == 0 ? 0 : (errno ? errno : EIO);
+    if (!file_cache_fresh(path, serr, &st)) {
         nc__tune_free(&file_cache.tab);
         snprintf(file_cache.path, sizeof file_cache.path, "%s", path);
-        file_cache.size = have ? st.st_size : -1;
-        file_cache.mtime = have ? st.st_mtim : (struct timespec){0, 0};
+        file_cache.stat_err = serr;
+        file_cache.dev = serr ? 0 : st.st_dev;
+        file_cache.ino = serr ? 0 : st.st_ino;
+        file_cache.size = serr ? -1 : st.st_size;
+        file_cache.mtime = serr ? (struct timespec){0, 0} : st.st_mtim;
         file_cache.nerr = nc__tune_load(path, &file_cache.tab, file_cache.errs,
                                         sizeof file_cache.errs);
-        file_cache.warned = 0;
     }
-    const nc__tune_table_t *tab = &file_cache.tab;
+    const nc__tune_table_t *tab = tmp;
     if (file_cache.nerr != 0) {
-        if (t->cfg.verbose >= 1 && t->rank == 0 && !file_cache.warned)
+        if (t->cfg.verbose >= 1 && t->rank == 0 &&
+            file_cache_first_warning(path))
             fprintf(stderr, "numacoll: tuning file %s rejected (%d problem%s); "
                     "using the built-in table:\n%s\n", path, file_cache.nerr,
                     file_cache.nerr == 1 ? "" : "s", file_cache.errs);
-        file_cache.warned = 1;
+        /* the first problem says why, without repeating the path */
+        const char *why = file_cache.errs;
+        size_t plen = strlen(path);
+        if (strncmp(why, path, plen) == 0 && why[plen] == ':' &&
+            why[plen + 1] == ' ')
+            why += plen + 2;
+        int wlen = (int)strcspn(why, "\n");
         snprintf(t->tune_source, sizeof t->tune_source,
-                 "built-in (%.200s rejected)", path);
+                 "built-in (%.120s rejected: %.*s%s)", path, wlen, why,
+                 file_cache.nerr > 1 ? ", ..." : "");
+        tab = nc__tune_builtin();
+    } else if (copy_table(&file_cache.tab, tmp) != 0) {
+        /* every rank compares its rules, so a rank that ran out of memory
+         * here makes team creation fail instead of mixing tables */
+        snprintf(t->tune_source, sizeof t->tune_source,
+                 "built-in (no memory to copy %.200s)", path);
         tab = nc__tune_builtin();
     } else {
         snprintf(t->tune_source, sizeof t->tune_source, "%s", path);
@@ -495,7 +605,21 @@ static void team_free(numacoll_team_t *t)
 {
     if (!t)
         return;
-    nc__seg_unmap(t->base, t->layout.total);
+    /* A created team's mapping may serve a later team of the same
+     * processes; not an aborted one's (a rank of it is gone or gave up, so
+     * its key will hardly come again), nor a half-created one's. */
+    if (t->base && t->pool_ok &&
+        atomic_load_explicit(&t->hdr->abort_status, memory_order_acquire) ==
+            0) {
+        nc__seg_pooled_t seg = {.id = {t->seg_dev, t->seg_ino},
+                                .base = t->base, .len = t->layout.total,
+                                .placement = t->placement};
+        snprintf(seg.name, sizeof seg.name, "%s", t->seg_name);
+        nc__seg_pool_put(t->pool_key, t->pool_nkey, &seg);
+    } else {
+        nc__seg_unmap(t->base, t->layout.total);
+    }
+    free(t->pool_key);
     nc__red_fini(t);
     nc__barrier_fini(t);
     for (int i = 0; i < t->ntrees; i++)
@@ -513,13 +637,182 @@ typedef struct loc_msg {
     int32_t status;
 } loc_msg_t;
 
+/* After the rules: the verdict so far, the hash of the rules, and the
+ * identities of the pooled segments this rank could reuse. */
+typedef struct setup_msg {
+    int32_t status;
+    int32_t noffer;
+    int32_t pooled;     /* entries in its pool: draining may make room */
+    int32_t pad;
+    uint64_t hash;
+    nc__seg_id_t offer[NC_SEG_POOL_OFFER];
+} setup_msg_t;
+
+/* Rank 0's fresh segment: where the others open it, what it is, and if
+ * creating it failed for want of room, the free bytes. */
 typedef struct name_msg {
     char name[NC_SEG_NAME_MAX];
     int32_t status;
+    int32_t pid, fd;
+    int32_t err;
+    nc__seg_id_t id;
+    uint64_t avail;
 } name_msg_t;
 
-int numacoll_team_create(const numacoll_bootstrap_t *b,
-                         const numacoll_config_t *cfg, numacoll_team_t **out)
+/* Each rank's attach, binding and reservation. */
+typedef struct resv_msg {
+    int32_t status;
+    int32_t err;        /* errno of the reservation */
+    uint64_t need, avail;
+} resv_msg_t;
+
+/* What a pooled segment must match to serve this team: every layout
+ * parameter, and the processes in rank order with the node each block was
+ * bound for. Field by field, so no padding bytes take part. */
+static int make_pool_key(numacoll_team_t *t)
+{
+    const nc__layout_params_t *l = &t->layout.prm;
+    const uint64_t head[] = {
+        (uint64_t)l->p, l->page, l->s, l->q, l->f, l->ctrl_stride,
+        l->bank_stride, (uint64_t)l->sync_lines, (uint64_t)l->page_per_buffer,
+        (uint64_t)l->ar_lines, l->rs, l->rf, t->layout.total};
+    const size_t nh = sizeof head / sizeof *head;
+    t->pool_nkey = nh + 2 * (size_t)t->p;
+    t->pool_key = malloc(t->pool_nkey * sizeof *t->pool_key);
+    if (!t->pool_key)
+        return NUMACOLL_ERR_NOMEM;
+    memcpy(t->pool_key, head, sizeof head);
+    for (int r = 0; r < t->p; r++) {
+        t->pool_key[nh + 2 * (size_t)r] = (uint32_t)t->loc[r].pid;
+        t->pool_key[nh + 2 * (size_t)r + 1] = (uint32_t)t->loc[r].numa;
+    }
+    return NUMACOLL_OK;
+}
+
+/* The first segment rank 0 offers that every rank offers too, or NULL. */
+static const nc__seg_id_t *common_offer(const setup_msg_t *all, int p)
+{
+    for (int i = 0; i < all[0].noffer; i++) {
+        const nc__seg_id_t *id = &all[0].offer[i];
+        int everywhere = 1;
+        for (int r = 1; r < p && everywhere; r++) {
+            int has = 0;
+            for (int j = 0; j < all[r].noffer && !has; j++)
+                has = all[r].offer[j].dev == id->dev &&
+                      all[r].offer[j].ino == id->ino;
+            everywhere = has;
+        }
+        if (everywhere)
+            return id;
+    }
+    return NULL;
+}
+
+/*
+ * A fresh segment: rank 0 creates it unnamed and keeps its descriptor open
+ * while the others open it through /proc (shm_seg/seg.h), then every rank
+ * binds and reserves its own block and all agree on the outcome before
+ * anyone touches the memory.
+ */
+static int seg_fresh(numacoll_team_t *t, const numacoll_bootstrap_t *b,
+                     char *msg, size_t msglen, int *who)
+{
+    const int p = t->p;
+    const size_t total = t->layout.total;
+    int fd = -1, rc;
+    name_msg_t nm = {.status = NUMACOLL_OK, .pid = (int32_t)getpid()};
+    if (t->rank == 0) {
+        nm.status = nc__seg_create(total, nm.name, &fd, &nm.id, &t->base,
+                                   &nm.avail, msg, msglen);
+        nm.fd = fd;
+        nm.err = nm.status == NUMACOLL_ERR_NOMEM ? ENOSPC : 0;
+    }
+    name_msg_t *names = calloc((size_t)p, sizeof *names);
+    resv_msg_t *rs = calloc((size_t)p, sizeof *rs);
+    if (!names || !rs || b->allgather(&nm, names, sizeof nm, b->ctx) != 0) {
+        rc = names && rs ? NUMACOLL_ERR_BOOTSTRAP : NUMACOLL_ERR_NOMEM;
+        *who = t->rank;
+        goto out;
+    }
+    snprintf(t->seg_name, sizeof t->seg_name, "%s", names[0].name);
+    t->seg_dev = names[0].id.dev;
+    t->seg_ino = names[0].id.ino;
+    rc = names[0].status;
+    if (rc != NUMACOLL_OK) {
+        *who = 0;
+        if (rc == NUMACOLL_ERR_NOMEM)
+            shm_full(msg, msglen, total, 0, total, names[0].avail, ENOSPC);
+        else if (t->rank != 0)
+            msg[0] = '\0';
+        goto out;
+    }
+
+    resv_msg_t mine = {.status = NUMACOLL_OK};
+    if (t->rank != 0)
+        mine.status = nc__seg_attach(names[0].pid, names[0].fd, &names[0].id,
+                                     total, &fd, &t->base, msg, msglen);
+    if (mine.status == NUMACOLL_OK) {
+        /* where the reservation is unsupported, pages come with the first
+         * touch: no huge page or readahead may allocate a neighbour's */
+        madvise(t->base, total, MADV_RANDOM);
+#ifdef MADV_NOHUGEPAGE
+        madvise(t->base, total, MADV_NOHUGEPAGE);
+#endif
+        nc__block_t own = nc__layout_block(&t->layout, 1 + t->rank);
+        int err = 0;
+        if (t->rank == 0) {
+            nc__block_t hb = nc__layout_block(&t->layout, 0);
+            err = bind_and_reserve(t, &hb, fd, 0);
+            mine.need = hb.len;
+        }
+        if (err == 0) {
+            err = bind_and_reserve(t, &own, fd, 1);
+            mine.need = own.len;
+        }
+        if (err != 0) {
+            mine.err = -err;
+            mine.avail = nc__seg_avail();
+            mine.status = err == -ENOSPC || err == -ENOMEM
+                              ? NUMACOLL_ERR_NOMEM : NUMACOLL_ERR_SYS;
+            snprintf(msg, msglen, "numacoll: rank %d: cannot reserve %llu "
+                     "bytes of the segment %s: %s", t->rank,
+                     (unsigned long long)mine.need, t->seg_name,
+                     strerror(-err));
+        }
+    }
+    /* Every rank has opened rank 0's descriptor (or failed) once this
+     * returns, so rank 0 may close it: only the mappings hold the file. */
+    if (b->allgather(&mine, rs, sizeof mine, b->ctx) != 0) {
+        rc = NUMACOLL_ERR_BOOTSTRAP;
+        *who = t->rank;
+        goto out;
+    }
+    for (int r = 0; r < p; r++) {
+        if (rc == NUMACOLL_OK && rs[r].status != NUMACOLL_OK) {
+            rc = rs[r].status;
+            *who = r;
+        }
+    }
+    if (rc == NUMACOLL_ERR_NOMEM && rs[*who].err) {
+        shm_full(msg, msglen, total, *who, rs[*who].need, rs[*who].avail,
+                 rs[*who].err);
+    } else if (rc != NUMACOLL_OK && *who != t->rank) {
+        msg[0] = '\0';
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != NUMACOLL_OK) {
+        nc__seg_unmap(t->base, total);
+        t->base = NULL;
+    }
+    free(names);
+    free(rs);
+    return rc;
+}
+
+static int team_create(const numacoll_bootstrap_t *b,
+                       const numacoll_config_t *cfg, numacoll_team_t **out)
 {
     char msg[256] = "";
     if (!out)
@@ -571,8 +864,7 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
     }
     free(all);
     if (rc != NUMACOLL_OK) {
-        if (t->cfg.verbose >= 1 && who == t->rank)
-            fprintf(stderr, "%s\n", msg);
+        create_says(t, rc, who, who == t->rank ? msg : "");
         team_free(t);
         return rc;
     }
@@ -607,6 +899,9 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
     unsigned buf_s = 0;
     size_t buf_f = 0;
     rc = tune_setup(t, nodes, ppn, &hash, &buf_s, &buf_f, msg, sizeof msg);
+    t->geo0_f = t->geo_f;
+    t->geo0_s = t->geo_s;
+    t->geo0_q = t->geo_q;
     if (rc == NUMACOLL_OK)
         rc = nc__barrier_init(t);
     if (rc == NUMACOLL_OK)
@@ -623,104 +918,130 @@ int numacoll_team_create(const numacoll_bootstrap_t *b,
                     "mem_budget %zu\n", t->layout.total, t->cfg.mem_budget);
     }
     /* Same inputs on every rank, so the same verdict: no exchange needed,
-     * but agree anyway so that a rank's allocation failure is shared. */
-    int mine_rc = rc;
-    rc = agree(b, rc, &who);
+     * but agree anyway so that a rank's allocation failure is shared. The
+     * same exchange compares the rules every rank resolved (their calls
+     * would not match otherwise) and offers the pooled segments each rank
+     * could reuse for this team. */
+    setup_msg_t sm = {.status = rc, .hash = hash};
     if (rc == NUMACOLL_OK)
-        rc = agree_rules(b, hash, &who);
+        sm.status = make_pool_key(t);
+    if (sm.status == NUMACOLL_OK)
+        sm.noffer = nc__seg_pool_claim(t->pool_key, t->pool_nkey, sm.offer,
+                                       NC_SEG_POOL_OFFER);
+    sm.pooled = nc__seg_pool_count();
+    int mine_rc = sm.status;
+    setup_msg_t *sall = calloc((size_t)p, sizeof *sall);
+    rc = sall ? NUMACOLL_OK : NUMACOLL_ERR_NOMEM;
+    if (sall && b->allgather(&sm, sall, sizeof sm, b->ctx) != 0) {
+        rc = NUMACOLL_ERR_BOOTSTRAP;
+        who = t->rank;
+    }
+    for (int r = 0; r < p && rc == NUMACOLL_OK; r++)
+        if (sall[r].status != NUMACOLL_OK) {
+            rc = sall[r].status;
+            who = r;
+        }
+    int shared_msg = 0;
+    for (int r = 1; r < p && rc == NUMACOLL_OK; r++)
+        if (sall[r].hash != sall[0].hash) {
+            rc = NUMACOLL_ERR_ARG;
+            who = 0;        /* every rank knows it; rank 0 says it */
+            shared_msg = 1;
+            snprintf(msg, sizeof msg, "numacoll: rank %d resolved other "
+                     "tuning rules than rank 0 (different tuning files or "
+                     "parameters?)", r);
+        }
+    nc__seg_pooled_t reuse = {0};
+    int pooled = 0;
+    for (int r = 0; r < p && rc == NUMACOLL_OK; r++)
+        pooled += sall[r].pooled > 0;
+    if (rc == NUMACOLL_OK) {
+        const nc__seg_id_t *id = common_offer(sall, p);
+        /* every rank offers only what it has claimed, so this finds it */
+        if (id && nc__seg_pool_take(id, &reuse) != 0)
+            rc = NUMACOLL_ERR_SYS;
+    }
+    nc__seg_pool_release(sm.offer, sm.noffer);
+    free(sall);
     if (rc != NUMACOLL_OK) {
-        if (t->cfg.verbose >= 1 && who == t->rank && mine_rc != NUMACOLL_OK &&
-            msg[0])
-            fprintf(stderr, "%s\n", msg);
-        else if (t->cfg.verbose >= 1 && t->rank == 0 && mine_rc == NUMACOLL_OK &&
-                 rc == NUMACOLL_ERR_ARG)
-            fprintf(stderr, "numacoll: rank %d resolved other tuning rules "
-                    "than rank 0 (different tuning files or parameters?)\n",
-                    who);
+        create_says(t, rc, who,
+                    shared_msg || (who == t->rank && mine_rc != NUMACOLL_OK)
+                        ? msg : "");
         team_free(t);
         return rc;
     }
 
-    /* 3. Rank 0 creates the segment, everyone maps it, rank 0 unlinks it as
-     * soon as all have mapped (or failed), so no crash can leave it behind. */
-    name_msg_t nm = {.status = NUMACOLL_OK}, *names;
-    if (t->rank == 0)
-        nm.status = nc__seg_create(t->layout.total, nm.name, &t->base, msg,
-                                   sizeof msg);
-    names = calloc((size_t)p, sizeof *names);
-    if (!names || b->allgather(&nm, names, sizeof nm, b->ctx) != 0) {
-        if (t->rank == 0 && nm.status == NUMACOLL_OK)
-            nc__seg_unlink(nm.name);
-        free(names);
-        team_free(t);
-        return names ? NUMACOLL_ERR_BOOTSTRAP : NUMACOLL_ERR_NOMEM;
-    }
-    snprintf(t->seg_name, sizeof t->seg_name, "%s", names[0].name);
-    rc = names[0].status;
-    free(names);
-    if (rc == NUMACOLL_OK && t->rank != 0)
-        rc = nc__seg_attach(t->seg_name, t->layout.total, &t->base, msg,
-                            sizeof msg);
-    int all_mapped = agree(b, rc, &who);
-    if (t->rank == 0 && t->seg_name[0])
-        nc__seg_unlink(t->seg_name);
-    if (all_mapped != NUMACOLL_OK) {
-        if (t->cfg.verbose >= 1 && who == t->rank)
-            fprintf(stderr, "%s\n", msg);
-        team_free(t);
-        return all_mapped;
+    /* 3. The segment: a pooled one every rank has, which all of them have
+     * stopped using, or a fresh one, reserved and bound block by block. */
+    if (reuse.base) {
+        t->base = reuse.base;
+        t->seg_dev = reuse.id.dev;
+        t->seg_ino = reuse.id.ino;
+        snprintf(t->seg_name, sizeof t->seg_name, "%s", reuse.name);
+        t->placement = reuse.placement;
+    } else {
+        rc = seg_fresh(t, b, msg, sizeof msg, &who);
+        if (rc == NUMACOLL_ERR_NOMEM && pooled) {
+            /* /dev/shm is full and some rank's pool holds segments no team
+             * is using; every rank saw the same verdict, so all drain their
+             * pools and try once more, after all have (the room comes back
+             * with the last unmapping) */
+            nc__seg_pool_drain();
+            rc = agree(b, NUMACOLL_OK, &who);
+            if (rc == NUMACOLL_OK)
+                rc = seg_fresh(t, b, msg, sizeof msg, &who);
+        }
+        if (rc != NUMACOLL_OK) {
+            create_says(t, rc, who, msg);
+            team_free(t);
+            return rc;
+        }
     }
 
-    /* 4. Placement: no readahead or huge page may place a neighbour's pages
-     * for us; bind, first touch and verify our own block(s). */
-    madvise(t->base, t->layout.total, MADV_RANDOM);
-#ifdef MADV_NOHUGEPAGE
-    madvise(t->base, t->layout.total, MADV_NOHUGEPAGE);
-#endif
-    nc__block_t mine_blk = nc__layout_block(&t->layout, 1 + t->rank);
-    if (t->rank == 0) {
-        nc__block_t hb = nc__layout_block(&t->layout, 0);
-        place_block(t, &hb, 0);
-    }
-    place_block(t, &mine_blk, 1);
-    t->hdr = (nc__seg_hdr_t *)t->base;
-    t->banks = (nc__bank_t *)(t->base + t->layout.banks_off);
-    if (t->rank == 0) {
-        t->hdr->p = (uint32_t)p;
-        t->hdr->q = t->q_max;
-        t->hdr->s = t->layout.prm.s;
-        t->hdr->f = t->layout.prm.f;
-        int32_t *leaders = (int32_t *)(t->base + NC_HDR_FIXED);
-        for (int r = 0; r < p; r++)
-            leaders[r] = t->leaders[r];
-        for (unsigned k = 0; k < t->q_max; k++) {
-            atomic_store_explicit(&t->banks[k].op, NC_OP_NONE,
-                                  memory_order_relaxed);
-            atomic_store_explicit(&t->banks[k].nreaders, 0,
-                                  memory_order_relaxed);
-        }
-        atomic_store_explicit(&t->hdr->abort_status, 0, memory_order_relaxed);
-        t->hdr->magic = NC_SEG_MAGIC;
-    }
-    /* The bootstrap exchange orders rank 0's initialisation before any use;
-     * the fences make that explicit whatever the bootstrap is built on. */
+    /* 4. Initial state: every rank its control pages, rank 0 the header;
+     * the bootstrap exchange orders all of it before any use, and the
+     * fences make that explicit whatever the bootstrap is built on. */
+    init_shared(t, !reuse.base);
     atomic_thread_fence(memory_order_seq_cst);
     rc = agree(b, NUMACOLL_OK, &who);
     atomic_thread_fence(memory_order_seq_cst);
     if (rc == NUMACOLL_OK && t->hdr->magic != NC_SEG_MAGIC)
         rc = NUMACOLL_ERR_SYS;
     if (rc != NUMACOLL_OK) {
+        create_says(t, rc, who, "");
         team_free(t);
         return rc;
     }
+    t->pool_ok = 1;
     *out = t;
     return NUMACOLL_OK;
+}
+
+int numacoll_team_create(const numacoll_bootstrap_t *b,
+                         const numacoll_config_t *cfg, numacoll_team_t **out)
+{
+    create_error[0] = '\0';
+    int rc = team_create(b, cfg, out);
+    if (rc != NUMACOLL_OK && !create_error[0])
+        snprintf(create_error, sizeof create_error, "numacoll: team creation "
+                 "failed: %s", numacoll_strerror(rc));
+    return rc;
+}
+
+const char *numacoll_team_create_error(void)
+{
+    return create_error;
 }
 
 int numacoll_team_destroy(numacoll_team_t *t)
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
+    /* A rank still waiting for this one (after mismatched calls, or at a
+     * resynchronisation this rank will never come to) stops instead. */
+    if (t->hdr)
+        atomic_store_explicit(&nc__sync(t, t->rank)->gone, 1,
+                              memory_order_release);
     team_free(t);
     return NUMACOLL_OK;
 }
@@ -799,8 +1120,19 @@ int nc__bank_claim(numacoll_team_t *t, unsigned set)
     int rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
     if (rc != NUMACOLL_OK)
         return rc;
-    atomic_store_explicit(&bank->nreaders, (uint64_t)(t->p - 1),
+    /* a compare-and-swap, not a store: two ranks that both think they are
+     * the root (mismatched calls) must not both take the bank */
+    uint64_t zero = 0;
+    if (!atomic_compare_exchange_strong_explicit(
+            &bank->nreaders, &zero, (uint64_t)(t->p - 1),
+            memory_order_relaxed, memory_order_relaxed))
+        return nc__mismatch(t, -1, "another rank took the bank as a root");
+    atomic_store_explicit(&bank->root, (uint64_t)t->rank, memory_order_relaxed);
+    atomic_store_explicit(&bank->coll, (uint64_t)(t->call_desc & 0xff),
                           memory_order_relaxed);
+    atomic_store_explicit(&bank->seq, t->call_seq, memory_order_relaxed);
+    atomic_store_explicit(&bank->nbytes, t->call_nbytes, memory_order_relaxed);
+    atomic_store_explicit(&bank->sig32, t->sig32, memory_order_relaxed);
     atomic_store_explicit(&bank->op, t->op, memory_order_release);
     return NUMACOLL_OK;
 }
@@ -843,6 +1175,10 @@ int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root)
 int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
 {
     const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nbytes);
+    /* what a reader of another call goes back to (nc__bcast_mismatch) */
+    t->geo_prev_f = t->geo_f;
+    t->geo_prev_s = t->geo_s;
+    t->geo_prev_q = t->geo_q;
     io->cin = nc__copy_pick(ch->copy, 0);
     io->cout = nc__copy_pick(ch->copy, nbytes);
     switch (ch->alg) {
@@ -861,17 +1197,39 @@ int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
     }
 }
 
-static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
+/* bad: the caller's verdict on its arguments; the call is numbered first
+ * either way, so that a refused call keeps the ranks' numbers in step */
+static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io,
+                    int bad)
 {
-    if (root < 0 || root >= t->p)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "bcast root %d is outside the team of %d", root,
-                             t->p);
-    int rc = nc__team_check_abort(t);
+    nc__call_t call = {.coll = NC_COLL_BCAST, .root = root,
+                       .nbytes = nbytes, .dtype = -1, .op = -1};
+    if (bad == NUMACOLL_OK && (root < 0 || root >= t->p))
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast root %d is outside "
+                            "the team of %d", root, t->p);
+    /* a refusal says more than a lost or aborted call: keep its sentence */
+    char why[sizeof t->last_error];
+    memcpy(why, t->last_error, sizeof why);
+    int rc = nc__call_begin(t, &call);
+    if (bad != NUMACOLL_OK) {
+        memcpy(t->last_error, why, sizeof why);
+        return rc != NUMACOLL_OK ? nc__call_refuse(t, bad, 0)
+                                 : nc__bcast_refuse(t, nbytes, root, bad);
+    }
     if (rc != NUMACOLL_OK)
         return rc;
-    if (t->p > 1 && nbytes > 0) {
-        rc = nc__bcast_run(t, nbytes, root, io);
+    if (t->p > 1) {
+        /* 0 bytes still travel as an inline line, so that a rank whose
+         * call says otherwise finds out (coll/call.c) */
+        if (nbytes) {
+            rc = nc__bcast_run(t, nbytes, root, io);
+        } else {
+            t->geo_prev_f = t->geo_f;
+            t->geo_prev_s = t->geo_s;
+            t->geo_prev_q = t->geo_q;
+            rc = nc__bcast_inline(t, nc__team_choice(t, NC_COLL_BCAST, 0), 0,
+                                  root, io);
+        }
         if (rc != NUMACOLL_OK)
             return rc;
     }
@@ -887,11 +1245,12 @@ int numacoll_bcast(numacoll_team_t *t, void *buf, size_t nbytes, int root)
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    if (!buf && nbytes > 0)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "bcast of %zu bytes from a NULL buffer", nbytes);
+    int bad = !buf && nbytes > 0
+                  ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast of %zu bytes "
+                                  "from a NULL buffer", nbytes)
+                  : NUMACOLL_OK;
     nc__io_t io = {.buf = buf};
-    return bcast_io(t, nbytes, root, &io);
+    return bcast_io(t, nbytes, root, &io, bad);
 }
 
 int numacoll_bcast_packed(numacoll_team_t *t, size_t nbytes, int root,
@@ -900,20 +1259,23 @@ int numacoll_bcast_packed(numacoll_team_t *t, size_t nbytes, int root,
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    if (nbytes > 0 && ((t->rank == root && !pack) ||
-                       (t->rank != root && !unpack)))
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "bcast_packed needs a %s callback on rank %d",
-                             t->rank == root ? "pack" : "unpack", t->rank);
+    int bad = nbytes > 0 && ((t->rank == root && !pack) ||
+                             (t->rank != root && !unpack))
+                  ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast_packed needs a "
+                                  "%s callback on rank %d",
+                                  t->rank == root ? "pack" : "unpack", t->rank)
+                  : NUMACOLL_OK;
     nc__io_t io = {.pack = pack, .unpack = unpack, .ctx = ctx};
-    return bcast_io(t, nbytes, root, &io);
+    return bcast_io(t, nbytes, root, &io, bad);
 }
 
 int numacoll_barrier(numacoll_team_t *t)
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    int rc = nc__team_check_abort(t);
+    nc__call_t call = {.coll = NC_COLL_BARRIER, .root = -1, .dtype = -1,
+                       .op = -1};
+    int rc = nc__call_begin(t, &call);
     if (rc == NUMACOLL_OK && t->p > 1)
         rc = nc__barrier_tree(t);
     if (rc == NUMACOLL_OK)

@@ -37,6 +37,14 @@ typedef struct nc__seg_hdr {
      * instead of waiting for a rank that has given up. */
     _Alignas(NC_CACHE_LINE) _Atomic int32_t abort_status;
     _Atomic int32_t abort_rank;
+    /* Mismatched calls (coll/call.c): how many times ranks found their
+     * calls different (read at the start of every call: the line stays in
+     * every cache while nothing goes wrong), the rank that found the last
+     * one, and the arrivals at the resynchronisations that follow. */
+    _Atomic uint64_t mm_epoch;
+    _Atomic int32_t mm_rank;
+    _Atomic uint64_t mm_arrive;
+    _Atomic uint64_t mm_call;   /* the number of the call found bad */
 } nc__seg_hdr_t;
 _Static_assert(sizeof(nc__seg_hdr_t) <= NC_HDR_FIXED, "header fits");
 
@@ -44,6 +52,10 @@ _Static_assert(sizeof(nc__seg_hdr_t) <= NC_HDR_FIXED, "header fits");
  * bank use, every reader decrements nreaders). */
 typedef struct nc__bank {
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t op;
+    /* The claiming root's call (relaxed, published by op's release): what
+     * a reader whose own call differs drains (nc__bcast_mismatch), if that
+     * call (coll) is a Bcast. */
+    _Atomic uint64_t root, nbytes, sig32, coll, seq;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t nreaders;
 } nc__bank_t;
 _Static_assert(sizeof(nc__bank_t) == 2 * NC_CACHE_LINE, "bank is two lines");
@@ -66,8 +78,18 @@ typedef struct nc__sync {
      * calls (its children read up to it), addr/nbytes describe this call's
      * buffer; fin is the number of such calls it has finished reading. */
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
-    uint64_t addr, nbytes;
+    _Atomic uint64_t addr, nbytes, sig;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
+    /* The call this rank is in (coll/call.c), written by the rank at the
+     * start of every call: fields relaxed, then sig (release), a hash of
+     * the fields, so a reader that recomputes it knows it read one call. */
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t call_seq;
+    _Atomic uint64_t call_desc, call_nbytes, call_count;
+    _Atomic uint64_t call_sig;
+    /* the call number this rank enters with at a resynchronisation */
+    _Atomic uint64_t resync_seq;
+    /* 1 once the rank has destroyed the team: nobody waits for it then */
+    _Atomic uint64_t gone;
 } nc__sync_t;
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
@@ -109,6 +131,13 @@ struct numacoll_team {
     numacoll_counters_t counters;
     numacoll_placement_t placement;
     char seg_name[96];
+    /* The segment's identity (shm_seg/seg.h) and the key a pooled segment
+     * must match to serve this team: kept so that team_free can pool the
+     * mapping; pool_ok once creation has succeeded. */
+    uint64_t seg_dev, seg_ino;
+    uint64_t *pool_key;
+    size_t pool_nkey;
+    int pool_ok;
     char last_error[256];
     /* Barrier (coll/barrier.c): its own hier tree rooted at rank 0 with
      * k = barrier_radix; parent and children computed once. */
@@ -122,6 +151,22 @@ struct numacoll_team {
     int cma_ok;
     char cma_why[160];
     uint64_t cma_calls, cma_bytes;
+    /* The call in progress (coll/call.c): its number (the same on every
+     * rank of a correct program), description, and signature; sig32 is the
+     * high half of every data word the call publishes. */
+    uint64_t call_seq, call_desc, call_nbytes, call_count, call_sig;
+    uint32_t sig32;
+    /* Mismatches this rank has resynchronised after (hdr->mm_epoch), the
+     * first call number that runs again after the last one, and whether
+     * this rank is resynchronising now (its waits then look at nothing
+     * but dead peers). */
+    uint64_t mm_done, resume_seq;
+    int in_resync;
+    /* The Bcast geometry in force at creation, restored by a resync, and
+     * the one in force before this call's (a drain goes back to it). */
+    size_t geo0_f, geo_prev_f;
+    unsigned geo0_s, geo0_q, geo_prev_s, geo_prev_q;
+    int draining;               /* nc__bcast_mismatch is draining a call */
 };
 
 /* Control slot idx of rank r. */
@@ -154,13 +199,67 @@ int nc__team_fail(numacoll_team_t *t, int status, const char *fmt, ...)
  * waiter stops instead of waiting for a rank that has given up. */
 void nc__team_abort(numacoll_team_t *t, int status);
 
-/* A rank was announced `got` bytes where its own call expects `want`: the
- * ranks called Bcast with different sizes. Aborts the team. */
-int nc__team_size_mismatch(numacoll_team_t *t, int root, size_t got,
-                           size_t want);
-
 /* Status of an aborted team, or NUMACOLL_OK. */
 int nc__team_check_abort(numacoll_team_t *t);
+
+/* ---- call signatures (coll/call.c) ---------------------------------- */
+
+/* What a call is, for its signature: the collective (nc__coll_t), root
+ * (-1: none), bytes, elements, and for reductions the type and op
+ * (-1: a user op, described by its element size and commutativity). */
+typedef struct nc__call {
+    int coll, root;
+    size_t nbytes, count;
+    int dtype, op, commutative;
+} nc__call_t;
+
+/* Start a call: number it, publish its signature in this rank's call line
+ * (a few stores to a line nobody reads in a correct program), and set
+ * sig32 for the data words. Returns OK or the team's abort status. */
+int nc__call_begin(numacoll_team_t *t, const nc__call_t *c);
+
+/* The call begun was refused on this rank (bad arguments): say so in its
+ * call line, so the ranks that wait for it stop with MISMATCH instead of
+ * waiting, and the call numbers stay in step; unheard: nobody waits for
+ * this rank's part (a Reduce root), so all resynchronise at their next
+ * call. Returns status. */
+int nc__call_refuse(numacoll_team_t *t, int status, int unheard);
+
+/* nc__call_refuse for a Bcast: a reader first reads the root's call to its
+ * end, discarding the data (nobody waits for a reader to notice it). */
+int nc__bcast_refuse(numacoll_team_t *t, size_t nbytes, int root, int status);
+
+/* A data word of the call: its signature over the low 32 bits `low`
+ * (a fragment length, a ticket). A reader that waits for the word it
+ * expects never accepts another call's data. */
+static inline uint64_t nc__dword(const numacoll_team_t *t, uint64_t low)
+{
+    return (uint64_t)t->sig32 << 32 | (low & 0xffffffffu);
+}
+
+/* This rank found its call and peer's different (peer's data word `seen`
+ * carried another signature, or peer's call line says so): record it,
+ * word last_error naming both sides, and return NUMACOLL_ERR_TRUNCATE
+ * (a Bcast root sent more than this rank's buffer) or
+ * NUMACOLL_ERR_MISMATCH. */
+int nc__mismatch(numacoll_team_t *t, int peer, const char *what);
+
+/* A Bcast reader found a word of another signature (seen) from parent:
+ * if it is the Bcast a root claimed this bank use for, take that call as
+ * a reader, discarding its data, so the team stays in step, and return
+ * TRUNCATE or MISMATCH naming both calls; otherwise nc__mismatch(). */
+int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
+                       const char *what);
+
+/* Slow path of every wait (coll/wait.c): NC_CALL_WAIT to keep waiting,
+ * NC_CALL_AHEAD when peer (>= 0) has gone on to a later call (the waiter
+ * rechecks its condition once, then calls nc__mismatch), or a status when
+ * another rank found this call mismatched or a rank this wait depends on
+ * (peer, or any with -1) is in a different call of the same number. */
+#define NC_CALL_WAIT 1
+#define NC_CALL_AHEAD 2
+#define NC_CALL_GONE 3      /* as AHEAD, but peer has destroyed the team */
+int nc__call_check(numacoll_team_t *t, int peer);
 
 /* Data movement for Bcast: contiguous memory or the caller's callbacks. */
 typedef struct nc__io {
@@ -253,5 +352,12 @@ int nc__barrier_init(numacoll_team_t *t);
 void nc__barrier_fini(numacoll_team_t *t);
 int nc__red_init(numacoll_team_t *t);
 void nc__red_fini(numacoll_team_t *t);
+/* Reduce counters back to their state at creation (coll/call.c resync). */
+void nc__red_reset(numacoll_team_t *t);
+
+/* This rank's control lines zeroed (rank 0: the banks too) and its
+ * counters as at creation; the caller makes sure no rank reads them
+ * meanwhile (coll/call.c). */
+void nc__team_reset_state(numacoll_team_t *t);
 
 #endif

@@ -75,6 +75,27 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                                                       memory_order_acquire),
                                  numacoll_strerror(st));
         }
+        /* a mismatched call waits forever without a timeout: look at the
+         * calls the awaited ranks are in */
+        int cc = nc__call_check(t, why->peer);
+        if (cc == NC_CALL_AHEAD || cc == NC_CALL_GONE) {
+            /* what it wrote before it went on (or away) is visible now */
+            v = atomic_load_explicit(w, memory_order_acquire);
+            if (nc__cond_holds(v, c, arg)) {
+                *seen = v;
+                return NUMACOLL_OK;
+            }
+            if (cc == NC_CALL_GONE) {
+                describe(what, sizeof what, t, why);
+                return nc__team_fail(t, NUMACOLL_ERR_ABORTED, "%s, but a "
+                                     "rank it waits for has destroyed the "
+                                     "team", what);
+            }
+            return nc__mismatch(t, why->peer, "it has gone on to a later "
+                                "call while this rank waits for its data");
+        }
+        if (cc != NC_CALL_WAIT)
+            return cc;
         uint64_t now = now_ms();
         if (now - last_check < 10)
             continue;

@@ -42,7 +42,9 @@ extern "C" {
     X(ERR_ABORTED,  -8,  "team aborted by another rank")                     \
     X(ERR_CALLBACK, -9,  "pack/unpack callback failed")                      \
     X(ERR_BUDGET,   -10, "segment would exceed the memory budget")           \
-    X(ERR_UNSUPPORTED, -11, "operation not supported by this team")
+    X(ERR_UNSUPPORTED, -11, "operation not supported by this team")        \
+    X(ERR_TRUNCATE, -12, "the root sent more bytes than this rank's buffer") \
+    X(ERR_MISMATCH, -13, "the ranks called different collectives or sizes")
 
 typedef enum {
 #define NUMACOLL_X_ENUM(name, value, msg) NUMACOLL_##name = value,
@@ -190,15 +192,34 @@ typedef struct numacoll_bootstrap {
 
 typedef struct numacoll_team numacoll_team_t;
 
-/* Collective over the bootstrap's ranks. cfg may be NULL for defaults. */
+/*
+ * Collective over the bootstrap's ranks. cfg may be NULL for defaults.
+ * The ranks agree on every failure found after they first meet (a bad
+ * configuration included): all return the same status. A /dev/shm too
+ * full for the segment is NUMACOLL_ERR_NOMEM (the segment is reserved at
+ * creation, so it never shows later as a SIGBUS). A segment that a freed team of the same
+ * processes left in this process's pool is reused when every rank has it
+ * (numacoll_team_destroy).
+ */
 int numacoll_team_create(const numacoll_bootstrap_t *boot,
                          const numacoll_config_t *cfg,
                          numacoll_team_t **team);
 
+/* Why this thread's last numacoll_team_create() failed, on every rank of
+ * it: the failing rank's message (e.g. how many bytes /dev/shm lacked), or
+ * on the other ranks which rank failed when it could not be shared; "" if
+ * that call succeeded. */
+const char *numacoll_team_create_error(void);
+
 /*
  * Local: each rank releases its own mapping and frees the team; no other
  * rank needs to take part (an Open MPI communicator being freed cannot run
- * collectives). The segment's memory goes when the last rank unmaps it.
+ * collectives). The mapping goes into a small per-process pool (at most
+ * $NUMACOLL_SEG_POOL entries, default 4, 0: none; 256 MiB of segments at
+ * most), from which a later team of the same processes, rank order and
+ * segment layout takes it instead of creating a segment; the oldest entry
+ * beyond the limits is unmapped. The segment's memory goes when the last
+ * process unmaps it (exit included).
  */
 int numacoll_team_destroy(numacoll_team_t *team);
 
@@ -210,7 +231,7 @@ const numacoll_config_t *numacoll_team_config(const numacoll_team_t *team);
 const char *numacoll_team_last_error(const numacoll_team_t *team);
 
 /* The tuning table the team's choices come from: "built-in", the file's
- * path, "tuning_text", or "built-in (<file> rejected)". */
+ * path, "tuning_text", or "built-in (<file> rejected: <why>)". */
 const char *numacoll_team_tuning_source(const numacoll_team_t *team);
 
 /* 1 if the team's Bcast may copy straight from the root's buffer (Linux
@@ -227,7 +248,10 @@ int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
 size_t numacoll_team_max_elem(const numacoll_team_t *team, int allreduce,
                               size_t nbytes);
 
-/* Name the segment had in /dev/shm (already unlinked once created). */
+/* Name of the team's segment, for messages: the file in /dev/shm never has
+ * a name (it is created unlinked, so a crash leaves nothing behind), but
+ * gets one in the format /numacoll-<uid>-<host>-<pid>-<counter>-<hex> at
+ * creation. A team that reuses a pooled segment has that segment's name. */
 const char *numacoll_team_segment_name(const numacoll_team_t *team);
 
 /* Where a rank runs, as topology discovery saw it. -1 where unknown. */
@@ -241,14 +265,22 @@ typedef struct numacoll_locality {
 int numacoll_team_locality(const numacoll_team_t *team, int rank,
                            numacoll_locality_t *loc);
 
-/* Placement of this rank's block of the segment, verified with move_pages. */
+/*
+ * Placement of this rank's block of the segment. The whole block is bound
+ * to bound_node and its memory reserved in /dev/shm at creation, but only
+ * its control pages (control slots, sync lines, reduce slot records) are
+ * touched then, so only they are verified with move_pages; the buffers
+ * come into the processes' memory (RSS) when first used, on the node the
+ * binding chose when they were reserved.
+ */
 typedef struct numacoll_placement {
     int    intended_node;   /* NUMA node of this rank in the topology         */
     int    bound_node;      /* node the block was bound to (-1: not bound)    */
     int    degraded;        /* 1 if intended_node does not exist here          */
-    size_t pages;           /* pages in this rank's block                     */
+    size_t pages;           /* control pages verified                         */
     size_t pages_on_node;   /* of those, pages found on bound_node            */
-    size_t pages_unknown;   /* pages move_pages could not report              */
+    size_t pages_unknown;   /* of those, pages move_pages could not report    */
+    size_t block_pages;     /* pages of the whole block, buffers included     */
 } numacoll_placement_t;
 
 int numacoll_team_placement(const numacoll_team_t *team,
@@ -367,7 +399,7 @@ int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
  * (a NUMA-aware k-nomial tree, children folded in a fixed order), never
  * by arrival, so equal inputs give bitwise-equal results on every run.
  * Every rank must pass the same count, dtype, op and root; ranks that
- * disagree may wait until timeout_ms. Padding bytes of long double and
+ * disagree get NUMACOLL_ERR_MISMATCH (docs/usage.md), not wrong data. Padding bytes of long double and
  * pair elements in recvbuf are unspecified. Buffers need no alignment.
  */
 int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,

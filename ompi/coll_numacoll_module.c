@@ -427,6 +427,8 @@ static int nc_mpi_error(numacoll_status_t st)
     case NUMACOLL_ERR_CALLBACK:    return MPI_ERR_INTERN;
     case NUMACOLL_ERR_BUDGET:      return MPI_ERR_NO_MEM;
     case NUMACOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    case NUMACOLL_ERR_TRUNCATE:    return MPI_ERR_TRUNCATE;
+    case NUMACOLL_ERR_MISMATCH:    return MPI_ERR_ARG;
     }
     return MPI_ERR_UNKNOWN;
 }
@@ -567,8 +569,10 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
     bool contig = ompi_datatype_is_contiguous_memory_layout(dtype, count);
     int st;
     if (nbytes == 0) {
-        /* Every rank has the same packed size, so all skip together. */
-        st = NUMACOLL_OK;
+        /* Open MPI's binding returns before us on a count of 0; a type of
+         * no bytes still reaches the core, whose 0-byte Bcast compares the
+         * ranks' calls (a rank whose call says otherwise finds out). */
+        st = numacoll_bcast(m->team, NULL, 0, root);
     } else if (contig) {
         /* The first byte of contiguous data sits at the true lower bound. */
         st = numacoll_bcast(m->team, (char *)buf + dtype->super.true_lb,

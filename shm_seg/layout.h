@@ -24,14 +24,18 @@
  *   total             +--------------------------------------------+
  *
  * Every block starts and ends on a page boundary because NUMA binding and
- * move_pages() work per page. Our layout packs control slots one cache line
+ * move_pages() work per page. The initial state of a team is all zeros in
+ * the header block and in every rank's controls (ctrl_len), and only there:
+ * those are what a reused segment gets zeroed again (coll/team.c
+ * init_shared), while buffers and staging slots keep the last team's bytes,
+ * so no shared flag may live in them. Our layout packs control slots one cache line
  * each and fragment buffers back to back; the paper's layout (one page per
  * control slot, one page per bank, each buffer rounded up to pages, no sync
  * lines) is available as nc__layout_paper() for comparison:
  *   ours : S = H + ceil(q*128/w)*w
- *              + p*(ceil(64*(s + 6 + 3rs)/w)*w + ceil(s*f/w)*w
+ *              + p*(ceil(64*(s + 7 + 3rs)/w)*w + ceil(s*f/w)*w
  *                   + ceil(rs*ceil64(rf)/w)*w)
- *          (H = ceil((128 + 4p)/w)*w; s+6 lines: s slots, 4 sync lines,
+ *          (H = ceil((128 + 4p)/w)*w; s+7 lines: s slots, 5 sync lines,
  *           2 inline Allreduce lines; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
@@ -43,8 +47,9 @@
 
 #define NC_CACHE_LINE 64
 #define NC_HDR_FIXED 128      /* bytes of nc__seg_hdr before leaders[] */
-#define NC_SYNC_LINES 4       /* per rank: barrier arrive + release,
-                               * single-copy Bcast post + finish        */
+#define NC_SYNC_LINES 5       /* per rank: barrier arrive + release,
+                               * single-copy Bcast post + finish, the
+                               * call line (coll/call.c)                */
 #define NC_AR_LINES 2         /* inline Allreduce lines, per rank       */
 #define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
 

@@ -1,9 +1,8 @@
 /*
- * POSIX shared memory on tmpfs, placed per block on the NUMA node of the
- * rank that owns the block: bind (mbind) before the first touch, then let
- * the owner touch it, then verify with move_pages(). The paper relied on
- * first touch alone; on shared memory the binding holds whoever touches
- * first, which removes the dependence on who faults a page in.
+ * Segments on tmpfs (seg.h says why they never have a name), placed per
+ * block on the NUMA node of the rank that owns the block: bind (mbind)
+ * before anything is allocated, then reserve with fallocate, which
+ * allocates under the binding; move_pages() verifies what was touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,67 +41,125 @@ static void make_name(char *out)
              rnd);
 }
 
-static int map_fd(int fd, size_t len, unsigned char **base, const char *name,
+uint64_t nc__seg_avail(void)
+{
+    struct statvfs sv;
+    if (statvfs(NC_SEG_DIR, &sv) != 0)
+        return 0;
+    return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+static int map_fd(int fd, size_t len, unsigned char **base, const char *what,
                   char *msg, size_t msglen)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
-    close(fd);
     if (p == MAP_FAILED) {
         snprintf(msg, msglen, "numacoll: cannot map %zu bytes of %s: %s", len,
-                 name, strerror(err));
+                 what, strerror(errno));
         return NUMACOLL_ERR_SYS;
     }
     *base = p;
     return NUMACOLL_OK;
 }
 
-int nc__seg_create(size_t len, char *name_out, unsigned char **base,
-                   char *msg, size_t msglen)
+/* An unnamed file in /dev/shm. O_TMPFILE gives one that never had a name;
+ * without it (a file system that lacks it) the name lives for the two
+ * system calls between shm_open and shm_unlink. */
+static int open_unnamed(const char *name)
 {
+    int fd = open(NC_SEG_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0)
+        shm_unlink(name);
+    return fd;
+}
+
+int nc__seg_create(size_t len, char *name_out, int *fd_out, nc__seg_id_t *id,
+                   unsigned char **base, uint64_t *avail, char *msg,
+                   size_t msglen)
+{
+    *fd_out = -1;
+    /* An early, cheap verdict; the reservation (nc__seg_reserve) is the one
+     * that holds when teams are created at once. */
     struct statvfs sv;
-    if (statvfs("/dev/shm", &sv) == 0 &&
-        (unsigned long long)sv.f_bavail * sv.f_frsize < len) {
-        snprintf(msg, msglen,
-                 "numacoll: /dev/shm has %llu bytes free, the segment needs "
-                 "%zu", (unsigned long long)sv.f_bavail * sv.f_frsize, len);
+    if (statvfs(NC_SEG_DIR, &sv) == 0 &&
+        (uint64_t)sv.f_bavail * sv.f_frsize < len) {
+        *avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        snprintf(msg, msglen, "numacoll: " NC_SEG_DIR " has %llu bytes free, "
+                 "the segment needs %zu", (unsigned long long)*avail, len);
         return NUMACOLL_ERR_NOMEM;
     }
     make_name(name_out);
-    int fd = shm_open(name_out, O_CREAT | O_EXCL | O_RDWR, 0600);
+    int fd = open_unnamed(name_out);
     if (fd < 0) {
-        snprintf(msg, msglen, "numacoll: shm_open(%s) failed: %s", name_out,
-                 strerror(errno));
-        return NUMACOLL_ERR_SYS;
+        int err = errno;
+        snprintf(msg, msglen, "numacoll: cannot create a file in " NC_SEG_DIR
+                 ": %s", strerror(err));
+        *avail = nc__seg_avail();   /* ENOSPC: out of inodes, or of room */
+        return err == ENOSPC ? NUMACOLL_ERR_NOMEM : NUMACOLL_ERR_SYS;
     }
-    if (ftruncate(fd, (off_t)len) != 0) {
-        snprintf(msg, msglen, "numacoll: cannot size %s to %zu bytes: %s",
-                 name_out, len, strerror(errno));
+    struct stat st;
+    int rc = NUMACOLL_ERR_SYS;
+    if (ftruncate(fd, (off_t)len) != 0)
+        snprintf(msg, msglen, "numacoll: cannot size the segment %s to %zu "
+                 "bytes: %s", name_out, len, strerror(errno));
+    else if (fstat(fd, &st) != 0)
+        snprintf(msg, msglen, "numacoll: fstat of the segment %s: %s",
+                 name_out, strerror(errno));
+    else
+        rc = map_fd(fd, len, base, name_out, msg, msglen);
+    if (rc != NUMACOLL_OK) {
         close(fd);
-        shm_unlink(name_out);
-        return NUMACOLL_ERR_SYS;
+        return rc;
     }
-    int rc = map_fd(fd, len, base, name_out, msg, msglen);
-    if (rc != NUMACOLL_OK)
-        shm_unlink(name_out);
-    return rc;
+    *id = (nc__seg_id_t){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    *fd_out = fd;
+    return NUMACOLL_OK;
 }
 
-int nc__seg_attach(const char *name, size_t len, unsigned char **base,
-                   char *msg, size_t msglen)
+int nc__seg_attach(int pid, int fd, const nc__seg_id_t *id, size_t len,
+                   int *fd_out, unsigned char **base, char *msg,
+                   size_t msglen)
 {
-    int fd = shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-        snprintf(msg, msglen, "numacoll: cannot open segment %s: %s", name,
-                 strerror(errno));
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+    *fd_out = -1;
+    int my = open(path, O_RDWR | O_CLOEXEC);
+    if (my < 0) {
+        snprintf(msg, msglen, "numacoll: cannot open rank 0's segment "
+                 "through %s: %s (the ranks of a team must share a pid "
+                 "namespace with /proc mounted)", path, strerror(errno));
         return NUMACOLL_ERR_SYS;
     }
-    return map_fd(fd, len, base, name, msg, msglen);
+    struct stat st;
+    if (fstat(my, &st) != 0 || (uint64_t)st.st_dev != id->dev ||
+        (uint64_t)st.st_ino != id->ino || (uint64_t)st.st_size < len) {
+        snprintf(msg, msglen, "numacoll: %s is not rank 0's segment of %zu "
+                 "bytes", path, len);
+        close(my);
+        return NUMACOLL_ERR_SYS;
+    }
+    int rc = map_fd(my, len, base, path, msg, msglen);
+    if (rc != NUMACOLL_OK) {
+        close(my);
+        return rc;
+    }
+    *fd_out = my;
+    return NUMACOLL_OK;
 }
 
-void nc__seg_unlink(const char *name)
+int nc__seg_reserve(int fd, size_t off, size_t len)
 {
-    shm_unlink(name);
+    if (len == 0)
+        return 0;
+    int rc;
+    /* tmpfs gives up on a pending signal (and undoes what it allocated) */
+    do
+        rc = fallocate(fd, 0, (off_t)off, (off_t)len);
+    while (rc != 0 && errno == EINTR);
+    return rc == 0 ? 0 : -errno;
 }
 
 void nc__seg_unmap(unsigned char *base, size_t len)

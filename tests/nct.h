@@ -37,5 +37,8 @@ int nct_register_tune_team(void);
 int nct_register_model(void);
 int nct_register_copy(void);
 int nct_register_align(void);
+int nct_register_mismatch(void);
+int nct_register_tune_file(void);
+int nct_register_topo_cache(void);
 
 #endif

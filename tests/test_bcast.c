@@ -428,40 +428,6 @@ static void test_bad_args(void)
     CU_ASSERT_EQUAL(nct_run(3, bad_args_body, NULL), 0);
 }
 
-/* Ranks that disagree on the size: the reader that notices fails with
- * NUMACOLL_ERR_ARG and a message, the team aborts, nobody hangs. */
-static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
-{
-    size_t root_n = *(size_t *)arg;
-    numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.verbose = 0;
-    numacoll_team_t *team;
-    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
-        return 10;
-    static char buf[100000];
-    int rc = numacoll_bcast(team, buf, b->rank == 0 ? root_n : root_n + 1, 0);
-    int ok = b->rank == 0 ? rc == NUMACOLL_OK
-                          : rc == NUMACOLL_ERR_ARG &&
-                                strstr(numacoll_team_last_error(team), "differ");
-    /* the team is aborted from now on, on every rank: the root learns it
-     * at its next wait at the latest */
-    if (ok && numacoll_barrier(team) != NUMACOLL_ERR_ABORTED)
-        ok = 0;
-    if (ok && numacoll_bcast(team, buf, 10, 0) != NUMACOLL_ERR_ABORTED)
-        ok = 0;
-    numacoll_team_destroy(team);
-    return ok ? 0 : 1;
-}
-
-static void test_size_mismatch(void)
-{
-    size_t sizes[] = {20, 20000};
-    for (int k = 0; k < 2; k++) {
-        CU_ASSERT_EQUAL(nct_run(2, mismatch_body, &sizes[k]), 0);
-    }
-}
-
 int nct_register_bcast(void)
 {
     static const nct_test_t tests[] = {
@@ -472,7 +438,6 @@ int nct_register_bcast(void)
         {"fake 4-NUMA localities and groups", test_fake_localities},
         {"packed data through callbacks", test_packed},
         {"bad arguments", test_bad_args},
-        {"sizes that differ between ranks", test_size_mismatch},
         {"single copy: probed, or off by parameter", test_cma_probe},
         {"single copy: every p, root, tree and boundary", test_cma_matrix},
         {"single copy forced off: the same on the fallback", test_cma_fallback},

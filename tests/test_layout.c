@@ -33,7 +33,7 @@ static void test_paper_example(void)
     CU_ASSERT_EQUAL(l.buf_len, 64 * KiB);
     check_blocks(&l);
     /* ours packs each control slot in a cache line: 4 + 4 + 8*(4 + 64)
-     * (8 slots + 4 sync + 2 inline Allreduce lines fit one page) */
+     * (8 slots + 5 sync + 2 inline Allreduce lines fit one page) */
     CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, 8, 4 * KiB, 8, 2, 8 * KiB, 0, 0),
                           0);
     CU_ASSERT_EQUAL(l.total, 552 * KiB);
@@ -83,7 +83,7 @@ static void test_general_formula(void)
                     CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, w, s, q, f, rs,
                                                           rf), 0);
                     size_t want = rup(128 + 4 * (size_t)p, w) + rup(q * 128, w) +
-                                  (size_t)p * (rup(64 * (s + 6 + 3 * rs), w) +
+                                  (size_t)p * (rup(64 * (s + 7 + 3 * rs), w) +
                                                rup(s * f, w) +
                                                rup(rs * rup(rf, 64), w));
                     CU_ASSERT_EQUAL(l.total, want);
@@ -106,7 +106,7 @@ static void test_64k_pages(void)
                                           0), 0);
     CU_ASSERT_EQUAL(l.hdr_len, 64 * KiB);
     CU_ASSERT_EQUAL(l.banks_len, 64 * KiB);
-    CU_ASSERT_EQUAL(l.ctrl_len, 64 * KiB);     /* 64 lines + 4 sync + 2 ar */
+    CU_ASSERT_EQUAL(l.ctrl_len, 64 * KiB);     /* 64 lines + 5 sync + 2 ar */
     CU_ASSERT_EQUAL(l.buf_len, 512 * KiB);
     CU_ASSERT_EQUAL(l.red_buf_len, 0);
     CU_ASSERT_EQUAL(l.total, 128 * KiB + 4 * 576 * KiB);

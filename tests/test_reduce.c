@@ -978,10 +978,6 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
                             NUMACOLL_OP_SUM) != ARG;
     e += numacoll_allreduce(team, s, r, SIZE_MAX / 4, NUMACOLL_DTYPE_DOUBLE,
                             NUMACOLL_OP_SUM) != ARG;
-    /* in place is for the root only */
-    if (b->rank != 0)
-        e += numacoll_reduce(team, NUMACOLL_IN_PLACE, r, 4,
-                             NUMACOLL_DTYPE_DOUBLE, NUMACOLL_OP_SUM, 0) != ARG;
     e += numacoll_allreduce_user(team, s, r, 4, 8, NULL, NULL, 1) != ARG;
     e += numacoll_allreduce_user(team, s, r, 4, 0, vec3_fn, NULL, 1) != ARG;
     /* larger than the staging slot of the built-in rule (f = 128K) */
@@ -989,9 +985,23 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
                               0) != ARG;
     e += numacoll_allreduce(NULL, s, r, 4, NUMACOLL_DTYPE_DOUBLE,
                             NUMACOLL_OP_SUM) != ARG;
-    /* count 0 needs no buffers; the team is still in step afterwards */
-    e += numacoll_allreduce(team, NULL, NULL, 0, NUMACOLL_DTYPE_DOUBLE,
-                            NUMACOLL_OP_SUM) != NUMACOLL_OK;
+    /* Count 0 needs no buffers; the team is still in step afterwards. A
+     * root's refusal above (nobody waits for a root) makes every rank
+     * resynchronise, and a rank that waits in this exchange meanwhile may
+     * lose it once (docs/usage.md). */
+    int rc = numacoll_allreduce(team, NULL, NULL, 0, NUMACOLL_DTYPE_DOUBLE,
+                                NUMACOLL_OP_SUM);
+    e += rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH;
+    /* In place is for the root only: the others refuse at once, the root,
+     * which waits for them, learns it (coll/call.c). The others may go on
+     * into the next call before it does, and then fail it once (it is
+     * lost, docs/usage.md); the calls after it work. */
+    e += numacoll_reduce(team, NUMACOLL_IN_PLACE, r, 4, NUMACOLL_DTYPE_DOUBLE,
+                         NUMACOLL_OP_SUM, 0) !=
+         (b->rank != 0 ? ARG : NUMACOLL_ERR_MISMATCH);
+    rc = numacoll_allreduce(team, NULL, NULL, 0, NUMACOLL_DTYPE_DOUBLE,
+                            NUMACOLL_OP_SUM);
+    e += rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH;
     e += numacoll_reduce(team, NULL, NULL, 0, NUMACOLL_DTYPE_DOUBLE,
                          NUMACOLL_OP_SUM, 0) != NUMACOLL_OK;
     e += numacoll_allreduce(team, s, r, 4, NUMACOLL_DTYPE_DOUBLE,

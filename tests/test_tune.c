@@ -785,7 +785,9 @@ static void test_load(void)
     CU_ASSERT_EQUAL(t.n, 0);
     nc__tune_free(&t);
     CU_ASSERT_EQUAL(nc__tune_load("tests/tune", &t, errs, sizeof errs), 1);
-    CU_ASSERT_STRING_EQUAL(errs, "tests/tune: cannot read: Is a directory\n");
+    CU_ASSERT_STRING_EQUAL(errs, "tests/tune: cannot read: it is a "
+                                 "directory; a tuning file must be a regular "
+                                 "file\n");
     nc__tune_free(&t);
 
     CU_ASSERT_EQUAL(nc__tune_load("tests/tune/custom.txt", &t, errs,

@@ -1,13 +1,17 @@
 /*
  * Topology discovery: turns hwloc into one plain numacoll_locality_t record
- * for the calling process (PU, core, L3, package, NUMA node).
+ * for the calling thread (PU, core, L3, package, NUMA node).
  *
- * hwloc is loaded, queried and destroyed inside the one call, so nothing of
- * hwloc outlives discovery: groups, trees and segment placement work on the
- * exchanged records only and are tested without hwloc. The topology can be
- * this machine, a synthetic description or an XML file; under the last two
- * hwloc cannot tell where the process runs (its binding queries are dummies
- * that report every PU), so tests and fake-topology runs inject the PU.
+ * Nothing of hwloc leaves this file: groups, trees and segment placement
+ * work on the exchanged records only and are tested without hwloc. The
+ * topology can be this machine, a synthetic description or an XML file;
+ * under the last two hwloc cannot tell where the process runs (its binding
+ * queries are dummies that report every PU), so tests and fake-topology
+ * runs inject the PU.
+ *
+ * A process creates a team per communicator, so discovery is cached per
+ * process (below, "the per-process cache"): a team costs one binding query
+ * of the calling thread, not a topology load.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -68,37 +73,50 @@ static int32_t local_numa_os_index(hwloc_obj_t pu)
     return -1;
 }
 
-/* Both binding queries exist per process and per thread; some systems only
- * implement one of them, so try the process first as hwloc suggests. */
-static int last_cpu_location(hwloc_topology_t topo, hwloc_bitmap_t set)
+/* The calling thread's binding and last CPU, the process's where a system
+ * has no per-thread query. The thread comes first: it is the one that
+ * creates the team and makes its calls, and the process-wide queries read
+ * /proc for every thread (about 100 us under Open MPI's helper threads, on
+ * every team) only to report the union of CPUs the library never runs on. */
+static int thread_binding(hwloc_topology_t topo, hwloc_bitmap_t set)
 {
-    if (hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) == 0)
         return 0;
-    return hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_THREAD);
+    return hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS);
 }
 
-static int cpubind(hwloc_topology_t topo, hwloc_bitmap_t set)
+static int thread_location(hwloc_topology_t topo, hwloc_bitmap_t set)
 {
-    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+    if (hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_THREAD) == 0)
         return 0;
-    return hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+    return hwloc_get_last_cpu_location(topo, set, HWLOC_CPUBIND_PROCESS);
 }
 
-/* Ask the OS where the process runs. Any failure degrades to PU 0,
- * unbound: a wrong guess only costs locality, never correctness. */
-static hwloc_obj_t os_pu(hwloc_topology_t topo, int32_t *bound)
+/* Ask the OS where the thread runs; binding is its binding, NULL if that
+ * query failed. Any failure degrades to PU 0, unbound: a wrong guess only
+ * costs locality, never correctness. */
+static hwloc_obj_t os_pu(hwloc_topology_t topo, hwloc_const_bitmap_t binding,
+                         int32_t *bound)
 {
     hwloc_obj_t pu = NULL;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     *bound = 0;
-    if (set && last_cpu_location(topo, set) == 0) {
+    if (set && thread_location(topo, set) == 0)
         pu = hwloc_get_obj_inside_cpuset_by_type(topo, set, HWLOC_OBJ_PU, 0);
-        /* Under a fake topology the binding is a dummy (every PU): not
-         * evidence of anything, so the process counts as unbound. */
-        if (pu && hwloc_topology_is_thissystem(topo) && cpubind(topo, set) == 0)
-            *bound = !hwloc_bitmap_isincluded(
-                hwloc_topology_get_complete_cpuset(topo), set);
+    /* A location outside the binding is stale (the thread was re-bound and
+     * has not run since); the binding is the better answer. */
+    if (binding && !hwloc_bitmap_iszero(binding) &&
+        (!pu || !hwloc_bitmap_isset(binding, pu->os_index))) {
+        hwloc_obj_t in = hwloc_get_obj_inside_cpuset_by_type(
+            topo, binding, HWLOC_OBJ_PU, 0);
+        if (in)
+            pu = in;
     }
+    /* Under a fake topology the binding is a dummy (every PU): not evidence
+     * of anything, so the thread counts as unbound. */
+    if (pu && binding && hwloc_topology_is_thissystem(topo))
+        *bound = !hwloc_bitmap_isincluded(
+            hwloc_topology_get_complete_cpuset(topo), binding);
     if (!pu) {
         *bound = 0;
         pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, 0);
@@ -170,14 +188,32 @@ static int env_topology_ignored(hwloc_topology_t topo)
 }
 
 /*
- * Loading a topology costs ~14 ms, and a process creates a team per
- * communicator: keep the last one loaded, keyed by where it came from (the
- * argument and both environment variables). Only where the process runs is
- * asked afresh each time. The lock serialises discovery, which is rare.
+ * The per-process cache. Loading a topology costs ~14 ms and the process
+ * queries of where it runs ~0.1 ms; a process creates a team per
+ * communicator. So the last topology loaded is kept, keyed by where it came
+ * from: the argument, HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_THISSYSTEM and,
+ * for an XML file, the file's identity (device, inode, size, modification
+ * time), so a file rewritten in place is read again. The record derived
+ * from it is kept too, keyed by that topology, the pu argument and (pu < 0)
+ * the calling thread's binding, which is asked on every call: a thread
+ * bound elsewhere gets a new record. An unbound thread keeps the record of
+ * its first discovery: where it happens to run is a snapshot either way,
+ * and one answer keeps its NUMA groups and trees the same in every team.
+ * The lock serialises discovery (hwloc topologies are not safe for
+ * concurrent use). Both live until the library is unloaded (below).
  */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static hwloc_topology_t cache_topo;
+static unsigned long cache_gen;        /* bumped on every load            */
 static char cache_key[2048];
+
+static struct {
+    int valid;
+    unsigned long gen;                 /* cache_gen it was derived from   */
+    int pu;                            /* the pu argument                 */
+    hwloc_bitmap_t binding;            /* pu < 0: the thread's binding    */
+    numacoll_locality_t loc;           /* pid is refreshed (fork)         */
+} loc_cache;
 
 static hwloc_topology_t load_topology(const char *topology, char *msg,
                                       size_t msglen)
@@ -211,13 +247,37 @@ fail:
     return NULL;
 }
 
+/* The identity of the XML file hwloc will read, if any, so that the
+ * key changes when the file does. */
+static void file_identity(const char *topology, char *buf, size_t len)
+{
+    const char *xml = topology;
+    if (!topology)
+        xml = env_value("HWLOC_XMLFILE");
+    else if (strncmp(topology, synthetic_prefix, sizeof synthetic_prefix - 1) == 0)
+        xml = NULL;
+    struct stat st;
+    if (!xml)
+        snprintf(buf, len, "-");
+    else if (stat(xml, &st) != 0)
+        snprintf(buf, len, "errno %d", errno);
+    else
+        snprintf(buf, len, "%ju:%ju:%jd:%jd.%09ld", (uintmax_t)st.st_dev,
+                 (uintmax_t)st.st_ino, (intmax_t)st.st_size,
+                 (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
 static hwloc_topology_t cached_topology(const char *topology, char *msg,
                                         size_t msglen)
 {
-    char key[sizeof cache_key];
-    const char *xml = env_value("HWLOC_XMLFILE"), *syn = env_value("HWLOC_SYNTHETIC");
-    int n = snprintf(key, sizeof key, "%s\n%s\n%s", topology ? topology : "",
-                     xml ? xml : "", syn ? syn : "");
+    char key[sizeof cache_key], id[128];
+    const char *xml = env_value("HWLOC_XMLFILE"),
+               *syn = env_value("HWLOC_SYNTHETIC"),
+               *thissys = getenv("HWLOC_THISSYSTEM");
+    file_identity(topology, id, sizeof id);
+    int n = snprintf(key, sizeof key, "%s\n%s\n%s\n%s\n%s",
+                     topology ? topology : "", xml ? xml : "", syn ? syn : "",
+                     thissys ? thissys : "(unset)", id);
     if (cache_topo && n > 0 && (size_t)n < sizeof key &&
         strcmp(key, cache_key) == 0)
         return cache_topo;
@@ -227,9 +287,68 @@ static hwloc_topology_t cached_topology(const char *topology, char *msg,
     if (cache_topo)
         hwloc_topology_destroy(cache_topo);
     cache_topo = topo;
+    cache_gen++;
     /* an over-long key is never matched again: no cache, still correct */
     snprintf(cache_key, sizeof cache_key, "%s", (size_t)n < sizeof key ? key : "");
     return topo;
+}
+
+/* Open MPI closes its components at MPI_Finalize: without this the
+ * topology would be lost memory once the library is gone. At exit it only
+ * does early what the kernel would do; a discovery still running in
+ * another thread holds the lock, and one after this loads afresh. */
+__attribute__((destructor)) static void cache_fini(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    if (cache_topo)
+        hwloc_topology_destroy(cache_topo);
+    cache_topo = NULL;
+    cache_key[0] = '\0';
+    hwloc_bitmap_free(loc_cache.binding);
+    loc_cache.binding = NULL;
+    loc_cache.valid = 0;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* The record of PU obj, all but pid. */
+static void derive(hwloc_topology_t topo, hwloc_obj_t obj,
+                   numacoll_locality_t *loc)
+{
+    loc->pu = index_or_none(obj->logical_index);
+    loc->core = ancestor_index(topo, obj, HWLOC_OBJ_CORE);
+    loc->l3 = ancestor_index(topo, obj, HWLOC_OBJ_L3CACHE);
+    loc->package = ancestor_index(topo, obj, HWLOC_OBJ_PACKAGE);
+    loc->numa = local_numa_os_index(obj);
+}
+
+/* The cached record, if it was derived from the same topology, pu and
+ * binding (NULL: no binding known, never a match for pu < 0). */
+static int loc_cache_hit(int pu, hwloc_const_bitmap_t binding)
+{
+    if (!loc_cache.valid || loc_cache.gen != cache_gen || loc_cache.pu != pu)
+        return 0;
+    if (pu >= 0)
+        return 1;
+    return binding && loc_cache.binding &&
+           hwloc_bitmap_isequal(binding, loc_cache.binding);
+}
+
+static void loc_cache_store(int pu, hwloc_const_bitmap_t binding,
+                            const numacoll_locality_t *loc)
+{
+    loc_cache.valid = 0;
+    if (pu < 0) {
+        if (!binding)
+            return;
+        if (!loc_cache.binding && !(loc_cache.binding = hwloc_bitmap_alloc()))
+            return;    /* no memory for the key: no cache, still correct */
+        if (hwloc_bitmap_copy(loc_cache.binding, binding) != 0)
+            return;
+    }
+    loc_cache.gen = cache_gen;
+    loc_cache.pu = pu;
+    loc_cache.loc = *loc;
+    loc_cache.valid = 1;
 }
 
 int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
@@ -246,6 +365,7 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
         msg[0] = '\0';
 
     hwloc_obj_t obj;
+    hwloc_bitmap_t binding = NULL;
     int npus;
     char src[512];
     pthread_mutex_lock(&cache_lock);
@@ -261,26 +381,38 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
         goto out;
     }
 
+    if (pu < 0) {
+        binding = hwloc_bitmap_alloc();
+        if (binding && thread_binding(topo, binding) != 0) {
+            hwloc_bitmap_free(binding);
+            binding = NULL;
+        }
+    }
+    if (loc_cache_hit(pu, binding)) {
+        int32_t pid = loc->pid;
+        *loc = loc_cache.loc;
+        loc->pid = pid;
+        rc = NUMACOLL_OK;
+        goto out;
+    }
+
     if (pu >= 0) {
         /* Modulo: an injected placement may oversubscribe the PUs. */
         obj = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(pu % npus));
         loc->bound = 1;
     } else {
-        obj = os_pu(topo, &loc->bound);
+        obj = os_pu(topo, binding, &loc->bound);
     }
     if (!obj) {
         rc = topo_error(msg, msglen, "no PU object found in the topology of "
                         "%s.", source_name(topology, src, sizeof src));
         goto out;
     }
-
-    loc->pu = index_or_none(obj->logical_index);
-    loc->core = ancestor_index(topo, obj, HWLOC_OBJ_CORE);
-    loc->l3 = ancestor_index(topo, obj, HWLOC_OBJ_L3CACHE);
-    loc->package = ancestor_index(topo, obj, HWLOC_OBJ_PACKAGE);
-    loc->numa = local_numa_os_index(obj);
+    derive(topo, obj, loc);
+    loc_cache_store(pu, binding, loc);
     rc = NUMACOLL_OK;
 out:
     pthread_mutex_unlock(&cache_lock);
+    hwloc_bitmap_free(binding);
     return rc;
 }

@@ -10,16 +10,21 @@
 #include "numacoll.h"
 
 /*
- * Discover this process's locality.
+ * Discover the calling thread's locality (the thread that creates a team
+ * makes its calls).
  *  topology: NULL for this machine (hwloc honours HWLOC_SYNTHETIC /
  *            HWLOC_XMLFILE from the environment), "synthetic:<description>"
  *            or the path of an hwloc XML file.
  *  pu:       >= 0 injects the PU (hwloc logical index, taken modulo the PU
  *            count): under a fake topology hwloc cannot tell where we run.
- *            -1 asks the OS where the process runs now.
- * Fills every field of *loc (pid too); loc->bound says whether the process
+ *            -1 asks the OS where the thread runs.
+ * Fills every field of *loc (pid too); loc->bound says whether the thread
  * is bound to fewer PUs than the machine has (always 1 when injected).
  * On failure returns NUMACOLL_ERR_TOPO and writes a sentence to msg.
+ * Thread-safe. Cached per process: the topology is loaded once per source
+ * (an XML file again when it changes), and the record is reused while the
+ * source, pu and the thread's binding stay the same, so an unbound thread
+ * keeps the PU of its first discovery (topo/topo.c says why).
  */
 int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
                       char *msg, size_t msglen);

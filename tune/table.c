@@ -10,10 +10,14 @@
  * numacoll_config_check() would refuse.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "numacoll.h"
 #include "tune/defaults.h"
@@ -1018,54 +1022,114 @@ int nc__tune_parse(const char *text, size_t len, const char *source,
     return es.count;
 }
 
+/* What a file that is not a regular one is, for the error sentence. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/* Read the whole of a regular file of at most NC_TUNE_FILE_MAX bytes into
+ * *text (NUL not added). Returns 0, or -1 with the reason in why. */
+static int read_tuning_file(const char *path, char **text, size_t *len,
+                            char *why, size_t whylen)
+{
+    *text = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+     * writer, forever, inside the first collective call; it has no effect
+     * on the regular file we accept. The type and size come from the open
+     * descriptor, so no rename between a check and the open can slip
+     * another file in. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    char eb[128];
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int err = errno;
+        snprintf(why, whylen, "%s", strerror_r(err, eb, sizeof eb));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "it is %s; a tuning file must be a regular file",
+                 file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    if (st.st_size > (off_t)NC_TUNE_FILE_MAX) {
+        snprintf(why, whylen, "it holds %jd bytes, more than the %u (1 MiB) a "
+                 "tuning file may hold", (intmax_t)st.st_size,
+                 NC_TUNE_FILE_MAX);
+        close(fd);
+        return -1;
+    }
+    /* One byte more than the limit: a file that grew since fstat is seen
+     * growing past it instead of being cut silently. */
+    size_t cap = NC_TUNE_FILE_MAX + 1, n = 0;
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t have = (size_t)st.st_size + 1;
+    int err = buf ? 0 : ENOMEM;
+    while (!err && n < cap) {
+        if (n == have) {
+            size_t more = have * 2 < cap ? have * 2 : cap;
+            char *nb = realloc(buf, more);
+            if (!nb) {
+                err = ENOMEM;
+                break;
+            }
+            buf = nb;
+            have = more;
+        }
+        ssize_t got = read(fd, buf + n, have - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            err = errno;
+        else if (got == 0)
+            break;
+        else
+            n += (size_t)got;
+    }
+    close(fd);
+    if (err) {
+        snprintf(why, whylen, "%s", strerror_r(err, eb, sizeof eb));
+        free(buf);
+        return -1;
+    }
+    if (n > NC_TUNE_FILE_MAX) {
+        snprintf(why, whylen, "it grew past the %u bytes (1 MiB) a tuning "
+                 "file may hold while being read", NC_TUNE_FILE_MAX);
+        free(buf);
+        return -1;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
 int nc__tune_load(const char *path, nc__tune_table_t *out, char *errs,
                   size_t errlen)
 {
-    /* A tuning file is small; a limit keeps /dev/zero from eating memory. */
-    enum { FILE_MAX = 16 << 20 };
     if (out) {
         memset(out, 0, sizeof *out);
         snprintf(out->source, sizeof out->source, "%s", path ? path : "(null)");
     }
-    int err = 0;
-    char *text = NULL;
+    char *text = NULL, why[256];
     size_t len = 0;
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!f)
-        err = path ? errno : EINVAL;
-    else {
-        size_t cap = 0;
-        for (;;) {
-            if (len == cap) {
-                if (cap >= FILE_MAX) {
-                    err = EFBIG;
-                    break;
-                }
-                cap = cap ? cap * 2 : 4096;
-                char *nt = realloc(text, cap);
-                if (!nt) {
-                    err = ENOMEM;
-                    break;
-                }
-                text = nt;
-            }
-            size_t got = fread(text + len, 1, cap - len, f);
-            len += got;
-            if (got == 0) {
-                if (ferror(f))
-                    err = errno ? errno : EIO;
-                break;
-            }
-        }
-        fclose(f);
-    }
-    if (err) {
-        free(text);
-        char eb[128];
-        const char *msg = strerror_r(err, eb, sizeof eb);
+    int rc = -1;
+    if (!path)
+        snprintf(why, sizeof why, "no path given");
+    else
+        rc = read_tuning_file(path, &text, &len, why, sizeof why);
+    if (rc != 0) {
         if (errs && errlen)
             snprintf(errs, errlen, "%s: cannot read: %s\n",
-                     path ? path : "(null)", msg);
+                     path ? path : "(null)", why);
         return 1;
     }
     int n = nc__tune_parse(text, len, path, out, errs, errlen);

@@ -29,6 +29,10 @@
 #define NC_TUNE_ANY_U UINT_MAX   /* "*" as the upper end of p/nodes/ppn */
 #define NC_TUNE_ANY_Z SIZE_MAX   /* "*" as the upper end of size        */
 #define NC_TUNE_MAX_RULES 4096   /* more lines of rules are refused     */
+/* A tuning file larger than this is refused unread: real tables are a few
+ * KiB, and a bound keeps a log, a core file or a device from being read
+ * into every process (docs/tuning.md). */
+#define NC_TUNE_FILE_MAX (1u << 20)
 
 /* What one call runs: an algorithm and the parameters it reads. Parameters
  * an algorithm does not take are 0 (tree: -1). */
@@ -76,8 +80,12 @@ typedef struct nc__tune_table {
 int nc__tune_parse(const char *text, size_t len, const char *source,
                    nc__tune_table_t *out, char *errs, size_t errlen);
 
-/* nc__tune_parse of a file's contents; a file that cannot be read is one
- * problem ("<path>: cannot read: <strerror>"). */
+/* nc__tune_parse of a file's contents. The file must be a regular file of
+ * at most NC_TUNE_FILE_MAX bytes; one that is not, or cannot be read, is
+ * one problem, "<path>: cannot read: <why>" (why: the strerror text, "it is
+ * a FIFO (named pipe); a tuning file must be a regular file", "it holds N
+ * bytes, more than ..."). Never blocks: a FIFO is refused, not opened for
+ * a writer to come. */
 int nc__tune_load(const char *path, nc__tune_table_t *out, char *errs,
                   size_t errlen);
 

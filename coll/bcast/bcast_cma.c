@@ -106,8 +106,10 @@ int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
     if (t->rank == root) {
         if (tmp && io->pack(io->ctx, 0, tmp, nbytes) != 0)
             io->failed = 1;   /* still serve the call: the others wait */
-        me->addr = (uint64_t)(uintptr_t)buf;
-        me->nbytes = nbytes;
+        atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf,
+                              memory_order_relaxed);
+        atomic_store_explicit(&me->nbytes, nbytes, memory_order_relaxed);
+        atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
         /* addr and nbytes must be visible before the bytes are offered */
         atomic_store_explicit(&me->avail, base + nbytes, memory_order_release);
         rc = wait_children(t, nchild, call);
@@ -123,13 +125,17 @@ int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
         goto out;
     /* acquire on avail made the parent's addr and nbytes of this call
      * visible; they stay until we raise fin */
-    const uint64_t raddr = up->addr;
-    if (up->nbytes != nbytes) {
-        rc = nc__team_size_mismatch(t, root, (size_t)up->nbytes, nbytes);
+    const uint64_t raddr = atomic_load_explicit(&up->addr,
+                                                memory_order_relaxed);
+    if (atomic_load_explicit(&up->nbytes, memory_order_relaxed) != nbytes ||
+        atomic_load_explicit(&up->sig, memory_order_relaxed) != t->sig32) {
+        rc = nc__mismatch(t, parent, "its single-copy bcast differs");
         goto out;
     }
-    me->addr = (uint64_t)(uintptr_t)buf;
-    me->nbytes = nbytes;
+    atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf,
+                          memory_order_relaxed);
+    atomic_store_explicit(&me->nbytes, nbytes, memory_order_relaxed);
+    atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
     for (size_t off = 0; off < nbytes;) {
         size_t n = nbytes - off < f ? nbytes - off : f;
         /* the parent may have offered more than asked: read all it has, in

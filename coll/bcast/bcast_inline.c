@@ -1,7 +1,9 @@
 /*
- * Inline Bcast for messages of at most NC_INLINE_MAX (56) bytes: the data
- * travels inside the control cache line with its length, so each tree edge
- * costs one cache-line transfer and nobody touches a fragment buffer.
+ * Inline Bcast for messages of at most NC_INLINE_MAX (56) bytes (and every
+ * Bcast of 0 bytes, so that a mismatch shows): the data travels inside the
+ * control cache line with its length and the call's signature
+ * (coll/call.c), so each tree edge costs one cache-line transfer and
+ * nobody touches a fragment buffer.
  *
  *  root:   wait for the bank to drain (as the pipelined Bcast: the slots
  *          belong to the bank), set nreaders = p-1, then write payload and
@@ -24,9 +26,11 @@ static void send_line(numacoll_team_t *t, int nchild, unsigned idx,
 {
     for (int c = 0; c < nchild; c++) {
         nc__ctrl_t *dst = nc__ctrl(t, t->children[c], idx);
-        memcpy(dst->data, payload, n);
-        /* the payload must be visible before its length */
-        atomic_store_explicit(&dst->word, n, memory_order_release);
+        if (n)
+            memcpy(dst->data, payload, n);
+        /* the payload must be visible before its length and signature */
+        atomic_store_explicit(&dst->word, nc__dword(t, n),
+                              memory_order_release);
     }
 }
 
@@ -45,7 +49,8 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
         rc = nc__bank_claim(t, set);
         if (rc != NUMACOLL_OK)
             return rc;
-        nc__io_pack(io, 0, payload, nbytes);
+        if (nbytes)
+            nc__io_pack(io, 0, payload, nbytes);
         send_line(t, nchild, idx, payload, nbytes);
     } else {
         nc__ctrl_t *mine = nc__ctrl(t, t->rank, idx);
@@ -54,10 +59,12 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
         rc = nc__wait(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
-        if (seen != nbytes)
-            return nc__team_size_mismatch(t, root, (size_t)seen, nbytes);
+        if (seen != nc__dword(t, nbytes))
+            return nc__bcast_mismatch(t, why.peer, seen,
+                                      "its inline bcast differs");
         send_line(t, nchild, idx, mine->data, nbytes);
-        nc__io_unpack(io, 0, mine->data, nbytes);
+        if (nbytes)
+            nc__io_unpack(io, 0, mine->data, nbytes);
         atomic_store_explicit(&mine->word, 0, memory_order_relaxed);
         nc__bank_release(t, set);
     }

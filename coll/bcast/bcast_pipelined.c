@@ -7,7 +7,8 @@
  *  root:   wait until the bank's nreaders is 0 (every reader of its previous
  *          use is done), set nreaders = p-1, publish op, then for each
  *          buffer of the bank: copy in f bytes, set each tree child's
- *          control slot to the fragment length (release). It never waits at
+ *          control slot to the fragment length under the call's signature
+ *          (nc__dword, release). It never waits at
  *          the end: it returns once the last fragment is in.
  *  inner:  for each buffer: wait for its own control slot (acquire), clear
  *          it, forward the length to its children first, then copy the
@@ -52,7 +53,7 @@ int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
                 /* the fragment must be visible before its length */
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
-                                          n, memory_order_release);
+                                          nc__dword(t, n), memory_order_release);
                 sent += n;
             }
         } else {
@@ -65,8 +66,9 @@ int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
                 if (rc != NUMACOLL_OK)
                     return rc;
                 size_t want = nbytes - sent < f ? nbytes - sent : f;
-                if (seen != want)
-                    return nc__team_size_mismatch(t, root, (size_t)seen, want);
+                if (seen != nc__dword(t, want))
+                    return nc__bcast_mismatch(t, parent, seen,
+                                              "its bcast fragment differs");
                 /* Cleared before our decrement below, and nobody writes the
                  * slot again before the root has seen that decrement. */
                 atomic_store_explicit(&mine->word, 0, memory_order_relaxed);

@@ -9,7 +9,8 @@
  *          publish word = seq + 1 (release); wait for every other rank's
  *          line of that parity to read seq + 1 (acquire); fold
  *          x_0 op x_1 op ... op x_(p-1) into a private buffer; copy out.
- * There is no root, no inner rank and no leaf.
+ * There is no root, no inner rank and no leaf. Reduce and Allreduce of no
+ * elements run it too, without the fold, so that a mismatch shows.
  *
  * Reuse without a release counter: rank r rewrites its parity-(seq % 2)
  * line at call seq + 2 only after its call seq + 1 saw every rank's
@@ -42,7 +43,8 @@ static int get_line(void *vp, int j, const void **ptr)
     uint64_t seen;
     nc__wait_why_t why = {j, "inline allreduce line", (long)e->par,
                           (long)e->seq};
-    return nc__wait(e->t, &l->word, NC_WAIT_EQ, e->seq + 1, &seen, &why);
+    return nc__wait(e->t, &l->word, NC_WAIT_EQ, nc__dword(e->t, e->seq + 1),
+                    &seen, &why);
 }
 
 static void put_line(void *vp, int j)
@@ -58,10 +60,22 @@ int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
     env_t e = {t, (unsigned)(R->ar_seq & 1), R->ar_seq};
     R->ar_seq++;
     nc__rline_t *mine = nc__arline(t, t->rank, e.par);
-    memcpy(mine->data, own, nbytes);
+    if (nbytes)
+        memcpy(mine->data, own, nbytes);
     /* the payload must be visible before its sequence number */
-    atomic_store_explicit(&mine->word, e.seq + 1, memory_order_release);
+    atomic_store_explicit(&mine->word, nc__dword(t, e.seq + 1),
+                          memory_order_release);
 
+    if (count == 0) {
+        /* a call of no data: only the lines' signatures meet */
+        const void *unused;
+        for (int j = 0; j < t->p; j++) {
+            int rc = get_line(&e, j, &unused);
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+        return NUMACOLL_OK;
+    }
     _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
     int rc = nc__fold_run(op, &f, acc, count);

@@ -169,7 +169,7 @@ static int combine(rsag_t *s, size_t r)
             nc__copy(s->cout, out, slot, n);
     }
     /* our slice must be visible before done */
-    atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, g + 1,
+    atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, nc__dword(t, g + 1),
                           memory_order_release);
     return NUMACOLL_OK;
 }
@@ -189,8 +189,8 @@ static int gather(rsag_t *s, size_t r)
         if (hi == lo)
             continue;
         nc__wait_why_t why = {owner, "reduce slice done", (long)x, (long)g};
-        int rc = nc__wait(t, &nc__rslot(t, owner, x)->done, NC_WAIT_EQ, g + 1,
-                          &seen, &why);
+        int rc = nc__wait(t, &nc__rslot(t, owner, x)->done, NC_WAIT_EQ,
+                          nc__dword(t, g + 1), &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
         nc__copy(s->cout, s->recv + (e0 + lo) * s->elem,

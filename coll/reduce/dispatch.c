@@ -54,6 +54,14 @@ void nc__red_fini(numacoll_team_t *t)
     t->red = NULL;
 }
 
+void nc__red_reset(numacoll_team_t *t)
+{
+    struct nc__red *r = t->red;
+    r->ticket = 0;
+    r->ar_seq = 0;
+    memset(r->expect, 0, t->rs_max * sizeof *r->expect);
+}
+
 /* ---- shared pieces ------------------------------------------------------ */
 
 int nc__rslot_claim(numacoll_team_t *t, unsigned x)
@@ -124,6 +132,7 @@ int nc__red_op_predef(numacoll_team_t *t, nc__red_op_t *op,
                              "op %s is not defined on type %s", on, dn);
     }
     *op = (nc__red_op_t){.elem = numacoll_dtype_size(dtype), .impl = impl,
+                         .dtype = (int)dtype, .opn = (int)o,
                          .commutative = 1};
     return NUMACOLL_OK;
 }
@@ -137,6 +146,7 @@ int nc__red_op_user(numacoll_team_t *t, nc__red_op_t *op, size_t elem_size,
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "user op element of 0 bytes");
     *op = (nc__red_op_t){.elem = elem_size, .fn = fn, .ctx = ctx,
+                         .dtype = -1, .opn = -1,
                          .commutative = commutative != 0};
     return NUMACOLL_OK;
 }
@@ -187,29 +197,61 @@ static int check_elem(numacoll_team_t *t, const nc__choice_t *ch,
                          count * op->elem);
 }
 
+/* Number the call and publish its signature (coll/call.c), refused or
+ * not, so a call refused on one rank (bad = the verdict on its arguments)
+ * still counts there and the others learn of it (nc__call_refuse). */
+static int red_begin(numacoll_team_t *t, nc__coll_t coll, int root,
+                     size_t count, const nc__red_op_t *op, int bad)
+{
+    nc__call_t c = {.coll = coll, .root = root, .nbytes = count * op->elem,
+                    .count = count, .dtype = op->dtype, .op = op->opn,
+                    .commutative = op->commutative};
+    if (bad == NUMACOLL_OK)
+        return nc__call_begin(t, &c);
+    /* a refusal says more than a lost or aborted call: keep its sentence */
+    char why[sizeof t->last_error];
+    memcpy(why, t->last_error, sizeof why);
+    nc__call_begin(t, &c);
+    memcpy(t->last_error, why, sizeof why);
+    return nc__call_refuse(t, bad, root >= 0 && root == t->rank);
+}
+
+/* After the checks: a call of no elements still meets the others through
+ * the inline lines, so that a rank whose call says otherwise finds out. */
+static int red_zero(numacoll_team_t *t, size_t count, const nc__red_op_t *op)
+{
+    return count == 0 && t->p > 1 ? nc__allreduce_inline(t, op, NULL, NULL, 0)
+                                  : NUMACOLL_OK;
+}
+
 /* ---- Reduce --------------------------------------------------------------- */
 
+/* bad: the verdict on the op (nc__red_op_predef / _user) */
 static int reduce_run(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
-                      size_t count, const nc__red_op_t *op, int root)
+                      size_t count, const nc__red_op_t *op, int root, int bad)
 {
-    if (root < 0)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "reduce root %d is outside the team of %d", root,
-                             t->p);
-    const void *own;
-    int rc = check_args(t, sendbuf, recvbuf, count, op, root, &own);
+    const void *own = NULL;
+    const nc__choice_t *ch = NULL;
+    if (bad == NUMACOLL_OK && root < 0)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "reduce root %d is outside "
+                            "the team of %d", root, t->p);
+    if (bad == NUMACOLL_OK)
+        bad = check_args(t, sendbuf, recvbuf, count, op, root, &own);
+    if (bad == NUMACOLL_OK && count > 0 && t->p > 1) {
+        ch = nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
+        bad = check_elem(t, ch, op, count, "reduce");
+    }
+    int rc = red_begin(t, NC_COLL_REDUCE, root, count, op, bad);
     if (rc != NUMACOLL_OK)
+        return rc;
+    if ((rc = red_zero(t, count, op)) != NUMACOLL_OK)
         return rc;
     if (count > 0) {
         if (t->p == 1) {
             if (own != recvbuf)
                 memcpy(recvbuf, own, count * op->elem);
         } else {
-            const nc__choice_t *ch =
-                nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
-            rc = check_elem(t, ch, op, count, "reduce");
-            if (rc == NUMACOLL_OK)
-                rc = nc__reduce_pipelined(t, ch, op, own, recvbuf, count, root);
+            rc = nc__reduce_pipelined(t, ch, op, own, recvbuf, count, root);
             if (rc != NUMACOLL_OK)
                 return rc;
         }
@@ -224,10 +266,10 @@ int numacoll_reduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    nc__red_op_t o;
+    /* numbered even when refused: the op's fields as the caller gave them */
+    nc__red_op_t o = {.dtype = (int)dtype, .opn = (int)op, .commutative = 1};
     int rc = nc__red_op_predef(t, &o, dtype, op);
-    return rc != NUMACOLL_OK ? rc
-                             : reduce_run(t, sendbuf, recvbuf, count, &o, root);
+    return reduce_run(t, sendbuf, recvbuf, count, &o, root, rc);
 }
 
 int numacoll_reduce_user(numacoll_team_t *t, const void *sendbuf,
@@ -237,10 +279,10 @@ int numacoll_reduce_user(numacoll_team_t *t, const void *sendbuf,
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    nc__red_op_t o;
+    nc__red_op_t o = {.elem = elem_size, .dtype = -1, .opn = -1,
+                      .commutative = commutative != 0};
     int rc = nc__red_op_user(t, &o, elem_size, fn, ctx, commutative);
-    return rc != NUMACOLL_OK ? rc
-                             : reduce_run(t, sendbuf, recvbuf, count, &o, root);
+    return reduce_run(t, sendbuf, recvbuf, count, &o, root, rc);
 }
 
 /* ---- Allreduce ------------------------------------------------------------ */
@@ -250,13 +292,16 @@ nc__alg_t nc__allreduce_choose(const numacoll_team_t *t, size_t nbytes)
     return nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes)->alg;
 }
 
-int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
-                       void *recvbuf, size_t count, const nc__red_op_t *op)
+/* bad: the verdict on the op, as for reduce_run */
+static int allreduce_run(numacoll_team_t *t, int alg, const void *sendbuf,
+                         void *recvbuf, size_t count, const nc__red_op_t *op,
+                         int bad)
 {
-    const void *own;
-    int rc = check_args(t, sendbuf, recvbuf, count, op, -1, &own);
-    if (rc != NUMACOLL_OK)
-        return rc;
+    const void *own = NULL;
+    if (bad == NUMACOLL_OK)
+        bad = check_args(t, sendbuf, recvbuf, count, op, -1, &own);
+    if (bad != NUMACOLL_OK)
+        return red_begin(t, NC_COLL_ALLREDUCE, -1, count, op, bad);
     size_t nbytes = count * op->elem;
     const nc__choice_t *ch;
     if (alg < 0) {
@@ -271,13 +316,17 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
         if (!ch)
             ch = nc__team_choice(t, NC_COLL_REDUCE, nbytes);
     }
-    rc = check_elem(t, ch, op, count, "allreduce");
+    bad = check_elem(t, ch, op, count, "allreduce");
+    if (bad == NUMACOLL_OK && alg == NC_ALG_ALLREDUCE_INLINE &&
+        nbytes > NC_RED_INLINE)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG,
+                            "inline allreduce of %zu bytes: at most %d",
+                            nbytes, NC_RED_INLINE);
+    int rc = red_begin(t, NC_COLL_ALLREDUCE, -1, count, op, bad);
     if (rc != NUMACOLL_OK)
         return rc;
-    if (alg == NC_ALG_ALLREDUCE_INLINE && nbytes > NC_RED_INLINE)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG,
-                             "inline allreduce of %zu bytes: at most %d",
-                             nbytes, NC_RED_INLINE);
+    if ((rc = red_zero(t, count, op)) != NUMACOLL_OK)
+        return rc;
     if (count > 0) {
         if (t->p == 1) {
             if (own != recvbuf)
@@ -306,16 +355,21 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
     return NUMACOLL_OK;
 }
 
+int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
+                       void *recvbuf, size_t count, const nc__red_op_t *op)
+{
+    return allreduce_run(t, alg, sendbuf, recvbuf, count, op, NUMACOLL_OK);
+}
+
 int numacoll_allreduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
                        size_t count, numacoll_dtype_t dtype, numacoll_op_t op)
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    nc__red_op_t o;
+    /* numbered even when refused: the op's fields as the caller gave them */
+    nc__red_op_t o = {.dtype = (int)dtype, .opn = (int)op, .commutative = 1};
     int rc = nc__red_op_predef(t, &o, dtype, op);
-    return rc != NUMACOLL_OK ? rc
-                             : nc__allreduce_with(t, -1, sendbuf, recvbuf,
-                                                  count, &o);
+    return allreduce_run(t, -1, sendbuf, recvbuf, count, &o, rc);
 }
 
 int numacoll_allreduce_user(numacoll_team_t *t, const void *sendbuf,
@@ -324,9 +378,8 @@ int numacoll_allreduce_user(numacoll_team_t *t, const void *sendbuf,
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
-    nc__red_op_t o;
+    nc__red_op_t o = {.elem = elem_size, .dtype = -1, .opn = -1,
+                      .commutative = commutative != 0};
     int rc = nc__red_op_user(t, &o, elem_size, fn, ctx, commutative);
-    return rc != NUMACOLL_OK ? rc
-                             : nc__allreduce_with(t, -1, sendbuf, recvbuf,
-                                                  count, &o);
+    return allreduce_run(t, -1, sendbuf, recvbuf, count, &o, rc);
 }

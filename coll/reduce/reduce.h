@@ -11,6 +11,8 @@
  *         payloads of at most 56 bytes inline;
  *   done  written by the owner (reduce-scatter/allgather only): ticket + 1
  *         once its combined slice is in the slot (release, after it);
+ *   both words carry the call's signature in their high half (nc__dword),
+ *   so a reader in another call never takes the data;
  *   rel   a running count of reader releases: every reader adds 1
  *         (fetch_add, release) when it will read the slot no more.
  * A *ticket* numbers slot uses: a Reduce of n fragments or an Allreduce of
@@ -67,6 +69,7 @@ struct nc__red {
 /* An op: predefined kernels (impl) or a user callback. */
 typedef struct nc__red_op {
     size_t elem;                  /* bytes per element                    */
+    int dtype, opn;               /* predefined type and op, -1 for user  */
     const nc__op_impl_t *impl;    /* predefined, or NULL                  */
     numacoll_user_op_fn fn;       /* user op when impl is NULL            */
     void *ctx;
@@ -106,8 +109,8 @@ static inline void nc__rslot_publish(numacoll_team_t *t, unsigned x,
                                      uint64_t g, unsigned readers)
 {
     t->red->expect[x] += readers;
-    atomic_store_explicit(&nc__rslot(t, t->rank, x)->full.word, g + 1,
-                          memory_order_release);
+    atomic_store_explicit(&nc__rslot(t, t->rank, x)->full.word,
+                          nc__dword(t, g + 1), memory_order_release);
 }
 
 /* Reader: wait until rank r's slot x holds ticket g (acquire). */
@@ -116,8 +119,8 @@ static inline int nc__rslot_wait_full(numacoll_team_t *t, int r, unsigned x,
 {
     uint64_t seen;
     nc__wait_why_t why = {r, "reduce slot", (long)x, (long)g};
-    return nc__wait(t, &nc__rslot(t, r, x)->full.word, NC_WAIT_EQ, g + 1,
-                    &seen, &why);
+    return nc__wait(t, &nc__rslot(t, r, x)->full.word, NC_WAIT_EQ,
+                    nc__dword(t, g + 1), &seen, &why);
 }
 
 /* Reader: done reading rank r's slot x (its reads happen before). */

@@ -5,7 +5,8 @@
 # twice: with the component loaded from the build tree and selected
 # (NUMACOLL_EXPECT=core: each program checks through MPI_T that numacoll ran
 # its calls), and with the component absent (the programs check MPI
-# semantics only). Then the budget fallbacks, the parameter listing and
+# semantics only); mismatch (erroneous calls) with the component only.
+# Then the budget fallbacks, the parameter listing and
 # rejection, the selection lines under coll_base_verbose, and that nothing
 # is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
 # fails instead of hanging.
@@ -24,6 +25,9 @@ TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
 TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops"
+# Erroneous programs that only numacoll is expected to survive (other
+# components may hang on them): run with the component only.
+CORE_ONLY="mismatch"
 LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-mpi.XXXXXX")
 trap 'rm -f "$LOG"' EXIT
 
@@ -38,7 +42,7 @@ fi
 
 # Build what is missing (the Makefile may not include ompi/ompi.mk yet).
 need_build=0
-for t in $TESTS; do [ -x "$BIN/$t" ] || need_build=1; done
+for t in $TESTS $CORE_ONLY; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
@@ -167,6 +171,10 @@ for np in $NPS; do
         # shellcheck disable=SC2046
         mpi "no numacoll np=$np $t" "$WITHOUT_PATH" "$np" \
             $(extra_args "$t") "$BIN/$t"
+    done
+    for t in $CORE_ONLY; do
+        mpi "numacoll    np=$np $t" "$WITH_PATH" "$np" $FORCE \
+            -x NUMACOLL_EXPECT=core "$BIN/$t"
     done
 done
 

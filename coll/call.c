@@ -1,0 +1,528 @@
+/*
+ * Call signatures: how ranks that called different collectives, sizes,
+ * roots, types or ops find out, instead of exchanging wrong data or
+ * waiting forever.
+ *
+ * Every call gets a number (call_seq, equal on all ranks of a correct
+ * program) and a signature, a hash of the number and the call's
+ * description. Each rank writes them into its own call line at the start
+ * of the call: four relaxed stores and a release store to a line that
+ * nobody reads while calls match, so a correct program pays those stores
+ * and nothing else. The high half of the signature (sig32) goes into every
+ * data word a call publishes (fragment lengths, tickets), and readers wait
+ * for the exact word they expect: another call's data is never taken.
+ *
+ * A reader that sees a word of another signature, or a wait that has spun
+ * past its spin phase and finds the rank it waits for in a different call
+ * of the same number, or already in a later call while the awaited word
+ * never came, calls nc__mismatch(): it names both calls in last_error and
+ * records the call number in the header, so every other rank still
+ * waiting in that call stops too (nc__call_check). No timeout is needed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "coll/algs.h"
+#include "coll/reduce/reduce.h"
+#include "coll/team.h"
+#include "coll/wait.h"
+
+/* A 64-bit mix of the call's fields (the finaliser of splitmix64 over a
+ * multiply-xor combination): equal fields give equal signatures on every
+ * rank, any difference changes it with overwhelming probability. */
+static uint64_t call_hash(uint64_t seq, uint64_t desc, uint64_t nbytes,
+                          uint64_t count)
+{
+    uint64_t h = seq * 0x9e3779b97f4a7c15ULL;
+    h ^= desc * 0xbf58476d1ce4e5b9ULL + (h >> 31);
+    h ^= nbytes * 0x94d049bb133111ebULL + (h >> 29);
+    h ^= count * 0xd6e8feb86659fd93ULL + (h >> 27);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+/* desc: coll (8 bits) | root + 1 (24) | dtype + 1 (8) | op + 1 (8) |
+ * commutative (1), so that -1 ("none", "user") packs as 0. */
+static uint64_t pack_desc(const nc__call_t *c)
+{
+    return (uint64_t)(c->coll & 0xff) |
+           (uint64_t)((unsigned)(c->root + 1) & 0xffffff) << 8 |
+           (uint64_t)((unsigned)(c->dtype + 1) & 0xff) << 32 |
+           (uint64_t)((unsigned)(c->op + 1) & 0xff) << 40 |
+           (uint64_t)(c->commutative != 0) << 48;
+}
+
+static nc__call_t unpack_desc(uint64_t d, uint64_t nbytes, uint64_t count)
+{
+    return (nc__call_t){.coll = (int)(d & 0xff),
+                        .root = (int)((d >> 8) & 0xffffff) - 1,
+                        .dtype = (int)((d >> 32) & 0xff) - 1,
+                        .op = (int)((d >> 40) & 0xff) - 1,
+                        .commutative = (int)((d >> 48) & 1),
+                        .nbytes = (size_t)nbytes, .count = (size_t)count};
+}
+
+static int resync(numacoll_team_t *t);
+
+int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
+{
+    int rc = nc__team_check_abort(t);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    /* One load of a line nobody writes while calls match. After a
+     * mismatch, a rank that starts a call some rank has already failed or
+     * finished (its number is at most the header's mm_call or another
+     * rank's call number: this rank came late) fails it too, without a
+     * meeting: the ranks ahead will not come back for it, and may wait for
+     * this one elsewhere. The first call nobody has reached
+     * resynchronises, with every rank. */
+    int late = 0;
+    if (atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) !=
+        t->mm_done) {
+        const uint64_t next = t->call_seq + 1;
+        late = (int64_t)(atomic_load_explicit(&t->hdr->mm_call,
+                                              memory_order_relaxed) -
+                         next) >= 0;
+        for (int r = 0; r < t->p && !late; r++)
+            late = r != t->rank &&
+                   (int64_t)(atomic_load_explicit(&nc__sync(t, r)->call_seq,
+                                                  memory_order_relaxed) -
+                             next) >= 0;
+        if (!late && (rc = resync(t)) != NUMACOLL_OK)
+            return rc;
+    }
+    nc__sync_t *me = nc__sync(t, t->rank);
+    t->call_seq++;
+    t->call_desc = pack_desc(c);
+    t->call_nbytes = c->nbytes;
+    t->call_count = c->count;
+    t->call_sig = call_hash(t->call_seq, t->call_desc, c->nbytes, c->count);
+    /* never 0: a zero word means "empty" to every reader */
+    t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
+    atomic_store_explicit(&me->call_seq, t->call_seq, memory_order_relaxed);
+    atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
+    atomic_store_explicit(&me->call_nbytes, c->nbytes, memory_order_relaxed);
+    atomic_store_explicit(&me->call_count, c->count, memory_order_relaxed);
+    atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
+    if (late)
+        return nc__call_check(t, -1);
+    if ((int64_t)(t->resume_seq - t->call_seq) > 0)
+        return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
+                             "call %llu is lost, another rank had already "
+                             "finished it (or failed it) while the ranks' "
+                             "calls were mismatched; calls run again from "
+                             "%llu on", (unsigned long long)t->call_seq,
+                             (unsigned long long)t->resume_seq);
+    return NUMACOLL_OK;
+}
+
+/* desc's coll of a call its rank refused (bad arguments) */
+#define NC_CALL_REFUSED 0xfe
+
+static void fail_call(numacoll_team_t *t, int finder);
+
+/* The unpack callback of a drain: the data goes nowhere. */
+static int discard(void *ctx, size_t off, const void *src, size_t n)
+{
+    (void)ctx, (void)off, (void)src, (void)n;
+    return 0;
+}
+
+int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
+{
+    nc__sync_t *me = nc__sync(t, t->rank);
+    t->call_desc = (t->call_desc & ~(uint64_t)0xff) | NC_CALL_REFUSED;
+    t->call_sig = call_hash(t->call_seq, t->call_desc, t->call_nbytes,
+                            t->call_count);
+    t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
+    atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
+    atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
+    /* Whoever waits for this rank finds the refusal in its call line. A
+     * rank nobody waits for but whose part others fill (a Reduce root)
+     * makes every rank resynchronise at its next call instead. */
+    if (unheard && t->p > 1)
+        fail_call(t, 1);
+    return status;
+}
+
+int nc__bcast_refuse(numacoll_team_t *t, size_t nbytes, int root, int status)
+{
+    /* A reader nobody waits for: take the root's call to its end, passing
+     * it on and throwing the data away, so the root's bank drains. */
+    if (t->p > 1 && root >= 0 && root < t->p && root != t->rank) {
+        char why[sizeof t->last_error];
+        memcpy(why, t->last_error, sizeof why);
+        nc__io_t io = {.unpack = discard};
+        t->draining = 1;
+        t->geo_prev_f = t->geo_f;
+        t->geo_prev_s = t->geo_s;
+        t->geo_prev_q = t->geo_q;
+        if (nbytes)
+            nc__bcast_run(t, nbytes, root, &io);
+        else
+            nc__bcast_inline(t, nc__team_choice(t, NC_COLL_BCAST, 0), 0, root,
+                             &io);
+        t->draining = 0;
+        memcpy(t->last_error, why, sizeof why);
+    }
+    return nc__call_refuse(t, status, 0);
+}
+
+typedef struct seen_call {
+    uint64_t seq, desc, nbytes, count, sig;
+} seen_call_t;
+
+/* Rank r's call line, read whole: the signature must be the hash of the
+ * fields read with it, or the rank was rewriting the line; 0 if no
+ * consistent read came in a few tries. */
+static int read_call(const numacoll_team_t *t, int r, seen_call_t *out)
+{
+    nc__sync_t *s = nc__sync(t, r);
+    for (int i = 0; i < 8; i++) {
+        out->sig = atomic_load_explicit(&s->call_sig, memory_order_acquire);
+        out->seq = atomic_load_explicit(&s->call_seq, memory_order_relaxed);
+        out->desc = atomic_load_explicit(&s->call_desc, memory_order_relaxed);
+        out->nbytes = atomic_load_explicit(&s->call_nbytes,
+                                           memory_order_relaxed);
+        out->count = atomic_load_explicit(&s->call_count, memory_order_relaxed);
+        if (out->seq == 0 ||
+            call_hash(out->seq, out->desc, out->nbytes, out->count) == out->sig)
+            return 1;
+    }
+    return 0;
+}
+
+static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
+                     uint64_t nbytes, uint64_t count)
+{
+    if (seq == 0) {
+        snprintf(buf, len, "no call yet");
+        return;
+    }
+    nc__call_t c = unpack_desc(desc, nbytes, count);
+    const char *name = c.coll >= 0 && c.coll < NC_COLL_COUNT
+                           ? nc__coll_name((nc__coll_t)c.coll) : "?";
+    if (c.coll == NC_CALL_REFUSED)
+        snprintf(buf, len, "call %llu, which it refused (bad arguments)",
+                 (unsigned long long)seq);
+    else if (c.coll == NC_COLL_BARRIER)
+        snprintf(buf, len, "call %llu, barrier", (unsigned long long)seq);
+    else if (c.coll == NC_COLL_BCAST)
+        snprintf(buf, len, "call %llu, bcast of %zu bytes from root %d",
+                 (unsigned long long)seq, c.nbytes, c.root);
+    else {
+        const char *dn = c.dtype >= 0 ? numacoll_dtype_name(
+                                            (numacoll_dtype_t)c.dtype) : NULL;
+        const char *on = c.op >= 0 ? numacoll_op_name((numacoll_op_t)c.op)
+                                   : NULL;
+        char root[32] = "";
+        if (c.root >= 0)
+            snprintf(root, sizeof root, " to root %d", c.root);
+        snprintf(buf, len, "call %llu, %s of %zu elements (%zu bytes) of %s "
+                 "with %s%s", (unsigned long long)seq, name, c.count,
+                 c.nbytes, dn ? dn : "a user type",
+                 on ? on : (c.commutative ? "a commutative user op"
+                                          : "a user op"), root);
+    }
+}
+
+/* "rank 0 is in call 7, bcast of 2000 bytes from root 0; rank 1 is in
+ * ..." into t->last_error; the status is TRUNCATE when both are Bcasts
+ * from one root and the peer's is the larger, this rank a reader. */
+static int mismatch_text(numacoll_team_t *t, int peer, const seen_call_t *pc,
+                         const char *what)
+{
+    char mine[160], theirs[160] = "a call this rank could not read";
+    describe(mine, sizeof mine, t->call_seq, t->call_desc, t->call_nbytes,
+             t->call_count);
+    if (pc)
+        describe(theirs, sizeof theirs, pc->seq, pc->desc, pc->nbytes,
+                 pc->count);
+    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count);
+    nc__call_t them = pc ? unpack_desc(pc->desc, pc->nbytes, pc->count)
+                         : (nc__call_t){.coll = -1};
+    int st = pc && me.coll == NC_COLL_BCAST && them.coll == NC_COLL_BCAST &&
+                     me.root == them.root && me.root != t->rank &&
+                     them.nbytes > me.nbytes
+                 ? NUMACOLL_ERR_TRUNCATE : NUMACOLL_ERR_MISMATCH;
+    return nc__team_fail(t, st, "mismatched calls: rank %d is in %s; rank %d "
+                         "is in %s (%s)", t->rank, mine, peer, theirs, what);
+}
+
+/* This rank fails its call for a mismatch: raise the header's mm_call to
+ * its number (the latest call any rank has failed, which late ranks fail
+ * too), then count the mismatch once (the first finder's CAS; later ones
+ * find it counted), so that every rank resynchronises at its next call. */
+static void fail_call(numacoll_team_t *t, int finder)
+{
+    uint64_t c = atomic_load_explicit(&t->hdr->mm_call, memory_order_relaxed);
+    while ((int64_t)(t->call_seq - c) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&t->hdr->mm_call, &c,
+                                                  t->call_seq,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    if (!finder)
+        return;
+    uint64_t e = t->mm_done;
+    atomic_store_explicit(&t->hdr->mm_rank, t->rank, memory_order_relaxed);
+    /* release: whoever sees the count sees mm_call and mm_rank */
+    atomic_compare_exchange_strong_explicit(&t->hdr->mm_epoch, &e, e + 1,
+                                            memory_order_acq_rel,
+                                            memory_order_acquire);
+}
+
+int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
+{
+    seen_call_t pc;
+    int have = peer >= 0 && read_call(t, peer, &pc);
+    int st = mismatch_text(t, peer, have ? &pc : NULL, what);
+    fail_call(t, 1);
+    return st;
+}
+
+/* The control slot a Bcast of nb bytes announces its first fragment in,
+ * at the bank use this rank is at; -1 for single copy, which has none. */
+static long first_slot(const numacoll_team_t *t, size_t nb)
+{
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
+    unsigned s, q;
+    if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE)
+        s = t->geo_prev_s, q = t->geo_prev_q;  /* the geometry in force */
+    else if (ch->alg == NC_ALG_BCAST_PIPELINED)
+        s = ch->s, q = ch->q;
+    else
+        return -1;
+    return (long)((t->op % q) * (s / q));
+}
+
+/* Two Bcasts from one root, the root's first fragment announced in the
+ * slot this reader waits on: the word will come, and the reader drains
+ * the root's call then (nc__bcast_mismatch), which keeps the team in
+ * step; telling the mismatch from the call lines first would not. */
+static int word_will_come(const numacoll_team_t *t, const seen_call_t *c)
+{
+    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count),
+               them = unpack_desc(c->desc, c->nbytes, c->count);
+    if (me.coll != NC_COLL_BCAST || them.coll != NC_COLL_BCAST ||
+        me.root != them.root || me.root == t->rank)
+        return 0;
+    long mine = first_slot(t, me.nbytes);
+    return mine >= 0 && mine == first_slot(t, them.nbytes);
+}
+
+int nc__call_check(numacoll_team_t *t, int peer)
+{
+    /* A rank that has destroyed the team will never answer: at a
+     * resynchronisation (everyone must come) whoever it is, otherwise the
+     * one awaited; a wait on the whole team (peer -1, say for releases)
+     * may still be answered by the others, so it goes on. */
+    for (int r = 0; r < t->p; r++)
+        if (r != t->rank && (t->in_resync || r == peer) &&
+            atomic_load_explicit(&nc__sync(t, r)->gone, memory_order_acquire))
+            return t->in_resync
+                       ? nc__team_fail(t, NUMACOLL_ERR_ABORTED, "rank %d "
+                                       "destroyed the team while the others "
+                                       "resynchronised after mismatched "
+                                       "calls", r)
+                       : NC_CALL_GONE;
+    if (t->in_resync)
+        return NC_CALL_WAIT;
+    if (atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) !=
+        t->mm_done) {
+        char mine[160];
+        describe(mine, sizeof mine, t->call_seq, t->call_desc, t->call_nbytes,
+                 t->call_count);
+        fail_call(t, 0);
+        return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
+                             "rank %d found the ranks' calls different, so "
+                             "rank %d gives up %s",
+                             atomic_load_explicit(&t->hdr->mm_rank,
+                                                  memory_order_relaxed),
+                             t->rank, mine);
+    }
+    /* A drain follows another rank's call on purpose (nc__bcast_mismatch,
+     * nc__bcast_refuse): its words come, so it compares nothing, unless
+     * the rank it waits for refused this very call: then nothing comes,
+     * nothing was sent, and the drain just ends. */
+    if (t->draining) {
+        seen_call_t c;
+        if (peer >= 0 && read_call(t, peer, &c) && c.seq == t->call_seq &&
+            (c.desc & 0xff) == NC_CALL_REFUSED)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "rank %d refused call "
+                                 "%llu", peer, (unsigned long long)c.seq);
+        return NC_CALL_WAIT;
+    }
+    for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : t->p); r++) {
+        seen_call_t c;
+        if (r == t->rank || !read_call(t, r, &c))
+            continue;
+        if (c.seq == t->call_seq && c.sig != t->call_sig &&
+            !word_will_come(t, &c))
+            return nc__mismatch(t, r, "its call differs");
+        /* only the awaited rank's progress proves anything: others may be
+         * ahead legitimately (a Reduce leaf returns before its root) */
+        if (peer >= 0 && (int64_t)(c.seq - t->call_seq) > 0)
+            return NC_CALL_AHEAD;
+    }
+    return NC_CALL_WAIT;
+}
+
+/* ---- a Bcast reader in step with a root of another call ---------------- */
+
+int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
+                       const char *what)
+{
+    const uint32_t theirs = (uint32_t)(seen >> 32);
+    /* Draining a call whose root sent nothing (it refused the call), a
+     * word of the root's next call may come first: it is not ours to take
+     * (the next call reads it), and nothing is out of step. */
+    for (unsigned k = 0; t->draining && k < t->q_max; k++) {
+        nc__bank_t *b = &t->banks[k];
+        if (atomic_load_explicit(&b->op, memory_order_acquire) == t->op &&
+            atomic_load_explicit(&b->sig32, memory_order_relaxed) == theirs &&
+            (int64_t)(atomic_load_explicit(&b->seq, memory_order_relaxed) -
+                      t->call_seq) > 0)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "the root of call %llu "
+                                 "sent nothing", (unsigned long long)t->call_seq);
+    }
+    /* Only a Bcast call reads a Bcast call to its end: inside another
+     * call (the Bcast half of an Allreduce) this rank's other counters
+     * have moved already, and only a resync puts them back in step. */
+    const int plain = (t->call_desc & 0xff) == NC_COLL_BCAST;
+    for (unsigned k = 0; plain && !t->draining && k < t->q_max; k++) {
+        nc__bank_t *b = &t->banks[k];
+        /* acquire: the claim's root and size were stored before its op */
+        if (atomic_load_explicit(&b->op, memory_order_acquire) != t->op ||
+            atomic_load_explicit(&b->sig32, memory_order_relaxed) != theirs ||
+            atomic_load_explicit(&b->coll, memory_order_relaxed) !=
+                NC_COLL_BCAST ||
+            atomic_load_explicit(&b->seq, memory_order_relaxed) != t->call_seq)
+            continue;
+        int root = (int)atomic_load_explicit(&b->root, memory_order_relaxed);
+        size_t nb = (size_t)atomic_load_explicit(&b->nbytes,
+                                                 memory_order_relaxed);
+        if (root == t->rank || root >= t->p)
+            break;
+        nc__call_t rc_call = {.coll = NC_COLL_BCAST, .root = root,
+                              .nbytes = nb, .dtype = -1, .op = -1};
+        seen_call_t pc = {.seq = t->call_seq, .desc = pack_desc(&rc_call),
+                          .nbytes = nb};
+        int st = mismatch_text(t, root, &pc, what);
+        char msg[sizeof t->last_error];
+        memcpy(msg, t->last_error, sizeof msg);
+        /* Read the root's call as its readers do, forwarding its words to
+         * this rank's children in the root's tree, so that the root's
+         * banks drain and every rank stays at the same bank use. */
+        const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
+        nc__io_t io = {.unpack = discard};
+        const uint32_t mine = t->sig32;
+        int rc;
+        t->sig32 = theirs;
+        t->draining = 1;
+        if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE) {
+            /* inline goes by the geometry in force before this call */
+            t->geo_f = t->geo_prev_f;
+            t->geo_s = t->geo_prev_s;
+            t->geo_q = t->geo_prev_q;
+            rc = nc__bcast_inline(t, ch, nb, root, &io);
+        } else if (ch->alg == NC_ALG_BCAST_PIPELINED) {
+            rc = nc__bcast_geometry(t, ch, root);
+            if (rc == NUMACOLL_OK)
+                rc = nc__bcast_pipelined(t, ch, nb, root, &io);
+        } else {
+            rc = NUMACOLL_ERR_MISMATCH;
+        }
+        t->draining = 0;
+        t->sig32 = mine;
+        if (rc != NUMACOLL_OK)
+            break;
+        memcpy(t->last_error, msg, sizeof msg);
+        return st;
+    }
+    return nc__mismatch(t, parent, what);
+}
+
+/* ---- resynchronisation ------------------------------------------------ */
+
+/* One of the three meeting points of a resync: count this rank in and wait
+ * until `target` arrivals (over all resyncs so far) are in. */
+static int arrive(numacoll_team_t *t, uint64_t target)
+{
+    uint64_t seen;
+    nc__wait_why_t why = {-1, "resynchronisation after mismatched calls",
+                          (long)(t->mm_done + 1), 0};
+    atomic_fetch_add_explicit(&t->hdr->mm_arrive, 1, memory_order_acq_rel);
+    return nc__wait(t, &t->hdr->mm_arrive, NC_WAIT_GE, target, &seen, &why);
+}
+
+void nc__team_reset_state(numacoll_team_t *t)
+{
+    /* this rank's control lines: slots, sync and call lines, inline
+     * Allreduce lines, reduce slot records; never the data buffers */
+    memset(t->base + nc__layout_rank_off(&t->layout, t->rank), 0,
+           t->layout.red_ctrl_off +
+               (size_t)t->layout.prm.rs * NC_RED_SLOT_LINES * NC_CACHE_LINE);
+    if (t->rank == 0)
+        for (unsigned k = 0; k < t->q_max; k++) {
+            nc__bank_t *b = &t->banks[k];
+            atomic_store_explicit(&b->op, NC_OP_NONE, memory_order_relaxed);
+            atomic_store_explicit(&b->root, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->nbytes, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->sig32, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->coll, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->seq, 0, memory_order_relaxed);
+            atomic_store_explicit(&b->nreaders, 0, memory_order_relaxed);
+        }
+    t->op = 0;
+    t->barrier_seq = 0;
+    t->cma_calls = t->cma_bytes = 0;
+    t->geo_f = t->geo0_f;
+    t->geo_s = t->geo0_s;
+    t->geo_q = t->geo0_q;
+    nc__red_reset(t);
+}
+
+/*
+ * After a mismatch every rank comes here at the start of its next call
+ * (those that gave up on the call, and those that had finished their part
+ * without noticing, like a Bcast root). Three meetings over the header's
+ * arrival counter:
+ *  1. each rank has posted the number of the call it starts now;
+ *  2. each has read the others' (the largest, M, is where calls resume:
+ *     a rank that ran ahead finished calls the others never matched, and
+ *     those calls fail on the ranks still behind it);
+ *  3. each has cleared its own control lines (rank 0 the banks) and its
+ *     counters, as at creation; nobody reads shared lines in between.
+ * Only then does anyone publish a new call.
+ */
+static int resync(numacoll_team_t *t)
+{
+    const uint64_t p = (uint64_t)t->p, e = t->mm_done + 1;
+    uint64_t next = t->call_seq + 1, m = next;
+    t->in_resync = 1;
+    atomic_store_explicit(&nc__sync(t, t->rank)->resync_seq, next,
+                          memory_order_relaxed);
+    int rc = arrive(t, (3 * e - 2) * p);
+    for (int r = 0; rc == NUMACOLL_OK && r < t->p; r++) {
+        uint64_t v = atomic_load_explicit(&nc__sync(t, r)->resync_seq,
+                                          memory_order_relaxed);
+        if ((int64_t)(v - m) > 0)
+            m = v;
+    }
+    if (rc == NUMACOLL_OK)
+        rc = arrive(t, (3 * e - 1) * p);
+    if (rc == NUMACOLL_OK) {
+        nc__team_reset_state(t);
+        rc = arrive(t, 3 * e * p);
+    }
+    t->in_resync = 0;
+    if (rc != NUMACOLL_OK)
+        return rc;
+    t->mm_done = e;
+    t->resume_seq = m;
+    return NUMACOLL_OK;
+}

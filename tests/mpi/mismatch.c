@@ -1,0 +1,121 @@
+/*
+ * Erroneous programs get errors, never wrong data or a hang: ranks whose
+ * calls differ on one communicator (MPI_ERRORS_RETURN), with numacoll
+ * selected and coll_numacoll_timeout_ms left at 0.
+ *  1. MPI_Bcast where the root sends 2000 bytes and the others expect
+ *     1000: every reader gets MPI_ERR_TRUNCATE (the root has finished its
+ *     part and succeeds, as after an eager send);
+ *  2. MPI_Allreduce of 2000 doubles on rank 0 and 1000 elsewhere: every
+ *     rank gets MPI_ERR_ARG, nothing past any buffer is written;
+ *  3. MPI_Bcast on rank 0 against MPI_Barrier on the others: the others
+ *     get MPI_ERR_ARG instead of waiting forever.
+ * After each, the ranks meet on MPI_COMM_WORLD (as an application's own
+ * synchronisation would), then correct Bcasts from every root and an
+ * Allreduce on the same communicator must give the right results.
+ *
+ * Only meaningful with numacoll (NUMACOLL_EXPECT=core): other components
+ * may hang or corrupt memory on such programs, so run.sh runs it with
+ * numacoll only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpit.h"
+
+#define GUARD 64
+
+static int error_class(int rc)
+{
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+/* Correct calls after a mismatch: a Bcast of 1000 and of 100000 bytes
+ * from every root, an Allreduce of 300 doubles. */
+static void correct_calls(MPI_Comm c, const char *after)
+{
+    static unsigned char buf[100000], want[100000];
+    size_t sizes[] = {1000, 100000};
+    for (int k = 0; k < 2; k++)
+        for (int root = 0; root < mpit_size; root++) {
+            int n = (int)sizes[k];
+            mpit_fill(want, (size_t)n, (unsigned)(root * 7 + k));
+            if (mpit_rank == root)
+                memcpy(buf, want, (size_t)n);
+            else
+                memset(buf, 0, (size_t)n);
+            int rc = MPI_Bcast(buf, n, MPI_BYTE, root, c);
+            MPIT_CHECK(rc == MPI_SUCCESS && memcmp(buf, want, (size_t)n) == 0,
+                       "after %s: Bcast of %d bytes from %d: rc %d, data %s",
+                       after, n, root, rc,
+                       memcmp(buf, want, (size_t)n) ? "wrong" : "right");
+        }
+    double in[300], out[300];
+    for (int i = 0; i < 300; i++)
+        in[i] = mpit_rank + i;
+    int rc = MPI_Allreduce(in, out, 300, MPI_DOUBLE, MPI_SUM, c);
+    int right = rc == MPI_SUCCESS;
+    for (int i = 0; i < 300 && right; i++)
+        right = out[i] == (double)mpit_size * (mpit_size - 1) / 2 +
+                              (double)mpit_size * i;
+    MPIT_CHECK(right, "after %s: Allreduce rc %d, %s", after, rc,
+               right ? "right" : "wrong data");
+}
+
+int main(int argc, char **argv)
+{
+    mpit_init(&argc, &argv, "mismatch");
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    correct_calls(c, "nothing");
+
+    /* 1. the root sends more than the readers expect */
+    unsigned char *b = malloc(2000 + GUARD);
+    memset(b, 0x5a, 2000 + GUARD);
+    int n = mpit_rank == 0 ? 2000 : 1000;
+    int cls = error_class(MPI_Bcast(b, n, MPI_BYTE, 0, c));
+    MPIT_CHECK(mpit_rank == 0 ? cls == MPI_SUCCESS : cls == MPI_ERR_TRUNCATE,
+               "Bcast of 2000 bytes into 1000: rank %d got class %d",
+               mpit_rank, cls);
+    int intact = 1;
+    for (int i = n; i < 2000 + GUARD; i++)
+        intact &= b[i] == 0x5a;
+    MPIT_CHECK(intact || mpit_rank == 0, "Bcast wrote past %d bytes", n);
+    free(b);
+    MPI_Barrier(MPI_COMM_WORLD);
+    correct_calls(c, "a truncated Bcast");
+
+    /* 2. Allreduce counts differ */
+    size_t cnt = mpit_rank == 0 ? 2000 : 1000;
+    double *in = malloc((cnt + GUARD) * sizeof *in),
+           *out = malloc((cnt + GUARD) * sizeof *out);
+    for (size_t i = 0; i < cnt + GUARD; i++)
+        in[i] = out[i] = -3.0;
+    cls = error_class(MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM,
+                                    c));
+    MPIT_CHECK(cls == MPI_ERR_ARG, "Allreduce of %zu against 1000/2000: "
+               "class %d", cnt, cls);
+    intact = 1;
+    for (size_t i = cnt; i < cnt + GUARD; i++)
+        intact &= in[i] == -3.0 && out[i] == -3.0;
+    MPIT_CHECK(intact, "Allreduce wrote past %zu elements", cnt);
+    free(in);
+    free(out);
+    MPI_Barrier(MPI_COMM_WORLD);
+    correct_calls(c, "an Allreduce with different counts");
+
+    /* 3. Bcast against Barrier */
+    double v = 1.0;
+    cls = error_class(mpit_rank == 0 ? MPI_Bcast(&v, 1, MPI_DOUBLE, 0, c)
+                                     : MPI_Barrier(c));
+    MPIT_CHECK(mpit_rank == 0 ? cls == MPI_SUCCESS : cls == MPI_ERR_ARG,
+               "Bcast against Barrier: rank %d got class %d", mpit_rank, cls);
+    MPI_Barrier(MPI_COMM_WORLD);
+    correct_calls(c, "a Bcast against a Barrier");
+
+    MPI_Comm_free(&c);
+    return mpit_finish();
+}
