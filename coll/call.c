@@ -27,21 +27,18 @@
 #include "coll/team.h"
 #include "coll/wait.h"
 
-/* A 64-bit mix of the call's fields (the finaliser of splitmix64 over a
- * multiply-xor combination): equal fields give equal signatures on every
- * rank, any difference changes it with overwhelming probability. */
+/* A 64-bit mix of the call's fields, cheap because every call pays it:
+ * each field times its own odd constant (a bijection, so a field that
+ * differs alone always changes the sum), rotated apart and folded so the
+ * high half (sig32) depends on every bit. Equal fields give equal
+ * signatures on every rank; calls that differ in several fields collide
+ * with probability about 2^-32. */
 static uint64_t call_hash(uint64_t seq, uint64_t desc, uint64_t nbytes,
                           uint64_t count)
 {
-    uint64_t h = seq * 0x9e3779b97f4a7c15ULL;
-    h ^= desc * 0xbf58476d1ce4e5b9ULL + (h >> 31);
-    h ^= nbytes * 0x94d049bb133111ebULL + (h >> 29);
-    h ^= count * 0xd6e8feb86659fd93ULL + (h >> 27);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
+    uint64_t h = seq * 0x9e3779b97f4a7c15ULL + desc * 0xbf58476d1ce4e5b9ULL +
+                 nbytes * 0x94d049bb133111ebULL + count * 0xd6e8feb86659fd93ULL;
+    return h ^ (h << 32 | h >> 32);
 }
 
 /* desc: coll (8 bits) | root + 1 (24) | dtype + 1 (8) | op + 1 (8) |

@@ -1207,15 +1207,17 @@ static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io,
     if (bad == NUMACOLL_OK && (root < 0 || root >= t->p))
         bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast root %d is outside "
                             "the team of %d", root, t->p);
-    /* a refusal says more than a lost or aborted call: keep its sentence */
-    char why[sizeof t->last_error];
-    memcpy(why, t->last_error, sizeof why);
-    int rc = nc__call_begin(t, &call);
     if (bad != NUMACOLL_OK) {
+        /* a refusal says more than a lost or aborted call: keep its
+         * sentence */
+        char why[sizeof t->last_error];
+        memcpy(why, t->last_error, sizeof why);
+        int rc = nc__call_begin(t, &call);
         memcpy(t->last_error, why, sizeof why);
         return rc != NUMACOLL_OK ? nc__call_refuse(t, bad, 0)
                                  : nc__bcast_refuse(t, nbytes, root, bad);
     }
+    int rc = nc__call_begin(t, &call);
     if (rc != NUMACOLL_OK)
         return rc;
     if (t->p > 1) {
