@@ -374,8 +374,10 @@ static void nc_setup(nc_module_t *m)
     }
     if (st != NUMACOLL_OK) {
         m->team = NULL;
-        snprintf(why, sizeof why, "team creation failed: %s",
-                 numacoll_strerror(st));
+        /* the core's sentence says why (e.g. how full /dev/shm is) */
+        const char *detail = numacoll_team_create_error();
+        snprintf(why, sizeof why, "team creation failed: %s%s%.180s",
+                 numacoll_strerror(st), detail[0] ? ": " : "", detail);
         nc_fall_back(m, true, why);
         return;
     }

@@ -1040,14 +1040,21 @@ static int read_tuning_file(const char *path, char **text, size_t *len,
 {
     *text = NULL;
     *len = 0;
-    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-     * writer, forever, inside the first collective call; it has no effect
-     * on the regular file we accept. The type and size come from the open
-     * descriptor, so no rename between a check and the open can slip
-     * another file in. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     struct stat st;
     char eb[128];
+    /* Not even opened unless it is a regular file: opening some devices
+     * acts on them (a tape rewinds when closed). */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "it is %s; a tuning file must be a regular file",
+                 file_kind(st.st_mode));
+        return -1;
+    }
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+     * writer, forever, inside the first collective call; it has no effect
+     * on the regular file we accept. The type and size are checked again
+     * on the open descriptor, so no rename between the check above and the
+     * open can slip another file in. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0 || fstat(fd, &st) != 0) {
         int err = errno;
         snprintf(why, whylen, "%s", strerror_r(err, eb, sizeof eb));
