@@ -154,14 +154,7 @@ int nc__bcast_refuse(numacoll_team_t *t, size_t nbytes, int root, int status)
         memcpy(why, t->last_error, sizeof why);
         nc__io_t io = {.unpack = discard};
         t->draining = 1;
-        t->geo_prev_f = t->geo_f;
-        t->geo_prev_s = t->geo_s;
-        t->geo_prev_q = t->geo_q;
-        if (nbytes)
-            nc__bcast_run(t, nbytes, root, &io);
-        else
-            nc__bcast_inline(t, nc__team_choice(t, NC_COLL_BCAST, 0), 0, root,
-                             &io);
+        nc__bcast_run(t, nbytes, root, &io);
         t->draining = 0;
         memcpy(t->last_error, why, sizeof why);
     }

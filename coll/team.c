@@ -1181,6 +1181,10 @@ int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
     t->geo_prev_q = t->geo_q;
     io->cin = nc__copy_pick(ch->copy, 0);
     io->cout = nc__copy_pick(ch->copy, nbytes);
+    /* 0 bytes still travel as an inline line, whatever the rule, so that a
+     * rank whose call says otherwise finds out (coll/call.c) */
+    if (nbytes == 0)
+        return nc__bcast_inline(t, ch, 0, root, io);
     switch (ch->alg) {
     case NC_ALG_BCAST_INLINE:
         return nc__bcast_inline(t, ch, nbytes, root, io);
@@ -1221,17 +1225,7 @@ static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io,
     if (rc != NUMACOLL_OK)
         return rc;
     if (t->p > 1) {
-        /* 0 bytes still travel as an inline line, so that a rank whose
-         * call says otherwise finds out (coll/call.c) */
-        if (nbytes) {
-            rc = nc__bcast_run(t, nbytes, root, io);
-        } else {
-            t->geo_prev_f = t->geo_f;
-            t->geo_prev_s = t->geo_s;
-            t->geo_prev_q = t->geo_q;
-            rc = nc__bcast_inline(t, nc__team_choice(t, NC_COLL_BCAST, 0), 0,
-                                  root, io);
-        }
+        rc = nc__bcast_run(t, nbytes, root, io);
         if (rc != NUMACOLL_OK)
             return rc;
     }
