@@ -3,9 +3,34 @@
 # SANITIZE=1 builds everything under -fsanitize=address,undefined in build-san/.
 
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
 CC      ?= cc
-DEB_PKGS = libhwloc-dev libnuma-dev libcunit1-dev hwloc pkg-config make gcc \
-           libopenmpi-dev openmpi-bin gnuplot-nox
+# The Debian packages the build, the tests and the benchmark use: one list,
+# deps.txt, which ./make.sh installs too.
+DEB_PKGS := $(strip $(shell sed 's/#.*//' deps.txt))
+
+# The release, read from the public header so that it is written once;
+# SOVERSION is the ABI's, raised when a binary linked against the previous
+# libnumacoll.so.$(SOVERSION) could break (include/numacoll.map).
+nc_hdr_num = $(shell sed -n 's/^#define NUMACOLL_VERSION_$(1) *//p' include/numacoll.h)
+VERSION   := $(call nc_hdr_num,MAJOR).$(call nc_hdr_num,MINOR).$(call nc_hdr_num,PATCH)
+SOVERSION  = 0
+
+# `make bench` and `make check` first install the packages of deps.txt that
+# are missing (./make.sh --deps-only: apt-get as root, else through sudo,
+# else it prints the command and fails), before the pkg-config and mpicc
+# probes below run. No other goal runs apt-get (a package build's `make
+# install` must not), nor does `make -n`.
+ifneq ($(filter bench check,$(MAKECMDGOALS)),)
+ifeq ($(NC_DEPS_DONE)$(findstring n,$(firstword -$(MAKEFLAGS))),)
+NC_DEPS_RC := $(shell bash make.sh --deps-only >&2; echo $$?)
+$(if $(filter 0,$(NC_DEPS_RC)),,$(error numacoll: the packages above are missing))
+export NC_DEPS_DONE := 1
+endif
+endif
 
 ifeq ($(SANITIZE),1)
 BUILD   ?= build-san
@@ -27,7 +52,8 @@ CPPFLAGS += -Iinclude -I. $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lrt -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
-# The library: one list of sources.
+# The library: one list of sources. Library code only: what the programs
+# share besides it is in support/ (the forked runner) and tools/.
 LIB_SRCS = \
 	coll/status.c \
 	coll/algs.c \
@@ -37,7 +63,6 @@ LIB_SRCS = \
 	coll/call.c \
 	coll/tree.c \
 	coll/team.c \
-	coll/runner.c \
 	coll/barrier.c \
 	coll/bcast/bcast_pipelined.c \
 	coll/bcast/bcast_inline.c \
@@ -53,8 +78,13 @@ LIB_SRCS = \
 	shm_seg/layout.c \
 	shm_seg/seg.c \
 	shm_seg/pool.c \
-	tune/table.c \
-	tune/model.c
+	tune/table.c
+
+# Outside the library, under it: the forked runner of the tests,
+# numacoll-bench and numacoll-tune; the autotuner's performance model,
+# which the tests check too (tools/tune/tuner.mk builds the tuner).
+SUPPORT_SRCS = support/runner.c
+MODEL_SRCS   = tools/tune/model.c
 
 TEST_SRCS = \
 	tests/run_tests.c \
@@ -91,31 +121,45 @@ LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/tune/defaults_txt.o
 # The op kernels: GCC 12 at -O2 vectorises only loops whose trip count is a
 # known multiple of the vector length, so they get -O3 (see ops.c).
 $(BUILD)/coll/reduce/ops.o: CFLAGS += -O3
+# Nothing of the library is visible outside libnumacoll.so but what
+# include/numacoll.h marks NUMACOLL_API (and include/numacoll.map names).
+$(LIB_OBJS): CFLAGS += -fvisibility=hidden
+SUPPORT_OBJS = $(SUPPORT_SRCS:%.c=$(BUILD)/%.o)
+MODEL_OBJS   = $(MODEL_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 BENCH_OBJS = $(BENCH_SRCS:%.c=$(BUILD)/%.o)
-DEPS      = $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)
+DEPS      = $(LIB_OBJS:.o=.d) $(SUPPORT_OBJS:.o=.d) $(MODEL_OBJS:.o=.d) \
+            $(TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)
 
+# The tests and the programs link the static library: they use its
+# internal nc__ functions, which the shared one does not export.
 STATIC = $(BUILD)/libnumacoll.a
+SONAME = libnumacoll.so.$(SOVERSION)
+SHARED_REAL = $(BUILD)/libnumacoll.so.$(VERSION)
 SHARED = $(BUILD)/libnumacoll.so
+LIB_MAP = include/numacoll.map
 TESTS  = $(BUILD)/tests/run_tests
 BENCH  = $(BUILD)/numacoll-bench
 
-.PHONY: all check bench install clean deps deps-check
-all: deps-check $(STATIC) $(SHARED) $(BENCH)
+.PHONY: all check bench install clean deps deps-check deps-check-test
+all: deps-check $(STATIC) $(SHARED) $(BENCH) $(BUILD)/numacoll.pc
 
-# Fail early with the one command that installs what is missing.
-deps-check:
-	@missing=""; \
-	for p in hwloc numa cunit; do pkg-config --exists $$p 2>/dev/null || missing="$$missing $$p"; done; \
+# Goals other than bench and check do not install packages (see the top):
+# they stop early with the command that would.
+nc_deps_missing = missing=""; \
+	for p in $(1); do pkg-config --exists $$p 2>/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "numacoll: missing development packages ($$missing )."; \
-	  echo "Install them with: make deps   (runs: apt-get install -y $(DEB_PKGS))"; \
+	  echo "Install them with: ./make.sh --deps-only   (apt-get install -y $(DEB_PKGS))"; \
 	  exit 2; \
 	fi
+deps-check:
+	@$(call nc_deps_missing,hwloc numa)
+deps-check-test:
+	@$(call nc_deps_missing,hwloc numa cunit)
 
 deps:
-	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEB_PKGS)
+	@bash make.sh --deps-only
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -125,32 +169,84 @@ $(STATIC): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnumacoll.so -o $@ $^ $(LDLIBS)
+# libnumacoll.so.$(VERSION), named $(SONAME) inside; -z defs proves it
+# names every library it needs. The two links are what ldconfig and the
+# -dev package make on an installed system.
+$(SHARED_REAL): $(LIB_OBJS) $(LIB_MAP)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) \
+	  -Wl,--version-script=$(LIB_MAP) -Wl,-z,defs -o $@ $(LIB_OBJS) $(LDLIBS)
+$(SHARED): $(SHARED_REAL)
+	ln -sf $(notdir $<) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
-$(TESTS): $(TEST_OBJS) $(STATIC)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(STATIC) $(CUNIT_LIBS) $(LDLIBS)
+$(TESTS): $(TEST_OBJS) $(SUPPORT_OBJS) $(MODEL_OBJS) $(STATIC)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(SUPPORT_OBJS) $(MODEL_OBJS) \
+	  $(STATIC) $(CUNIT_LIBS) $(LDLIBS)
 
-$(BENCH): $(BENCH_OBJS) $(STATIC)
+$(BENCH): $(BENCH_OBJS) $(SUPPORT_OBJS) $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The CUnit suites, then (plain builds, with Open MPI installed) the MPI
 # tests of the Open MPI component; ompi/ompi.mk says why when it skips.
 # The tune suites load a table a --quick autotuner run wrote just before
-# (numacoll-tune, tune/tuner.mk), so that the tuner's output is checked too.
-check: deps-check $(TESTS) $(BUILD)/numacoll-tune
+# (numacoll-tune, tools/tune/tuner.mk), so that the tuner's output is
+# checked too. Plain builds then install into $(BUILD)/install-check and
+# build a program against that (check-install).
+check: deps-check-test $(TESTS) $(BUILD)/numacoll-tune
 	$(BUILD)/numacoll-tune --quick -o $(BUILD)/tuned-quick.txt
 	NCT_TUNED_TABLE=$(BUILD)/tuned-quick.txt $(TESTS)
 ifneq ($(SANITIZE),1)
+	$(MAKE) --no-print-directory check-install
 	$(MAKE) --no-print-directory check-mpi
 endif
 
-install: $(STATIC) $(SHARED) $(BENCH)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/numacoll.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BENCH) $(DESTDIR)$(PREFIX)/bin/
+# numacoll.pc for the prefix and libdir of this make run: rewritten only
+# when they change, so that `make install PREFIX=...` after `make` gets
+# its own.
+nc_pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+.PHONY: FORCE
+$(BUILD)/numacoll.pc: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call nc_pc_dir,$(LIBDIR))' \
+	  'includedir=$(call nc_pc_dir,$(INCLUDEDIR))' '' 'Name: numacoll' \
+	  'Description: collective operations for processes sharing one NUMA machine' \
+	  'Version: $(VERSION)' 'Requires.private: hwloc numa' \
+	  'Libs: -L$${libdir} -lnumacoll' 'Libs.private: -lrt -lm -pthread' \
+	  'Cflags: -I$${includedir}' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+# Library, header, pkg-config file and numacoll-bench; the .mk files below
+# add numacoll-bench-mpi, numacoll-tune, the man pages and the Open MPI
+# component. Never runs tests or apt-get; needs no root with DESTDIR.
+install: $(STATIC) $(SHARED) $(BENCH) $(BUILD)/numacoll.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(BINDIR)
+	install -m 644 include/numacoll.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(STATIC) $(SHARED_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SHARED_REAL)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libnumacoll.so
+	install -m 644 $(BUILD)/numacoll.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 755 $(BENCH) $(DESTDIR)$(BINDIR)/
+
+# What a user of the installed library sees: an install into a fresh
+# prefix, whose libnumacoll.so exports numacoll_* only, and a program that
+# includes <numacoll.h> and links with `pkg-config --cflags --libs
+# numacoll` alone, run against that install's libnumacoll.so.0.
+NC_ICHECK = $(abspath $(BUILD))/install-check
+.PHONY: check-install
+check-install:
+	rm -rf $(NC_ICHECK)
+	$(MAKE) --no-print-directory install BUILD=$(BUILD) PREFIX=$(NC_ICHECK) \
+	  OMPI_COMPONENT_DIR=$(NC_ICHECK)/lib/openmpi >/dev/null
+	@extra=$$(nm -D --defined-only $(NC_ICHECK)/lib/$(SONAME) | \
+	  awk '$$3 !~ /^numacoll_/ && $$3 != "NUMACOLL_$(SOVERSION)" {print $$3}'); \
+	if [ -n "$$extra" ]; then echo "numacoll: $(SONAME) exports more than numacoll_*:" $$extra; exit 1; fi
+	$(CC) -std=c11 -Wall -Wextra -Werror -o $(NC_ICHECK)/use_installed \
+	  tests/install/use_installed.c \
+	  $$(PKG_CONFIG_PATH=$(NC_ICHECK)/lib/pkgconfig pkg-config --cflags --libs numacoll)
+	@readelf -d $(NC_ICHECK)/use_installed | grep -q 'NEEDED.*\[$(SONAME)\]' || \
+	  { echo "numacoll: use_installed does not load $(SONAME)"; exit 1; }
+	LD_LIBRARY_PATH=$(NC_ICHECK)/lib $(NC_ICHECK)/use_installed
 
 clean:
 	rm -rf build build-san
@@ -160,7 +256,10 @@ include bench/bench.mk
 
 # The tuning table's generated defaults, `make fuzz`, numacoll-tune.
 include tune/tune.mk
-include tune/tuner.mk
+include tools/tune/tuner.mk
+
+# numacoll-bench.1 and numacoll-tune.1, from the programs' --help.
+include man/man.mk
 
 # The Open MPI coll component (mca_coll_numacoll.so) and its MPI tests.
 include ompi/ompi.mk

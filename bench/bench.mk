@@ -1,5 +1,5 @@
 # bench/bench.mk -- included by the Makefile after its own rules; uses its
-# BUILD, CFLAGS, LDFLAGS, BENCH and STATIC.
+# BUILD, CFLAGS, LDFLAGS, BENCH, STATIC, BINDIR and DESTDIR.
 #
 #   $(BUILD)/numacoll-bench-mpi  the benchmark's MPI twin (mpicc -DNCB_BUILD_MPI),
 #                                part of `make` when mpicc exists, skipped
@@ -11,6 +11,8 @@
 #                                the memcpy limit) and, with Open MPI,
 #                                bench/compare-ompi.sh at np = 2; tables on
 #                                the terminal, CSV/JSON/PNG in $(NCB_OUT)
+#   make install                 installs numacoll-bench-mpi, when built,
+#                                next to numacoll-bench
 #
 # Neither Open MPI nor gnuplot is needed for `make` or `make check`.
 
@@ -59,6 +61,15 @@ NCB_COMM_COST_GOAL = ncb-mpi-skip
 endif
 
 all: $(NCB_MPI_GOAL) $(NCB_COMM_COST_GOAL)
+
+# An extra prerequisite of the Makefile's install.
+.PHONY: install-bench-mpi
+install: install-bench-mpi
+install-bench-mpi: $(NCB_MPI_GOAL)
+ifneq ($(NCB_HAVE_MPICC),)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(NCB_MPI) $(DESTDIR)$(BINDIR)/
+endif
 # the bench suite runs both programs, from the build folder being tested
 check: $(BENCH) $(NCB_MPI_GOAL)
 $(BUILD)/tests/test_bench.o: CPPFLAGS += -DNCT_BUILD_DIR='"$(BUILD)"'

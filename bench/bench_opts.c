@@ -35,7 +35,8 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "  -q, --queue N        queue depth s\n"
         "  -b, --banks N        banks q\n"
         "      --spin N         polls before a wait yields\n"
-        "      --param NAME=V   any parameter of --list-params (repeatable)\n"
+        "      --param NAME=V   any parameter of --list-params (repeatable;\n"
+        "                       NAME=V,NAME=V sets several)\n"
         "  -c, --compare SPECS  configurations to interleave, separated by spaces\n"
         "                       or ';'; each is 'default', a tree or algorithm\n"
         "                       name, or key=value,... (alg tree radix frag queue\n"
@@ -488,12 +489,24 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
             compare_is_trees[ncompare] = c == OPT_TREES;
             compare[ncompare++] = optarg;
             break;
-        case OPT_PARAM:
-            if (!strchr(optarg, '='))
+        case OPT_PARAM: {
+            /* NAME=V, or several joined by ',' as in a --compare item;
+             * every part must be one (the backend reads them as pairs) */
+            char buf[256], *save = NULL;
+            if (strlen(optarg) >= sizeof buf)
+                FAIL("--param: '%s' is too long", optarg);
+            snprintf(buf, sizeof buf, "%s", optarg);
+            char *part = strtok_r(buf, ",", &save);
+            if (!part)
                 FAIL("--param: '%s' is not name=value", optarg);
-            if ((rc = spec_item(&o->base, optarg, "--param", err, errlen)))
-                return rc;
+            for (; part; part = strtok_r(NULL, ",", &save)) {
+                if (!strchr(part, '='))
+                    FAIL("--param: '%s' is not name=value", part);
+                if ((rc = spec_item(&o->base, part, "--param", err, errlen)))
+                    return rc;
+            }
             break;
+        }
         case OPT_BASELINE:
             snprintf(o->baseline, sizeof o->baseline, "%s", optarg);
             break;

@@ -1,6 +1,6 @@
 /*
  * Standalone backend of numacoll-bench: forks p ranks with the core's
- * runner (coll/runner.h), builds one numacoll team per configuration in
+ * runner (support/runner.h), builds one numacoll team per configuration in
  * every rank, and hands the measurement loop an ncb_world_t made of the
  * runner's bootstrap allgather and one ncb_target_t per team.
  *
@@ -23,9 +23,10 @@
 #include "bench/bench.h"
 #include "coll/algs.h"
 #include "coll/reduce/reduce.h"
-#include "coll/runner.h"
 #include "coll/team.h"
 #include "numacoll.h"
+#include "support/runner.h"
+#include "tune/table.h"
 
 /* The collective of the core's table behind each operation; -1: none yet. */
 static const int op_coll[NCB_OP_COUNT] = {
@@ -354,6 +355,11 @@ static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
     for (char *kv = strtok_r(buf, ",", &save); kv;
          kv = strtok_r(NULL, ",", &save)) {
         char *v = strchr(kv, '=');
+        if (!v) {
+            snprintf(err, errlen, "'%s' is not name=value (--list-params)",
+                     kv);
+            return 2;
+        }
         *v++ = '\0';
         size_t i = 0, n = sizeof params / sizeof params[0];
         while (i < n && strcmp(params[i].name, kv) != 0)
@@ -569,6 +575,29 @@ void ncb_backend_list_params(FILE *to)
 #undef X
 }
 
+/* The ranks' teams are quiet (verbose 0), so a $NUMACOLL_TUNING_FILE
+ * that the core rejects would give way to the built-in table unsaid: say
+ * so once, before the runs, in the words the core uses at verbose >= 1
+ * (and so the Open MPI component): every problem as file:line:col. With
+ * --param verbose=1 or more the ranks' core says it itself. */
+static void warn_rejected_tuning_file(const trun_t *tr)
+{
+    for (int c = 0; c < tr->o->ncfg; c++)
+        if (tr->cfg[c].cfg.verbose >= 1)
+            return;
+    const char *path = getenv("NUMACOLL_TUNING_FILE");
+    if (!path || !*path)
+        return;
+    nc__tune_table_t tab = {0};
+    char errs[4096];
+    int n = nc__tune_load(path, &tab, errs, sizeof errs);
+    nc__tune_free(&tab);
+    if (n > 0)
+        fprintf(stderr, "numacoll: tuning file %s rejected (%d problem%s); "
+                "using the built-in table:\n%s\n", path, n, n == 1 ? "" : "s",
+                errs);
+}
+
 int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
 {
     (void)argc;
@@ -598,6 +627,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
             free(tr);
             return 2;
         }
+    warn_rejected_tuning_file(tr);
     tr->shared = nc__run_shared_alloc(SHARED_BYTES);
     if (!tr->shared) {
         free(tr);

@@ -1,21 +1,82 @@
 /*
  * Configuration defaults and validation, both driven by NUMACOLL_PARAM_LIST
  * so that a parameter is described once for the core, the benchmark and the
- * Open MPI component.
+ * Open MPI component; and the struct's size, which lets it grow without
+ * breaking programs built against an older numacoll.h.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <string.h>
 
-#include "numacoll.h"
+#include "coll/config.h"
 
-void numacoll_config_init(numacoll_config_t *cfg)
+/* Every size numacoll_config_t has had in a release, oldest first: a
+ * caller built against any of them is served. A release that adds fields
+ * (at the end) appends its sizeof here; the assertion below fails until it
+ * does. Sizes in between are refused: they name no layout, so such a
+ * struct was never filled by numacoll_config_init(). */
+static const size_t known_sizes[] = {
+    offsetof(numacoll_config_t, tuning_text) + sizeof(const char *), /* 0.1 */
+};
+_Static_assert(sizeof(numacoll_config_t) ==
+                   offsetof(numacoll_config_t, tuning_text) +
+                       sizeof(const char *),
+               "numacoll_config_t grew: append its size to known_sizes");
+
+static void fill_defaults(numacoll_config_t *cfg)
 {
+    cfg->struct_size = sizeof *cfg;
 #define X(field, type, def, min, max, doc) cfg->field = def;
     NUMACOLL_PARAM_LIST(X)
 #undef X
     cfg->topology = NULL;
     cfg->tuning_file = NULL;
     cfg->tuning_text = NULL;
+}
+
+void numacoll_config_init_size(numacoll_config_t *cfg, size_t size)
+{
+    if (!cfg || size < sizeof cfg->struct_size)
+        return;
+    numacoll_config_t d;
+    fill_defaults(&d);
+    d.struct_size = size;
+    /* the caller's struct may be an older, smaller one: no byte past it */
+    memcpy(cfg, &d, size < sizeof d ? size : sizeof d);
+}
+
+static int size_known(size_t size, char *msg, size_t msglen)
+{
+    for (size_t i = 0; i < sizeof known_sizes / sizeof known_sizes[0]; i++)
+        if (size == known_sizes[i])
+            return NUMACOLL_OK;
+    if (size > sizeof(numacoll_config_t))
+        snprintf(msg, msglen,
+                 "numacoll: numacoll_config_t.struct_size = %zu is larger "
+                 "than this library's (%zu bytes): the program was built "
+                 "against a newer numacoll.h than the libnumacoll it runs "
+                 "with", size, sizeof(numacoll_config_t));
+    else
+        snprintf(msg, msglen,
+                 "numacoll: numacoll_config_t.struct_size = %zu is no size "
+                 "of this struct (%zu bytes): the config was not filled by "
+                 "numacoll_config_init()", size, sizeof(numacoll_config_t));
+    return NUMACOLL_ERR_ARG;
+}
+
+int nc__config_import(numacoll_config_t *out, const numacoll_config_t *in,
+                      char *msg, size_t msglen)
+{
+    fill_defaults(out);
+    if (!in)
+        return NUMACOLL_OK;
+    int rc = size_known(in->struct_size, msg, msglen);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    memcpy(out, in, in->struct_size);
+    out->struct_size = sizeof *out;
+    return NUMACOLL_OK;
 }
 
 static int nc__param_unset(int type, long long v, long long def, long long min,
@@ -39,17 +100,24 @@ static int in_range_u(unsigned long long v, unsigned long long lo,
     return v >= lo && v <= hi;
 }
 
-int numacoll_config_check(const numacoll_config_t *cfg, char *msg, size_t msglen)
+int numacoll_config_check(const numacoll_config_t *user, char *msg,
+                          size_t msglen)
 {
     char dummy[1];
     if (!msg) {
         msg = dummy;
         msglen = sizeof dummy;
     }
-    if (!cfg) {
+    if (!user) {
         snprintf(msg, msglen, "numacoll: no configuration given");
         return NUMACOLL_ERR_ARG;
     }
+    /* the fields the caller has, the defaults for the others */
+    numacoll_config_t full;
+    int rc = nc__config_import(&full, user, msg, msglen);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    const numacoll_config_t *cfg = &full;
     /* Range checks first, in list order; 'i' and 't' parameters are signed.
      * A default outside the range is the "unset" value: take the table's. */
 #define X(field, type, def, min, max, doc)                                      \

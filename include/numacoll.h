@@ -13,6 +13,10 @@
  *  - Sizes are in bytes. Ranks are 0 .. p-1.
  *  - No MPI type appears here: the caller bridges its runtime through
  *    numacoll_bootstrap_t and the pack/unpack callbacks.
+ *  - The ABI: libnumacoll.so.0 exports the functions marked NUMACOLL_API
+ *    below and nothing else. numacoll_config_t may gain fields at its end
+ *    in later releases without breaking programs built against this
+ *    header (see numacoll_config_init).
  */
 #ifndef NUMACOLL_H
 #define NUMACOLL_H
@@ -24,8 +28,18 @@
 extern "C" {
 #endif
 
+/* The release; the Makefile reads it from here (soname, numacoll.pc). */
 #define NUMACOLL_VERSION_MAJOR 0
 #define NUMACOLL_VERSION_MINOR 1
+#define NUMACOLL_VERSION_PATCH 0
+
+/* The library is built with -fvisibility=hidden: only what carries this
+ * is part of libnumacoll.so's interface. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define NUMACOLL_API __attribute__((visibility("default")))
+#else
+#define NUMACOLL_API
+#endif
 
 /* ---- status codes ---------------------------------------------------- */
 
@@ -53,7 +67,7 @@ typedef enum {
 } numacoll_status_t;
 
 /* Short fixed text for a status code; never NULL. */
-const char *numacoll_strerror(int status);
+NUMACOLL_API const char *numacoll_strerror(int status);
 
 /* ---- configuration --------------------------------------------------- */
 
@@ -67,16 +81,28 @@ typedef enum {
 } numacoll_tree_kind_t;
 
 /* Name of a tree kind ("flat", "chain", "kary", "knomial", "numa"), or NULL. */
-const char *numacoll_tree_name(numacoll_tree_kind_t kind);
+NUMACOLL_API const char *numacoll_tree_name(numacoll_tree_kind_t kind);
 /* Parse a tree kind name; returns the kind or -1. */
-int numacoll_tree_parse(const char *name);
+NUMACOLL_API int numacoll_tree_parse(const char *name);
 
 /*
  * Team configuration. numacoll_config_init() fills the documented defaults;
  * every field is described once, in NUMACOLL_PARAM_LIST below, which the
  * benchmark (--list-params) and the Open MPI component read as well.
+ *
+ * The struct grows at its end in later releases; struct_size, which
+ * numacoll_config_init() sets to the size the caller was compiled with,
+ * tells the library how much of it the caller has: it reads only those
+ * fields and takes the defaults for the rest, so a program built against
+ * an older numacoll.h keeps working. Copy a config only with `=` from one
+ * that numacoll_config_init() filled; a struct_size the library does not
+ * know (never initialised, or from a numacoll.h newer than the library)
+ * makes numacoll_config_check() and numacoll_team_create() fail with
+ * NUMACOLL_ERR_ARG and a message saying so.
  */
 typedef struct numacoll_config {
+    size_t   struct_size;   /* sizeof the caller's numacoll_config_t; set by
+                               numacoll_config_init(), never by hand        */
     size_t   frag_size;     /* f: bytes per fragment buffer                   */
     unsigned queue_depth;   /* s: fragment buffers per rank                   */
     unsigned banks;         /* q: banks the s buffers are split into          */
@@ -164,14 +190,26 @@ typedef struct numacoll_config {
       "team creation); 0: never, such rules run the pipelined "              \
       "copy-in/copy-out instead.")
 
-/* Fill *cfg with the defaults of NUMACOLL_PARAM_LIST. */
-void numacoll_config_init(numacoll_config_t *cfg);
+/*
+ * Fill *cfg with the defaults of NUMACOLL_PARAM_LIST and set its
+ * struct_size. A macro, so that the size is the one the caller was compiled
+ * with: the library writes no byte past it. Call it before setting any
+ * field.
+ */
+#define numacoll_config_init(cfg) \
+    numacoll_config_init_size((cfg), sizeof *(cfg))
+NUMACOLL_API
+void numacoll_config_init_size(numacoll_config_t *cfg, size_t size);
 
 /*
  * Check every field. On error returns NUMACOLL_ERR_ARG and, if msg is not
- * NULL, writes a sentence naming the parameter and its valid range.
+ * NULL, writes a sentence naming the parameter and its valid range, or
+ * saying that struct_size is unknown (cfg not filled by
+ * numacoll_config_init(), or built against a newer numacoll.h).
  */
-int numacoll_config_check(const numacoll_config_t *cfg, char *msg, size_t msglen);
+NUMACOLL_API
+int numacoll_config_check(const numacoll_config_t *cfg, char *msg,
+                          size_t msglen);
 
 /* ---- bootstrap ------------------------------------------------------- */
 
@@ -201,6 +239,7 @@ typedef struct numacoll_team numacoll_team_t;
  * processes left in this process's pool is reused when every rank has it
  * (numacoll_team_destroy).
  */
+NUMACOLL_API
 int numacoll_team_create(const numacoll_bootstrap_t *boot,
                          const numacoll_config_t *cfg,
                          numacoll_team_t **team);
@@ -209,7 +248,7 @@ int numacoll_team_create(const numacoll_bootstrap_t *boot,
  * it: the failing rank's message (e.g. how many bytes /dev/shm lacked), or
  * on the other ranks which rank failed when it could not be shared; "" if
  * that call succeeded. */
-const char *numacoll_team_create_error(void);
+NUMACOLL_API const char *numacoll_team_create_error(void);
 
 /*
  * Local: each rank releases its own mapping and frees the team; no other
@@ -221,17 +260,19 @@ const char *numacoll_team_create_error(void);
  * beyond the limits is unmapped. The segment's memory goes when the last
  * process unmaps it (exit included).
  */
-int numacoll_team_destroy(numacoll_team_t *team);
+NUMACOLL_API int numacoll_team_destroy(numacoll_team_t *team);
 
-int numacoll_team_rank(const numacoll_team_t *team);
-int numacoll_team_size(const numacoll_team_t *team);
+NUMACOLL_API int numacoll_team_rank(const numacoll_team_t *team);
+NUMACOLL_API int numacoll_team_size(const numacoll_team_t *team);
+NUMACOLL_API
 const numacoll_config_t *numacoll_team_config(const numacoll_team_t *team);
 
 /* Detailed message of this rank's last failure, "" if none. */
-const char *numacoll_team_last_error(const numacoll_team_t *team);
+NUMACOLL_API const char *numacoll_team_last_error(const numacoll_team_t *team);
 
 /* The tuning table the team's choices come from: "built-in", the file's
  * path, "tuning_text", or "built-in (<file> rejected: <why>)". */
+NUMACOLL_API
 const char *numacoll_team_tuning_source(const numacoll_team_t *team);
 
 /* 1 if the team's Bcast may copy straight from the root's buffer (Linux
@@ -239,12 +280,14 @@ const char *numacoll_team_tuning_source(const numacoll_team_t *team);
  * neighbouring ranks at team creation and agreed by all), else 0; *why (if
  * not NULL) then says why not: the parameter single_copy = 0, or the
  * probe's error (ptrace policy, seccomp, another user, a container). */
+NUMACOLL_API
 int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
 
 /* Largest element (bytes) a user op may have in a Reduce (allreduce = 0)
  * or Allreduce (allreduce = 1) of nbytes on this team: the staging slot
  * of the team's rule for that size. numacoll_reduce_user and
  * numacoll_allreduce_user fail with NUMACOLL_ERR_ARG beyond it. */
+NUMACOLL_API
 size_t numacoll_team_max_elem(const numacoll_team_t *team, int allreduce,
                               size_t nbytes);
 
@@ -252,6 +295,7 @@ size_t numacoll_team_max_elem(const numacoll_team_t *team, int allreduce,
  * a name (it is created unlinked, so a crash leaves nothing behind), but
  * gets one in the format /numacoll-<uid>-<host>-<pid>-<counter>-<hex> at
  * creation. A team that reuses a pooled segment has that segment's name. */
+NUMACOLL_API
 const char *numacoll_team_segment_name(const numacoll_team_t *team);
 
 /* Where a rank runs, as topology discovery saw it. -1 where unknown. */
@@ -262,6 +306,7 @@ typedef struct numacoll_locality {
     int32_t pid;
 } numacoll_locality_t;
 
+NUMACOLL_API
 int numacoll_team_locality(const numacoll_team_t *team, int rank,
                            numacoll_locality_t *loc);
 
@@ -283,12 +328,14 @@ typedef struct numacoll_placement {
     size_t block_pages;     /* pages of the whole block, buffers included     */
 } numacoll_placement_t;
 
+NUMACOLL_API
 int numacoll_team_placement(const numacoll_team_t *team,
                             numacoll_placement_t *pl);
 
 /* ---- collectives ----------------------------------------------------- */
 
 /* Broadcast nbytes of contiguous memory from root's buf to every rank's buf. */
+NUMACOLL_API
 int numacoll_bcast(numacoll_team_t *team, void *buf, size_t nbytes, int root);
 
 /*
@@ -302,6 +349,7 @@ typedef int (*numacoll_pack_fn)(void *ctx, size_t offset, void *dst, size_t n);
 typedef int (*numacoll_unpack_fn)(void *ctx, size_t offset, const void *src,
                                   size_t n);
 
+NUMACOLL_API
 int numacoll_bcast_packed(numacoll_team_t *team, size_t nbytes, int root,
                           numacoll_pack_fn pack, numacoll_unpack_fn unpack,
                           void *ctx);
@@ -312,7 +360,7 @@ int numacoll_bcast_packed(numacoll_team_t *team, size_t nbytes, int root,
  * NUMA node meet their leader along a k-nomial tree, the leaders meet rank
  * 0 along another (k = barrier_radix).
  */
-int numacoll_barrier(numacoll_team_t *team);
+NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
 
 /* ---- reductions ------------------------------------------------------ */
 
@@ -377,13 +425,13 @@ typedef enum {
 } numacoll_op_t;
 
 /* "int8" ... / "sum" ...; NULL when out of range. */
-const char *numacoll_dtype_name(numacoll_dtype_t dtype);
-const char *numacoll_op_name(numacoll_op_t op);
+NUMACOLL_API const char *numacoll_dtype_name(numacoll_dtype_t dtype);
+NUMACOLL_API const char *numacoll_op_name(numacoll_op_t op);
 /* Bytes of one element (sizeof the C type, padding included); 0 if out of
  * range. Buffers hold count such elements back to back. */
-size_t numacoll_dtype_size(numacoll_dtype_t dtype);
+NUMACOLL_API size_t numacoll_dtype_size(numacoll_dtype_t dtype);
 /* 1 if MPI defines op on dtype (and numacoll implements it), else 0. */
-int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
+NUMACOLL_API int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
 
 /*
  * In-place marker for sendbuf (MPI_IN_PLACE): the rank's contribution is
@@ -402,6 +450,7 @@ int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
  * disagree get NUMACOLL_ERR_MISMATCH (docs/usage.md), not wrong data. Padding bytes of long double and
  * pair elements in recvbuf are unspecified. Buffers need no alignment.
  */
+NUMACOLL_API
 int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
                     size_t count, numacoll_dtype_t dtype, numacoll_op_t op,
                     int root);
@@ -413,6 +462,7 @@ int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
  * 1 KiB, reduce-scatter/allgather from there on), so equal inputs give
  * equal results on every run with the same table.
  */
+NUMACOLL_API
 int numacoll_allreduce(numacoll_team_t *team, const void *sendbuf,
                        void *recvbuf, size_t count, numacoll_dtype_t dtype,
                        numacoll_op_t op);
@@ -439,10 +489,12 @@ typedef void (*numacoll_user_op_fn)(void *ctx, const void *in, void *inout,
  * root); 1 lets Reduce use the NUMA-aware tree. elem_size must be at most
  * reduce_frag_size (NUMACOLL_ERR_ARG otherwise).
  */
+NUMACOLL_API
 int numacoll_reduce_user(numacoll_team_t *team, const void *sendbuf,
                          void *recvbuf, size_t count, size_t elem_size,
                          numacoll_user_op_fn fn, void *ctx, int commutative,
                          int root);
+NUMACOLL_API
 int numacoll_allreduce_user(numacoll_team_t *team, const void *sendbuf,
                             void *recvbuf, size_t count, size_t elem_size,
                             numacoll_user_op_fn fn, void *ctx,
@@ -456,6 +508,7 @@ typedef struct numacoll_counters {
     uint64_t allreduce;
 } numacoll_counters_t;
 
+NUMACOLL_API
 int numacoll_team_counters(const numacoll_team_t *team, numacoll_counters_t *c);
 
 #ifdef __cplusplus

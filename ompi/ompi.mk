@@ -5,6 +5,11 @@
 #
 #   make ompi          $(BUILD)/mca_coll_numacoll.so and the MPI test programs
 #   make check-mpi     tests/mpi/run.sh against $(BUILD) (np 2, 3, 4, 8)
+#   make install       (with the library) installs the .so into
+#                      $(DESTDIR)$(OMPI_COMPONENT_DIR), by default Open MPI's
+#                      own component directory (ompi_info --path pkglibdir;
+#                      Debian's when ompi_info is absent), where every
+#                      Open MPI program finds it without any setting
 #   make install-ompi  copies the .so to $(OMPI_COMPONENT_DIR), by default
 #                      ~/.openmpi/components: on Open MPI's default
 #                      mca_base_component_path, and needs no root. For every
@@ -19,7 +24,12 @@ nc_ompi_saved_goal := $(.DEFAULT_GOAL)
 $(if $(LIB_OBJS),,$(warning ompi/ompi.mk: LIB_OBJS is empty here; include this file after it is defined))
 
 MPICC     ?= mpicc
-OMPI_COMPONENT_DIR ?= $(HOME)/.openmpi/components
+# OMPI_COMPONENT_DIR, when set, is where both install targets put the .so.
+NC_OMPI_USER_DIR = $(or $(OMPI_COMPONENT_DIR),$(HOME)/.openmpi/components)
+NC_OMPI_PKGLIBDIR = $(or $(shell ompi_info --path pkglibdir 2>/dev/null | \
+                      sed -n 's/^ *Pkglibdir: *//p'),$(firstword \
+                      $(NC_OMPI_LIBDIRS))/openmpi3)
+NC_OMPI_SYSTEM_DIR = $(or $(OMPI_COMPONENT_DIR),$(NC_OMPI_PKGLIBDIR))
 
 NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
 NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c
@@ -44,7 +54,8 @@ else ifeq ($(NC_OMPI_COLL_H),)
 NC_OMPI_SKIP = Open MPI's internal headers (ompi/mca/coll/coll.h) not found under $(NC_OMPI_INCDIRS)
 endif
 
-.PHONY: ompi check-mpi install-ompi
+.PHONY: ompi check-mpi install-ompi install-component
+install: install-component
 
 ifeq ($(NC_OMPI_SKIP),)
 
@@ -74,15 +85,20 @@ check-mpi: ompi
 	NC_BUILD=$(BUILD) tests/mpi/run.sh
 
 install-ompi: $(NC_OMPI_SO)
-	install -d $(DESTDIR)$(OMPI_COMPONENT_DIR)
-	install -m 755 $(NC_OMPI_SO) $(DESTDIR)$(OMPI_COMPONENT_DIR)/
+	install -d $(DESTDIR)$(NC_OMPI_USER_DIR)
+	install -m 755 $(NC_OMPI_SO) $(DESTDIR)$(NC_OMPI_USER_DIR)/
 	@echo "numacoll: installed; check with: ompi_info | grep numacoll"
+
+# Mode 644, as Open MPI's own components: a plugin is loaded, not run.
+install-component: $(NC_OMPI_SO)
+	install -d $(DESTDIR)$(NC_OMPI_SYSTEM_DIR)
+	install -m 644 $(NC_OMPI_SO) $(DESTDIR)$(NC_OMPI_SYSTEM_DIR)/
 
 -include $(NC_OMPI_OBJS:.o=.d)
 
 else
 
-ompi check-mpi install-ompi:
+ompi check-mpi install-ompi install-component:
 	@echo "numacoll: $(NC_OMPI_SKIP); skipping '$@' (Debian: apt-get install libopenmpi-dev openmpi-bin)"
 
 endif

@@ -18,7 +18,7 @@ int nct_add_suite(const char *name, const nct_test_t *tests);
  * (the suites run from the repository root). */
 const char *nct_topo_dir(void);
 
-/* Fork p ranks of fn with a 60 s watchdog (coll/runner.h); 0 when every
+/* Fork p ranks of fn with a 60 s watchdog (support/runner.h); 0 when every
  * rank exited 0. */
 typedef struct numacoll_bootstrap numacoll_bootstrap_t;
 int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 #include "numacoll.h"
 

@@ -124,6 +124,8 @@ static void test_args(void)
     EXPECT_USAGE("--queue 12x", "--queue: '12x' is not a count");
     EXPECT_USAGE("--frag 100", "frag_size");       /* the library's range */
     EXPECT_USAGE("--param nosuch=1", "unknown key 'nosuch'");
+    EXPECT_USAGE("--param verbose=1,foo", "--param: 'foo' is not name=value");
+    EXPECT_USAGE("--param ,", "--param: ',' is not name=value");
     EXPECT_USAGE("--cache warm", "neither cold nor hot");
     EXPECT_USAGE("--ops scan", "unknown operation 'scan'");
     EXPECT_USAGE("--label x", "--label is an MPI option");
@@ -433,6 +435,22 @@ static void test_check_catches(void)
     CU_ASSERT(contains("received data was wrong"));
 }
 
+/* The ranks' teams are quiet, so the bench itself says, once, that a bad
+ * $NUMACOLL_TUNING_FILE gave way to the built-in table, problem by problem
+ * as file:line:col (tests/tune/bad-syntax.txt: line 2 is its first). */
+static void test_rejected_tuning_file(void)
+{
+    CU_ASSERT_EQUAL(run("NUMACOLL_TUNING_FILE=tests/tune/bad-syntax.txt "
+                        "timeout 120 " BENCH " -p 2 --ops bcast --sizes 8 "
+                        "--reps 1 --iters 1 --quiet"), 0);
+    CU_ASSERT(contains("numacoll: tuning file tests/tune/bad-syntax.txt "
+                       "rejected ("));
+    CU_ASSERT(contains("using the built-in table:\n"
+                       "tests/tune/bad-syntax.txt:2:1: "));
+    const char *first = strstr(out, "rejected (");
+    CU_ASSERT(first && !strstr(first + 1, "rejected ("));
+}
+
 static void test_mpi_all_ops(void)
 {
     if (!have_mpi())
@@ -579,6 +597,7 @@ int nct_register_bench(void)
         {"CSV and JSON parse back", test_csv_json},
         {"standalone: every operation, data verified", test_standalone_all_ops},
         {"a spoiled transfer fails the check", test_check_catches},
+        {"a rejected tuning file is said once", test_rejected_tuning_file},
         {"MPI: every operation, data verified", test_mpi_all_ops},
         {"--merge: medians of medians, bad files", test_merge},
         {"compare-ompi.sh: table of two configurations", test_compare_script},

@@ -1,8 +1,10 @@
-/* Configuration defaults and validation: every bad value names its parameter. */
+/* Configuration defaults and validation: every bad value names its
+ * parameter; the struct's size lets it grow without breaking callers. */
 #include <stdio.h>
 #include <string.h>
 
 #include "coll/algs.h"
+#include "coll/config.h"
 #include "nct.h"
 #include "numacoll.h"
 
@@ -137,6 +139,110 @@ static void test_alg_table(void)
     CU_ASSERT_STRING_EQUAL(nc__coll_name(NC_COLL_BARRIER), "barrier");
 }
 
+/* ---- struct_size: a config that can grow ------------------------------ */
+
+static void test_size_set(void)
+{
+    numacoll_config_t c;
+    memset(&c, 0xa5, sizeof c);
+    numacoll_config_init(&c);
+    CU_ASSERT_EQUAL(c.struct_size, sizeof c);
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, NULL, 0), NUMACOLL_OK);
+    numacoll_config_t copy = c;         /* `=` keeps it valid */
+    CU_ASSERT_EQUAL(numacoll_config_check(&copy, NULL, 0), NUMACOLL_OK);
+}
+
+/* A caller built against an older, smaller struct passes its own sizeof:
+ * the library must write nothing past it. */
+static void test_init_stays_inside(void)
+{
+    unsigned char buf[sizeof(numacoll_config_t) + 64];
+    for (size_t size = 0; size <= sizeof(numacoll_config_t); size += 8) {
+        memset(buf, 0xa5, sizeof buf);
+        numacoll_config_init_size((numacoll_config_t *)(void *)buf, size);
+        size_t touched = 0;
+        for (size_t i = 0; i < sizeof buf; i++)
+            if (buf[i] != 0xa5)
+                touched = i + 1;
+        CU_ASSERT(touched <= size);
+        if (touched > size)
+            fprintf(stderr, "init with size %zu wrote byte %zu\n", size,
+                    touched - 1);
+    }
+    numacoll_config_init_size(NULL, sizeof(numacoll_config_t)); /* no crash */
+}
+
+/* Uninitialised, zeroed, or from a newer header: refused, and said why. */
+static void test_size_refused(void)
+{
+    char msg[256];
+    numacoll_config_t c;
+    memset(&c, 0, sizeof c);
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg),
+                    NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "not filled by numacoll_config_init"));
+
+    numacoll_config_init(&c);
+    c.struct_size = sizeof c - 4;       /* no layout the struct has had */
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg),
+                    NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "struct_size"));
+
+    /* a caller with a larger struct, from a later numacoll.h */
+    unsigned char big[sizeof(numacoll_config_t) + 16];
+    numacoll_config_init_size((numacoll_config_t *)(void *)big, sizeof big);
+    CU_ASSERT_EQUAL(((numacoll_config_t *)(void *)big)->struct_size,
+                    sizeof big);
+    CU_ASSERT_EQUAL(numacoll_config_check((numacoll_config_t *)(void *)big,
+                                          msg, sizeof msg),
+                    NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "newer numacoll.h"));
+}
+
+/* The library's copy: defaults first, then the caller's fields. */
+static void test_import(void)
+{
+    char msg[256] = "";
+    numacoll_config_t in, out;
+    numacoll_config_init(&in);
+    in.radix = 4;
+    in.tuning_text = "bcast p=1 size=0 alg=inline tree=kary k=2\n";
+    CU_ASSERT_EQUAL(nc__config_import(&out, &in, msg, sizeof msg),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(out.radix, 4);
+    CU_ASSERT_PTR_EQUAL(out.tuning_text, in.tuning_text);
+    CU_ASSERT_EQUAL(out.struct_size, sizeof out);
+
+    CU_ASSERT_EQUAL(nc__config_import(&out, NULL, msg, sizeof msg),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(out.spin_count, 1000);      /* the defaults */
+
+    in.struct_size = 3;
+    CU_ASSERT_EQUAL(nc__config_import(&out, &in, msg, sizeof msg),
+                    NUMACOLL_ERR_ARG);
+    CU_ASSERT_EQUAL(out.radix, 0);              /* defaults, not half-read */
+}
+
+static int self_gather(const void *send, void *recv, size_t n, void *ctx)
+{
+    (void)ctx;
+    memcpy(recv, send, n);
+    return 0;
+}
+
+/* Team creation checks the size too, and says why on every rank. */
+static void test_team_refuses_size(void)
+{
+    numacoll_bootstrap_t b = {0, 1, self_gather, NULL};
+    numacoll_config_t c;
+    memset(&c, 0, sizeof c);
+    numacoll_team_t *t = NULL;
+    CU_ASSERT_EQUAL(numacoll_team_create(&b, &c, &t), NUMACOLL_ERR_ARG);
+    CU_ASSERT_PTR_NULL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(numacoll_team_create_error(),
+                                  "struct_size"));
+}
+
 int nct_register_config(void)
 {
     static const nct_test_t tests[] = {
@@ -146,6 +252,12 @@ int nct_register_config(void)
         {"tree names round trip", test_tree_names},
         {"parameters.md lists every parameter", test_docs_table},
         {"algorithm table is consistent", test_alg_table},
+        {"init sets struct_size", test_size_set},
+        {"init writes nothing past the caller's size", test_init_stays_inside},
+        {"unknown struct_size refused with a reason", test_size_refused},
+        {"import: defaults, then the caller's fields", test_import},
+        {"team creation refuses an unknown struct_size",
+         test_team_refuses_size},
         {NULL, NULL},
     };
     return nct_add_suite("config", tests);

@@ -1,5 +1,5 @@
 /*
- * Suite "model": the performance model of tune/model.h. The worked example
+ * Suite "model": the performance model of tools/tune/model.h. The worked example
  * of DESIGN.md section 4, each formula in each of its regimes against
  * hand-computed values, the rounding constraints of opt_rounded over a
  * sweep, the least-squares line on exact data, tree depths from the tree
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
-#include "tune/model.h"
+#include "tools/tune/model.h"
 
 #define MiB ((size_t)1 << 20)
 #define NS 1e-9

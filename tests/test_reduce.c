@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "coll/reduce/reduce.h"
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "coll/tree.h"
 #include "nct.h"
 #include "numacoll.h"

@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 
 /* Each rank sends n bytes derived from its rank; all must see all. */

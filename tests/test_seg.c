@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 #include "numacoll.h"
 #include "shm_seg/seg.h"

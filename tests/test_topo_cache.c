@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 #include "numacoll.h"
 #include "topo/topo.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 #include "numacoll.h"
 #include "tune/table.h"

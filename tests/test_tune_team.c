@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "coll/team.h"
 #include "nct.h"
 #include "numacoll.h"

@@ -1,6 +1,6 @@
 #include <stdlib.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 #include "nct.h"
 
 const char *nct_topo_dir(void)

@@ -46,9 +46,9 @@ for t in $TESTS $CORE_ONLY; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
-        make -C "$ROOT" ompi >/dev/null || exit 1
+        make -C "$ROOT" BUILD="$BUILD" ompi >/dev/null || exit 1
     else
-        make -C "$ROOT" -f Makefile -f ompi/ompi.mk ompi >/dev/null || exit 1
+        make -C "$ROOT" -f Makefile -f ompi/ompi.mk BUILD="$BUILD" ompi >/dev/null || exit 1
     fi
 fi
 

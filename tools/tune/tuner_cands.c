@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "coll/tree.h"
-#include "tune/tuner.h"
+#include "tools/tune/tuner.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)

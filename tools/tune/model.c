@@ -39,7 +39,7 @@
 
 #include "coll/tree.h"
 #include "coll/wait.h"
-#include "tune/model.h"
+#include "tools/tune/model.h"
 
 /* ---- formulas --------------------------------------------------------- */
 

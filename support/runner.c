@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
+#include "support/runner.h"
 
 #define SLOT_BYTES 512
 

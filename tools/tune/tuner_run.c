@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "coll/team.h"
-#include "tune/tuner.h"
+#include "tools/tune/tuner.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tune/tuner.h"
+#include "tools/tune/tuner.h"
 
 static void counts(hwloc_topology_t t, int *cores, int *pus, int *numa)
 {

@@ -1,5 +1,6 @@
-# tune/tuner.mk -- included by the Makefile after its own rules; uses its
-# BUILD, CFLAGS, LDFLAGS, LDLIBS, STATIC, BENCH_OBJS, PREFIX and DESTDIR.
+# tools/tune/tuner.mk -- included by the Makefile after its own rules; uses
+# its BUILD, CFLAGS, LDFLAGS, LDLIBS, STATIC, SUPPORT_OBJS, MODEL_OBJS,
+# BENCH_OBJS, BINDIR and DESTDIR.
 #
 #   $(BUILD)/numacoll-tune   the autotuner (docs/autotuner.md), part of `make`
 #   make tune-quick          a --quick run (under a minute) writing
@@ -7,11 +8,14 @@
 #   make install             installs numacoll-tune next to numacoll-bench
 #
 # The tuner measures with the benchmark's own code, so it links every
-# benchmark object except the benchmark's main().
+# benchmark object except the benchmark's main(), and the forked runner;
+# its performance model (tools/tune/model.c, MODEL_SRCS) is the Makefile's,
+# because the tests link it too. The library knows nothing of either.
 
 TUNER      = $(BUILD)/numacoll-tune
-TUNER_SRCS = tune/numacoll-tune.c tune/tuner_run.c tune/tuner_cands.c \
-             tune/tuner_table.c tune/tuner_machine.c
+TUNER_SRCS = tools/tune/numacoll-tune.c tools/tune/tuner_run.c \
+             tools/tune/tuner_cands.c tools/tune/tuner_table.c \
+             tools/tune/tuner_machine.c
 TUNER_OBJS = $(TUNER_SRCS:%.c=$(BUILD)/%.o)
 TUNER_BENCH_OBJS = $(filter-out $(BUILD)/bench/numacoll-bench.o,$(BENCH_OBJS))
 TUNER_QUICK_OUT = $(BUILD)/tuned-quick.txt
@@ -22,7 +26,8 @@ DEPS += $(TUNER_OBJS:.o=.d)
 
 all: $(TUNER)
 
-$(TUNER): $(TUNER_OBJS) $(TUNER_BENCH_OBJS) $(STATIC)
+$(TUNER): $(TUNER_OBJS) $(MODEL_OBJS) $(TUNER_BENCH_OBJS) $(SUPPORT_OBJS) \
+          $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 tune-quick: $(TUNER)
@@ -32,5 +37,5 @@ tune-quick: $(TUNER)
 # recipe after this one).
 install: install-tune
 install-tune: $(TUNER)
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(TUNER) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(TUNER) $(DESTDIR)$(BINDIR)/

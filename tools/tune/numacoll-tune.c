@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coll/runner.h"
-#include "tune/tuner.h"
+#include "support/runner.h"
+#include "tools/tune/tuner.h"
 
 #define ME "numacoll-tune"
 #define DEFAULT_OUT "numacoll-tuning.txt"

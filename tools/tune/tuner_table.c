@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tune/tuner.h"
+#include "tools/tune/tuner.h"
 
 typedef struct piece {
     size_t lo, hi;

@@ -24,7 +24,7 @@
 #include "bench/bench.h"
 #include "coll/algs.h"
 #include "numacoll.h"
-#include "tune/model.h"
+#include "tools/tune/model.h"
 #include "tune/table.h"
 
 #define TN_VERSION      "0.1"
@@ -182,7 +182,7 @@ typedef struct tn_job {
     tn_report_t *rep;           /* shared, written by rank 0                */
 } tn_job_t;
 
-/* The ranks' body (coll/runner.h's nc__rank_fn). */
+/* The ranks' body (support/runner.h's nc__rank_fn). */
 int tn_rank_main(const numacoll_bootstrap_t *b, void *arg);
 
 /* ---- the table ---------------------------------------------------------- */
