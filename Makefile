@@ -265,4 +265,7 @@ include man/man.mk
 include ompi/ompi.mk
 all: ompi
 
+# make deb: the Debian packages (debian/deb.mk).
+include debian/deb.mk
+
 -include $(DEPS)
