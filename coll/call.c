@@ -18,6 +18,9 @@
  * never came, calls nc__mismatch(): it names both calls in last_error and
  * records the call number in the header, so every other rank still
  * waiting in that call stops too (nc__call_check). No timeout is needed.
+ * A rank whose part needed nobody (a Bcast root, a Reduce leaf) returns
+ * from the bad call before anyone compares; it hears of the mismatch at
+ * its next call, which then fails on every rank (resync(), told()).
  */
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +67,39 @@ static nc__call_t unpack_desc(uint64_t d, uint64_t nbytes, uint64_t count)
 
 static int resync(numacoll_team_t *t);
 
+/* Whether call seq goes on as if nothing had happened although the
+ * mismatch count ep has moved: a soft count (fail_call()) spares the call
+ * it was found in, which the ranks finish in step. */
+static int spared(const numacoll_team_t *t, uint64_t ep, uint64_t seq)
+{
+    return (ep & 1) &&
+           (int64_t)(seq - atomic_load_explicit(&t->hdr->mm_first,
+                                                memory_order_relaxed)) <= 0;
+}
+
+/* The first call after a resync at which some rank turned out to have
+ * finished a call that others failed (a Bcast root, a Reduce leaf, a
+ * reader that got its data): it fails on every rank, so that rank gets an
+ * error too, and all ranks agree on it without another meeting. */
+static int told(numacoll_team_t *t)
+{
+    int finder = atomic_load_explicit(&t->hdr->mm_rank, memory_order_relaxed);
+    if (t->told_last)
+        return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
+                             "call %llu, which rank %d finished, failed on "
+                             "other ranks (rank %d found the ranks' calls "
+                             "different); call %llu fails on every rank to "
+                             "tell it", (unsigned long long)t->told_last,
+                             t->rank, finder,
+                             (unsigned long long)t->call_seq);
+    return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: call "
+                         "%llu fails on every rank, because some rank had "
+                         "finished call %llu, which rank %d found mismatched, "
+                         "and learns of it through this one",
+                         (unsigned long long)t->call_seq,
+                         (unsigned long long)(t->call_seq - 1), finder);
+}
+
 int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 {
     int rc = nc__team_check_abort(t);
@@ -77,8 +113,9 @@ int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
      * this one elsewhere. The first call nobody has reached
      * resynchronises, with every rank. */
     int late = 0;
-    if (atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) !=
-        t->mm_done) {
+    const uint64_t ep = atomic_load_explicit(&t->hdr->mm_epoch,
+                                             memory_order_acquire);
+    if (ep != t->mm_done && !spared(t, ep, t->call_seq + 1)) {
         const uint64_t next = t->call_seq + 1;
         late = (int64_t)(atomic_load_explicit(&t->hdr->mm_call,
                                               memory_order_relaxed) -
@@ -106,6 +143,9 @@ int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
     atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
     if (late)
         return nc__call_check(t, -1);
+    if ((int64_t)(t->resume_seq - t->call_seq) > 0 &&
+        t->call_seq == t->told_seq)
+        return told(t);
     if ((int64_t)(t->resume_seq - t->call_seq) > 0)
         return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
                              "call %llu is lost, another rank had already "
@@ -119,7 +159,10 @@ int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 /* desc's coll of a call its rank refused (bad arguments) */
 #define NC_CALL_REFUSED 0xfe
 
-static void fail_call(numacoll_team_t *t, int finder);
+/* How fail_call() counts a mismatch (see there). */
+enum { NC_FAIL_JOIN, NC_FAIL_FOUND, NC_FAIL_FOUND_SOFT };
+
+static void fail_call(numacoll_team_t *t, int how);
 
 /* The unpack callback of a drain: the data goes nowhere. */
 static int discard(void *ctx, size_t off, const void *src, size_t n)
@@ -131,6 +174,7 @@ static int discard(void *ctx, size_t off, const void *src, size_t n)
 int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
 {
     nc__sync_t *me = nc__sync(t, t->rank);
+    t->mm_failed = t->call_seq;  /* this rank knows its call failed */
     t->call_desc = (t->call_desc & ~(uint64_t)0xff) | NC_CALL_REFUSED;
     t->call_sig = call_hash(t->call_seq, t->call_desc, t->call_nbytes,
                             t->call_count);
@@ -141,7 +185,7 @@ int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
      * rank nobody waits for but whose part others fill (a Reduce root)
      * makes every rank resynchronise at its next call instead. */
     if (unheard && t->p > 1)
-        fail_call(t, 1);
+        fail_call(t, NC_FAIL_FOUND);
     return status;
 }
 
@@ -244,10 +288,16 @@ static int mismatch_text(numacoll_team_t *t, int peer, const seen_call_t *pc,
 
 /* This rank fails its call for a mismatch: raise the header's mm_call to
  * its number (the latest call any rank has failed, which late ranks fail
- * too), then count the mismatch once (the first finder's CAS; later ones
- * find it counted), so that every rank resynchronises at its next call. */
-static void fail_call(numacoll_team_t *t, int finder)
+ * too); a finder (NC_FAIL_FOUND) then counts the mismatch once (the first
+ * finder's CAS; later ones find it counted), so that every rank
+ * resynchronises at its next call, and every rank still waiting in a call
+ * gives it up (nc__call_check). A soft count (NC_FAIL_FOUND_SOFT: a Bcast
+ * reader that drained the root's call, whose words keep the ranks in step)
+ * leaves the ranks still in this call alone, so they finish it; a hard one
+ * overrides it. */
+static void fail_call(numacoll_team_t *t, int how)
 {
+    t->mm_failed = t->call_seq;
     uint64_t c = atomic_load_explicit(&t->hdr->mm_call, memory_order_relaxed);
     while ((int64_t)(t->call_seq - c) > 0 &&
            !atomic_compare_exchange_weak_explicit(&t->hdr->mm_call, &c,
@@ -255,14 +305,20 @@ static void fail_call(numacoll_team_t *t, int finder)
                                                   memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
-    if (!finder)
+    if (how == NC_FAIL_JOIN)
         return;
-    uint64_t e = t->mm_done;
+    uint64_t e = t->mm_done,
+             want = ((e >> 1) + 1) << 1 | (how == NC_FAIL_FOUND_SOFT);
     atomic_store_explicit(&t->hdr->mm_rank, t->rank, memory_order_relaxed);
-    /* release: whoever sees the count sees mm_call and mm_rank */
-    atomic_compare_exchange_strong_explicit(&t->hdr->mm_epoch, &e, e + 1,
-                                            memory_order_acq_rel,
-                                            memory_order_acquire);
+    atomic_store_explicit(&t->hdr->mm_first, t->call_seq, memory_order_relaxed);
+    /* release: whoever sees the count sees mm_call, mm_first and mm_rank */
+    if (!atomic_compare_exchange_strong_explicit(&t->hdr->mm_epoch, &e, want,
+                                                 memory_order_acq_rel,
+                                                 memory_order_acquire) &&
+        how == NC_FAIL_FOUND && e == (want | 1))
+        atomic_compare_exchange_strong_explicit(&t->hdr->mm_epoch, &e, want,
+                                                memory_order_acq_rel,
+                                                memory_order_acquire);
 }
 
 int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
@@ -270,7 +326,7 @@ int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
     seen_call_t pc;
     int have = peer >= 0 && read_call(t, peer, &pc);
     int st = mismatch_text(t, peer, have ? &pc : NULL, what);
-    fail_call(t, 1);
+    fail_call(t, NC_FAIL_FOUND);
     return st;
 }
 
@@ -321,18 +377,23 @@ int nc__call_check(numacoll_team_t *t, int peer)
                        : NC_CALL_GONE;
     if (t->in_resync)
         return NC_CALL_WAIT;
-    if (atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) !=
-        t->mm_done) {
+    const uint64_t ep = atomic_load_explicit(&t->hdr->mm_epoch,
+                                             memory_order_acquire);
+    if (ep != t->mm_done && !spared(t, ep, t->call_seq)) {
         char mine[160];
         describe(mine, sizeof mine, t->call_seq, t->call_desc, t->call_nbytes,
                  t->call_count);
-        fail_call(t, 0);
+        /* the call found bad, which this rank may have finished (a Bcast
+         * root that ran ahead) */
+        uint64_t bad = atomic_load_explicit(&t->hdr->mm_first,
+                                            memory_order_relaxed);
+        fail_call(t, NC_FAIL_JOIN);
         return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
-                             "rank %d found the ranks' calls different, so "
-                             "rank %d gives up %s",
+                             "rank %d found the ranks' calls different in "
+                             "call %llu, so rank %d gives up %s",
                              atomic_load_explicit(&t->hdr->mm_rank,
                                                   memory_order_relaxed),
-                             t->rank, mine);
+                             (unsigned long long)bad, t->rank, mine);
     }
     /* A drain follows another rank's call on purpose (nc__bcast_mismatch,
      * nc__bcast_refuse): its words come, so it compares nothing, unless
@@ -431,6 +492,10 @@ int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
         if (rc != NUMACOLL_OK)
             break;
         memcpy(t->last_error, msg, sizeof msg);
+        /* in step, but the root (and readers that got their data) finished
+         * the call: the resync this starts tells them (told()); the ranks
+         * still reading this call finish it first */
+        fail_call(t, NC_FAIL_FOUND_SOFT);
         return st;
     }
     return nc__mismatch(t, parent, what);
@@ -444,7 +509,7 @@ static int arrive(numacoll_team_t *t, uint64_t target)
 {
     uint64_t seen;
     nc__wait_why_t why = {-1, "resynchronisation after mismatched calls",
-                          (long)(t->mm_done + 1), 0};
+                          (long)(t->resyncs + 1), 0};
     atomic_fetch_add_explicit(&t->hdr->mm_arrive, 1, memory_order_acq_rel);
     return nc__wait(t, &t->hdr->mm_arrive, NC_WAIT_GE, target, &seen, &why);
 }
@@ -484,19 +549,33 @@ void nc__team_reset_state(numacoll_team_t *t)
  *  1. each rank has posted the number of the call it starts now;
  *  2. each has read the others' (the largest, M, is where calls resume:
  *     a rank that ran ahead finished calls the others never matched, and
- *     those calls fail on the ranks still behind it);
+ *     those calls fail on the ranks still behind it), and a rank that
+ *     finished the last failed call has said so: then call M fails on
+ *     every rank to tell it (told()), and calls resume at M + 1;
  *  3. each has cleared its own control lines (rank 0 the banks) and its
  *     counters, as at creation; nobody reads shared lines in between.
  * Only then does anyone publish a new call.
  */
 static int resync(numacoll_team_t *t)
 {
-    const uint64_t p = (uint64_t)t->p, e = t->mm_done + 1;
+    const uint64_t p = (uint64_t)t->p, e = t->resyncs + 1;
     uint64_t next = t->call_seq + 1, m = next;
     t->in_resync = 1;
     atomic_store_explicit(&nc__sync(t, t->rank)->resync_seq, next,
                           memory_order_relaxed);
     int rc = arrive(t, (3 * e - 2) * p);
+    /* Everyone is here, so nobody fails calls any more: mm_call is the
+     * last failed call. A rank that finished it without failing it (its
+     * part needed nobody) says so for all to see after meeting 2. */
+    const uint64_t bad = atomic_load_explicit(&t->hdr->mm_call,
+                                              memory_order_relaxed),
+                   epoch = atomic_load_explicit(&t->hdr->mm_epoch,
+                                                memory_order_relaxed);
+    const int unaware = rc == NUMACOLL_OK && t->call_seq != 0 &&
+                        (int64_t)(bad - t->call_seq) >= 0 &&
+                        t->mm_failed != t->call_seq;
+    if (unaware)
+        atomic_store_explicit(&t->hdr->mm_told, e, memory_order_relaxed);
     for (int r = 0; rc == NUMACOLL_OK && r < t->p; r++) {
         uint64_t v = atomic_load_explicit(&nc__sync(t, r)->resync_seq,
                                           memory_order_relaxed);
@@ -505,6 +584,9 @@ static int resync(numacoll_team_t *t)
     }
     if (rc == NUMACOLL_OK)
         rc = arrive(t, (3 * e - 1) * p);
+    const int tell = rc == NUMACOLL_OK &&
+                     atomic_load_explicit(&t->hdr->mm_told,
+                                          memory_order_relaxed) == e;
     if (rc == NUMACOLL_OK) {
         nc__team_reset_state(t);
         rc = arrive(t, 3 * e * p);
@@ -512,7 +594,10 @@ static int resync(numacoll_team_t *t)
     t->in_resync = 0;
     if (rc != NUMACOLL_OK)
         return rc;
-    t->mm_done = e;
-    t->resume_seq = m;
+    t->resyncs = e;
+    t->mm_done = epoch;
+    t->resume_seq = tell ? m + 1 : m;
+    t->told_seq = tell ? m : 0;
+    t->told_last = unaware ? t->call_seq : 0;
     return NUMACOLL_OK;
 }

@@ -38,13 +38,19 @@ typedef struct nc__seg_hdr {
     _Alignas(NC_CACHE_LINE) _Atomic int32_t abort_status;
     _Atomic int32_t abort_rank;
     /* Mismatched calls (coll/call.c): how many times ranks found their
-     * calls different (read at the start of every call: the line stays in
-     * every cache while nothing goes wrong), the rank that found the last
-     * one, and the arrivals at the resynchronisations that follow. */
+     * calls different, times 2, plus 1 while the last one is "soft" (read
+     * at the start of every call: the line stays in every cache while
+     * nothing goes wrong), the rank that found the last one, and the
+     * arrivals at the resynchronisations that follow. */
     _Atomic uint64_t mm_epoch;
     _Atomic int32_t mm_rank;
     _Atomic uint64_t mm_arrive;
-    _Atomic uint64_t mm_call;   /* the number of the call found bad */
+    _Atomic uint64_t mm_call;   /* the latest call failed for it */
+    _Atomic uint64_t mm_first;  /* the call found bad, by mm_rank */
+    /* The resync (its epoch) at which some rank turned out to have
+     * finished a call that others failed: the first call after it fails on
+     * every rank, so that rank hears of the mismatch too. */
+    _Atomic uint64_t mm_told;
 } nc__seg_hdr_t;
 _Static_assert(sizeof(nc__seg_hdr_t) <= NC_HDR_FIXED, "header fits");
 
@@ -160,8 +166,13 @@ struct numacoll_team {
      * first call number that runs again after the last one, and whether
      * this rank is resynchronising now (its waits then look at nothing
      * but dead peers). */
-    uint64_t mm_done, resume_seq;
+    uint64_t mm_done, resume_seq, resyncs;
     int in_resync;
+    /* The last call this rank failed for a mismatch (found it, gave it up,
+     * or refused it); after a resync, the call that fails on every rank to
+     * tell a rank that had finished a failed call (0: none), and that
+     * rank's finished call (0: this rank was not the one told). */
+    uint64_t mm_failed, told_seq, told_last;
     /* The Bcast geometry in force at creation, restored by a resync, and
      * the one in force before this call's (a drain goes back to it). */
     size_t geo0_f, geo_prev_f;

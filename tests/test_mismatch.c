@@ -47,6 +47,49 @@ static unsigned char pattern(size_t i, int round)
     return (unsigned char)(i * 131 + (size_t)round * 17 + 5);
 }
 
+/* The call after a mismatched one, whose status on each rank was rc: if
+ * some rank failed it for the mismatch and some rank finished it (a Bcast
+ * root, a Reduce leaf, a reader that got its data), this Barrier must fail
+ * on every rank, the finisher's message naming its finished call, so that
+ * every rank has had an error; otherwise it must succeed everywhere. Every
+ * rank checks every rank's outcome (an out-of-band allgather after the
+ * Barrier). 0 or a failure code. */
+static int told_check(const numacoll_bootstrap_t *b, numacoll_team_t *t,
+                      int rc, unsigned long long bad_call)
+{
+    int mine[2] = {rc, numacoll_barrier(t)}, all[64][2];
+    /* told at this call, or (no meeting between the calls) found failed
+     * by the others while this rank waited in it */
+    char told[64], found[64];
+    const char *e = numacoll_team_last_error(t);
+    snprintf(told, sizeof told, "call %llu, which rank %d finished",
+             bad_call, b->rank);
+    snprintf(found, sizeof found, "different in call %llu,", bad_call);
+    if (rc == NUMACOLL_OK && mine[1] == NUMACOLL_ERR_MISMATCH &&
+        !strstr(e, told) && !strstr(e, found)) {
+        fprintf(stderr, "rank %d: told without naming its call: %s\n",
+                b->rank, e);
+        return 80;
+    }
+    if (b->size > 64 || b->allgather(mine, all, sizeof mine, b->ctx) != 0)
+        return 81;
+    int failed = 0, finished = 0;
+    for (int r = 0; r < b->size; r++) {
+        failed |= all[r][0] == NUMACOLL_ERR_MISMATCH ||
+                  all[r][0] == NUMACOLL_ERR_TRUNCATE;
+        finished |= all[r][0] == NUMACOLL_OK;
+    }
+    int expect = failed && finished ? NUMACOLL_ERR_MISMATCH : NUMACOLL_OK;
+    for (int r = 0; r < b->size; r++)
+        if (all[r][1] != expect) {
+            fprintf(stderr, "rank %d: after the bad call rank %d's Barrier "
+                    "got %s, want %s\n", b->rank, r,
+                    numacoll_strerror(all[r][1]), numacoll_strerror(expect));
+            return 82;
+        }
+    return 0;
+}
+
 /* Correct calls after a mismatch: Bcasts of several sizes from every root,
  * an Allreduce and a Barrier, every result checked. 0 or a failure code. */
 static int correct_calls(const numacoll_bootstrap_t *b, numacoll_team_t *t,
@@ -136,6 +179,8 @@ static int bcast_body(const numacoll_bootstrap_t *b, void *arg)
         if (buf[i] != 0xee)
             bad = 15;
     free(buf);
+    if (!bad)
+        bad = told_check(b, t, rc, 1);
     if (!bad)
         bad = correct_calls(b, t, 1);
     numacoll_team_destroy(t);
@@ -232,7 +277,8 @@ enum { K_BCAST_BARRIER, K_BARRIER_BCAST, K_ALLREDUCE_BCAST, K_REDUCE_ROOTS,
 
 /* Rank 0 makes one call, the others another. Ranks that wait must fail
  * with MISMATCH; a rank whose part needs nobody (a Bcast root, a Reduce
- * leaf) may succeed. Afterwards correct calls work on every rank. */
+ * leaf) may succeed, and then hears of it at the next call (told_check).
+ * Afterwards correct calls work on every rank. */
 static int kinds_body(const numacoll_bootstrap_t *b, void *arg)
 {
     int kind = *(int *)arg, me0 = b->rank == 0, rc = NUMACOLL_OK;
@@ -293,7 +339,9 @@ static int kinds_body(const numacoll_bootstrap_t *b, void *arg)
     if (rc != NUMACOLL_OK && rc != NUMACOLL_ERR_ARG &&
         !strstr(numacoll_team_last_error(t), "mismatched calls"))
         return 36;
-    int bad = oob_sync(b) ? correct_calls(b, t, 3) : 37;
+    int bad = oob_sync(b) ? told_check(b, t, rc, 1) : 37;
+    if (!bad)
+        bad = correct_calls(b, t, 3);
     numacoll_team_destroy(t);
     return bad;
 }
@@ -312,8 +360,8 @@ static void test_kinds(void)
 /* No meeting after the bad call: rank 0, a Bcast root whose part needs
  * nobody, runs ahead into the next calls while the others still find the
  * mismatch. Every later call must give the right data or fail with
- * MISMATCH (a call lost once), never other data; from the fifth on all
- * succeed. */
+ * MISMATCH (a call lost once), never other data; rank 0 must fail one of
+ * them (it hears of the mismatch); from the fifth on all succeed. */
 static int runahead_body(const numacoll_bootstrap_t *b, void *arg)
 {
     int bad_kind = *(int *)arg;
@@ -328,7 +376,7 @@ static int runahead_body(const numacoll_bootstrap_t *b, void *arg)
         rc = bad_kind ? numacoll_bcast(t, buf, 16, 0) : numacoll_barrier(t);
     if (b->rank != 0 && rc == NUMACOLL_OK)
         return 41;
-    int bad = 0;
+    int bad = 0, errors = 0;
     for (int i = 0; i < 12 && !bad; i++) {
         size_t n = 100 + (size_t)i;
         for (size_t j = 0; j < n; j++)
@@ -338,13 +386,17 @@ static int runahead_body(const numacoll_bootstrap_t *b, void *arg)
             for (size_t j = 0; j < n; j++)
                 if (buf[j] != pattern(j, i))
                     bad = 42;
-        } else if (rc != NUMACOLL_ERR_MISMATCH || i >= 4) {
+        } else if (rc == NUMACOLL_ERR_MISMATCH && i < 4) {
+            errors++;
+        } else {
             fprintf(stderr, "rank %d: call %d after the mismatch: %s (%s)\n",
                     b->rank, i, numacoll_strerror(rc),
                     numacoll_team_last_error(t));
             bad = 43;
         }
     }
+    if (!bad && b->rank == 0 && errors == 0)
+        bad = 44;
     if (!bad)
         bad = correct_calls(b, t, 5);
     numacoll_team_destroy(t);

@@ -4,11 +4,13 @@
  * selected and coll_numacoll_timeout_ms left at 0.
  *  1. MPI_Bcast where the root sends 2000 bytes and the others expect
  *     1000: every reader gets MPI_ERR_TRUNCATE (the root has finished its
- *     part and succeeds, as after an eager send);
+ *     part and succeeds, as after an eager send, and hears of it at its
+ *     next call on the communicator, which fails on every rank);
  *  2. MPI_Allreduce of 2000 doubles on rank 0 and 1000 elsewhere: every
  *     rank gets MPI_ERR_ARG, nothing past any buffer is written;
  *  3. MPI_Bcast on rank 0 against MPI_Barrier on the others: the others
- *     get MPI_ERR_ARG instead of waiting forever.
+ *     get MPI_ERR_ARG instead of waiting forever, rank 0 at its next call,
+ *     as in 1.
  * After each, the ranks meet on MPI_COMM_WORLD (as an application's own
  * synchronisation would), then correct Bcasts from every root and an
  * Allreduce on the same communicator must give the right results.
@@ -34,6 +36,15 @@ static int error_class(int rc)
 
 /* Correct calls after a mismatch: a Bcast of 1000 and of 100000 bytes
  * from every root, an Allreduce of 300 doubles. */
+/* The call after a mismatch that rank 0 finished without an error: it
+ * fails on every rank (MPI_ERR_ARG), so rank 0 gets one too. */
+static void told(MPI_Comm c, const char *after)
+{
+    int cls = error_class(MPI_Barrier(c));
+    MPIT_CHECK(cls == MPI_ERR_ARG, "after %s: the next call gives rank %d "
+               "class %d, want MPI_ERR_ARG", after, mpit_rank, cls);
+}
+
 static void correct_calls(MPI_Comm c, const char *after)
 {
     static unsigned char buf[100000], want[100000];
@@ -86,6 +97,7 @@ int main(int argc, char **argv)
     MPIT_CHECK(intact || mpit_rank == 0, "Bcast wrote past %d bytes", n);
     free(b);
     MPI_Barrier(MPI_COMM_WORLD);
+    told(c, "a truncated Bcast");
     correct_calls(c, "a truncated Bcast");
 
     /* 2. Allreduce counts differ */
@@ -114,6 +126,7 @@ int main(int argc, char **argv)
     MPIT_CHECK(mpit_rank == 0 ? cls == MPI_SUCCESS : cls == MPI_ERR_ARG,
                "Bcast against Barrier: rank %d got class %d", mpit_rank, cls);
     MPI_Barrier(MPI_COMM_WORLD);
+    told(c, "a Bcast against a Barrier");
     correct_calls(c, "a Bcast against a Barrier");
 
     MPI_Comm_free(&c);
