@@ -421,63 +421,62 @@ static nc__choice_t cma_fallback(const nc__choice_t *ch)
 
 /* process_vm_readv works when this process may ptrace-attach the other:
  * same user, Yama's ptrace_scope, no seccomp filter, one pid namespace.
- * Each rank reads its right neighbour's probe word (its address exchanged,
- * ASLR puts it elsewhere in every process); all agree on the outcome. */
+ * Each rank reads its right neighbour's probe word, whose address came
+ * with the locality exchange (ASLR puts it elsewhere in every process);
+ * the outcomes travel with the setup exchange, and all ranks take the same
+ * verdict from them (cma_verdict). No exchange of its own. */
 static const uint64_t cma_probe_word = 0x6e632d636d612d31ULL;
 
-typedef struct cma_msg {
-    uint64_t addr;
-    int32_t err;        /* second round: errno of our read, -1 bad data */
-    int32_t pad;
-} cma_msg_t;
+/* 0 when the read of the neighbour's word worked, its errno when it
+ * failed, -1 when it read other bytes; 0 too when single copy is not
+ * wanted (the verdict says why). */
+static int32_t cma_read(const numacoll_team_t *t, uint64_t peer_addr)
+{
+    if (!t->cfg.single_copy || t->p < 2)
+        return 0;
+    const int peer = (t->rank + 1) % t->p;
+    uint64_t got = 0;
+    struct iovec l = {&got, sizeof got},
+                 r = {(void *)(uintptr_t)peer_addr, sizeof got};
+    ssize_t n = process_vm_readv(t->loc[peer].pid, &l, 1, &r, 1, 0);
+    return n == (ssize_t)sizeof got ? (got == cma_probe_word ? 0 : -1)
+                                    : (n < 0 ? errno : -1);
+}
 
-static int cma_probe(numacoll_team_t *t, const numacoll_bootstrap_t *b)
+/* err[r]: rank r's cma_read. Without single copy every Bcast rule that
+ * names it runs as pipelined copy-in/copy-out (cma_fallback), whose
+ * geometry tune_setup has already made room for. */
+static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
 {
     const int p = t->p;
     t->cma_ok = 0;
-    if (!t->cfg.single_copy) {
+    if (!t->cfg.single_copy)
         snprintf(t->cma_why, sizeof t->cma_why,
                  "the parameter single_copy is 0");
-        return NUMACOLL_OK;
-    }
-    if (p < 2) {
+    else if (p < 2)
         snprintf(t->cma_why, sizeof t->cma_why, "a team of one rank");
-        return NUMACOLL_OK;
-    }
-    cma_msg_t mine = {.addr = (uint64_t)(uintptr_t)&cma_probe_word};
-    cma_msg_t *all = calloc((size_t)p, sizeof *all);
-    if (!all)
-        return NUMACOLL_ERR_NOMEM;
-    if (b->allgather(&mine, all, sizeof mine, b->ctx) != 0) {
-        free(all);
-        return NUMACOLL_ERR_BOOTSTRAP;
-    }
-    const int peer = (t->rank + 1) % p;
-    uint64_t got = 0;
-    struct iovec l = {&got, sizeof got},
-                 r = {(void *)(uintptr_t)all[peer].addr, sizeof got};
-    ssize_t n = process_vm_readv(t->loc[peer].pid, &l, 1, &r, 1, 0);
-    mine.err = n == (ssize_t)sizeof got ? (got == cma_probe_word ? 0 : -1)
-                                        : (n < 0 ? errno : -1);
-    if (b->allgather(&mine, all, sizeof mine, b->ctx) != 0) {
-        free(all);
-        return NUMACOLL_ERR_BOOTSTRAP;
-    }
-    t->cma_ok = 1;
-    for (int i = 0; i < p && t->cma_ok; i++)
-        if (all[i].err) {
+    else
+        t->cma_ok = 1;
+    for (int i = 0; i < p && t->cma_ok; i++) {
+        int32_t e = *(const int32_t *)((const char *)err + (size_t)i * stride);
+        if (e) {
             t->cma_ok = 0;
             snprintf(t->cma_why, sizeof t->cma_why,
                      "process_vm_readv from rank %d into rank %d (pid %d): %s",
                      (i + 1) % p, i, (int)t->loc[(i + 1) % p].pid,
-                     all[i].err > 0 ? strerror(all[i].err)
-                                    : "read other bytes than written");
+                     e > 0 ? strerror(e) : "read other bytes than written");
         }
-    free(all);
-    if (!t->cma_ok && t->cfg.verbose >= 2 && t->rank == 0)
+    }
+    if (t->cma_ok)
+        return;
+    for (int i = 0; i < t->tune.n[NC_COLL_BCAST]; i++) {
+        nc__choice_t *ch = &t->tune.e[NC_COLL_BCAST][i].ch;
+        if (ch->alg == NC_ALG_BCAST_CMA)
+            *ch = cma_fallback(ch);
+    }
+    if (t->cfg.single_copy && t->cfg.verbose >= 2 && t->rank == 0)
         fprintf(stderr, "numacoll: single copy unavailable (%s): cma rules "
                 "run as pipelined copy-in/copy-out\n", t->cma_why);
-    return NUMACOLL_OK;
 }
 
 /*
@@ -511,8 +510,6 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             nc__tune_entry_t *e = &t->tune.e[c][i];
             nc__choice_t *ch = &e->ch;
             override(&t->cfg, (nc__coll_t)c, ch);
-            if (ch->alg == NC_ALG_BCAST_CMA && !t->cma_ok)
-                *ch = cma_fallback(ch);
             h = fnv(h, &e->lo, sizeof e->lo);
             h = fnv(h, &e->hi, sizeof e->hi);
             /* field by field: the struct's padding is not the same bytes
@@ -535,6 +532,14 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                          ch->s, ch->q);
                 rc = NUMACOLL_ERR_ARG;
                 break;
+            }
+            /* A single-copy rule is sized and given its tree as the
+             * pipelined rule it becomes where single copy fails: the
+             * verdict comes after the layout is agreed (cma_verdict). */
+            nc__choice_t fb;
+            if (c == NC_COLL_BCAST && ch->alg == NC_ALG_BCAST_CMA) {
+                fb = cma_fallback(ch);
+                ch = &fb;
             }
             if (c == NC_COLL_BCAST) {
                 if (nc__alg_takes((int)ch->alg, "tree"))
@@ -635,6 +640,8 @@ static void team_free(numacoll_team_t *t)
 typedef struct loc_msg {
     numacoll_locality_t loc;
     int32_t status;
+    int32_t pad;
+    uint64_t cma_addr;          /* where its cma_probe_word is */
 } loc_msg_t;
 
 /* After the rules: the verdict so far, the hash of the rules, and the
@@ -643,7 +650,7 @@ typedef struct setup_msg {
     int32_t status;
     int32_t noffer;
     int32_t pooled;     /* entries in its pool: draining may make room */
-    int32_t pad;
+    int32_t cma_err;    /* its cma_read of its right neighbour */
     uint64_t hash;
     nc__seg_id_t offer[NC_SEG_POOL_OFFER];
 } setup_msg_t;
@@ -837,7 +844,8 @@ static int team_create(const numacoll_bootstrap_t *b,
     int p = t->p, rc, who = 0;
 
     /* 1. Config and locality, exchanged with a status. */
-    loc_msg_t mine = {.status = numacoll_config_check(&t->cfg, msg, sizeof msg)};
+    loc_msg_t mine = {.status = numacoll_config_check(&t->cfg, msg, sizeof msg),
+                      .cma_addr = (uint64_t)(uintptr_t)&cma_probe_word};
     if (mine.status == NUMACOLL_OK)
         mine.status = nc__topo_discover(t->cfg.topology, t->cfg.pu, &mine.loc,
                                         msg, sizeof msg);
@@ -862,6 +870,9 @@ static int team_create(const numacoll_bootstrap_t *b,
             who = r;
         }
     }
+    const int32_t cma_err = rc == NUMACOLL_OK
+                                ? cma_read(t, all[(t->rank + 1) % p].cma_addr)
+                                : 0;
     free(all);
     if (rc != NUMACOLL_OK) {
         create_says(t, rc, who, who == t->rank ? msg : "");
@@ -890,11 +901,6 @@ static int team_create(const numacoll_bootstrap_t *b,
             return NUMACOLL_ERR_NOMEM;
         }
     }
-    rc = cma_probe(t, b);
-    if (rc != NUMACOLL_OK) {
-        team_free(t);
-        return rc;
-    }
     uint64_t hash = 0;
     unsigned buf_s = 0;
     size_t buf_f = 0;
@@ -920,9 +926,9 @@ static int team_create(const numacoll_bootstrap_t *b,
     /* Same inputs on every rank, so the same verdict: no exchange needed,
      * but agree anyway so that a rank's allocation failure is shared. The
      * same exchange compares the rules every rank resolved (their calls
-     * would not match otherwise) and offers the pooled segments each rank
-     * could reuse for this team. */
-    setup_msg_t sm = {.status = rc, .hash = hash};
+     * would not match otherwise), offers the pooled segments each rank
+     * could reuse for this team, and brings the single-copy probes. */
+    setup_msg_t sm = {.status = rc, .hash = hash, .cma_err = cma_err};
     if (rc == NUMACOLL_OK)
         sm.status = make_pool_key(t);
     if (sm.status == NUMACOLL_OK)
@@ -951,6 +957,8 @@ static int team_create(const numacoll_bootstrap_t *b,
                      "tuning rules than rank 0 (different tuning files or "
                      "parameters?)", r);
         }
+    if (rc == NUMACOLL_OK)
+        cma_verdict(t, &sall[0].cma_err, sizeof *sall);
     nc__seg_pooled_t reuse = {0};
     int pooled = 0;
     for (int r = 0; r < p && rc == NUMACOLL_OK; r++)
@@ -1193,7 +1201,7 @@ int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
         return rc != NUMACOLL_OK ? rc
                                  : nc__bcast_pipelined(t, ch, nbytes, root, io);
     }
-    case NC_ALG_BCAST_CMA:   /* only when cma_ok: tune_setup replaced it */
+    case NC_ALG_BCAST_CMA:   /* only when cma_ok: cma_verdict replaced it */
         return nc__bcast_cma(t, ch, nbytes, root, io);
     default:
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %s is not a "
