@@ -40,7 +40,7 @@ NCB_MPI_GOAL = $(NCB_MPI)
 # whatever Open MPI selected), so it needs neither hwloc nor libnuma.
 $(NCB_MPI): $(NCB_MPI_SRCS) bench/bench.h
 	@mkdir -p $(dir $@)
-	$(NCB_MPICC) $(CFLAGS) -DNCB_BUILD_MPI -I. $(LDFLAGS) -o $@ $(NCB_MPI_SRCS)
+	$(NCB_MPICC) $(CPPFLAGS) $(CFLAGS) -DNCB_BUILD_MPI -I. $(LDFLAGS) -o $@ $(NCB_MPI_SRCS)
 else
 NCB_MPI_GOAL = ncb-mpi-skip
 ncb-mpi-skip:

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "coll/algs.h"
+#include "coll/config.h"
 #include "coll/team.h"
 #include "coll/wait.h"
 #include "shm_seg/seg.h"
@@ -833,10 +834,10 @@ static int team_create(const numacoll_bootstrap_t *b,
         return NUMACOLL_ERR_NOMEM;
     t->rank = b->rank;
     t->p = b->size;
-    if (cfg)
-        t->cfg = *cfg;
-    else
-        numacoll_config_init(&t->cfg);
+    /* only the fields the caller's struct has (one from an older
+     * numacoll.h is smaller); an unknown struct_size fails below, on
+     * every rank */
+    int cfg_rc = nc__config_import(&t->cfg, cfg, msg, sizeof msg);
     if (t->cfg.topology) {
         snprintf(t->topology, sizeof t->topology, "%s", t->cfg.topology);
         t->cfg.topology = t->topology;
@@ -844,7 +845,10 @@ static int team_create(const numacoll_bootstrap_t *b,
     int p = t->p, rc, who = 0;
 
     /* 1. Config and locality, exchanged with a status. */
-    loc_msg_t mine = {.status = numacoll_config_check(&t->cfg, msg, sizeof msg),
+    loc_msg_t mine = {.status = cfg_rc != NUMACOLL_OK
+                                    ? cfg_rc
+                                    : numacoll_config_check(&t->cfg, msg,
+                                                            sizeof msg),
                       .cma_addr = (uint64_t)(uintptr_t)&cma_probe_word};
     if (mine.status == NUMACOLL_OK)
         mine.status = nc__topo_discover(t->cfg.topology, t->cfg.pu, &mine.loc,

@@ -3,18 +3,23 @@
 #
 #   $(BUILD)/man/numacoll-bench.1  numacoll-bench --help as a man page
 #   $(BUILD)/man/numacoll-tune.1   numacoll-tune --help as a man page
-#   make install                   installs both into $(MANDIR)/man1
+#   $(BUILD)/man/numacoll-bench-mpi.1  the MPI twin's, when mpicc built it
+#   make install                   installs them into $(MANDIR)/man1
 #
 # Written from the built programs' --help by man/help2roff.awk, so a page
 # cannot say other than its program; needs only awk.
 
 NC_MAN_PAGES = $(BUILD)/man/numacoll-bench.1 $(BUILD)/man/numacoll-tune.1
+ifneq ($(NCB_HAVE_MPICC),)
+NC_MAN_PAGES += $(BUILD)/man/numacoll-bench-mpi.1
+endif
 
 all: $(NC_MAN_PAGES)
 
 # NAME lines: what each program is, in a few words.
 NC_MAN_SUMMARY_numacoll-bench = benchmark of numacoll's collectives on this machine
 NC_MAN_SUMMARY_numacoll-tune  = write a numacoll tuning table measured on this machine
+NC_MAN_SUMMARY_numacoll-bench-mpi = benchmark of the collectives Open MPI selects, under mpirun
 
 $(BUILD)/man/%.1: $(BUILD)/% man/help2roff.awk
 	@mkdir -p $(dir $@)

@@ -236,7 +236,12 @@ static int in_private_shm(const char *size, int (*fn)(void *), void *arg,
         }
         char opts[64];
         snprintf(opts, sizeof opts, "size=%s,mode=1777", size);
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        /* our tmpfs must not propagate to the parent namespace: make the
+         * mount it lands under private ("/" is no mount point in a plain
+         * chroot: EINVAL; then the mount under /dev/shm is) */
+        if ((mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 &&
+             mount(NULL, "/dev/shm", NULL, MS_REC | MS_PRIVATE, NULL) != 0 &&
+             mount(NULL, "/dev", NULL, MS_REC | MS_PRIVATE, NULL) != 0) ||
             mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                   opts) != 0) {
             snprintf(w, whylen, "cannot mount a tmpfs of %s on /dev/shm in "
