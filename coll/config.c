@@ -163,3 +163,30 @@ int numacoll_config_check(const numacoll_config_t *user, char *msg,
         msg[0] = '\0';
     return NUMACOLL_OK;
 }
+
+int numacoll_config_param_is_local(const char *name)
+{
+    static const char *const local[] = {"spin_count", "timeout_ms",
+                                        "mem_budget", "verbose", "pu"};
+    for (size_t i = 0; name && i < sizeof local / sizeof local[0]; i++)
+        if (strcmp(name, local[i]) == 0)
+            return 1;
+    return 0;
+}
+
+uint64_t nc__config_shape_hash(const numacoll_config_t *c)
+{
+    /* FNV-1a over the fields ranks must agree on, from the X-macro, so a
+     * field added to the list is covered without a change here */
+    uint64_t h = 1469598103934665603ULL;
+#define X(field, type, def, min, max, doc)                                    \
+    if (!numacoll_config_param_is_local(#field)) {                            \
+        uint64_t v = (uint64_t)c->field;                                      \
+        const unsigned char *b = (const unsigned char *)&v;                   \
+        for (size_t i = 0; i < sizeof v; i++)                                 \
+            h = (h ^ b[i]) * 1099511628211ULL;                                \
+    }
+    NUMACOLL_PARAM_LIST(X)
+#undef X
+    return h;
+}

@@ -7,6 +7,7 @@
 #define NUMACOLL_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "numacoll.h"
 
@@ -19,5 +20,9 @@
  */
 int nc__config_import(numacoll_config_t *out, const numacoll_config_t *in,
                       char *msg, size_t msglen);
+
+/* A hash of the fields ranks must set alike (numacoll_config_param_is_local
+ * says which they need not), compared at team creation. */
+uint64_t nc__config_shape_hash(const numacoll_config_t *c);
 
 #endif

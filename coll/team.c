@@ -643,6 +643,7 @@ typedef struct loc_msg {
     int32_t status;
     int32_t pad;
     uint64_t cma_addr;          /* where its cma_probe_word is */
+    uint64_t shape;             /* nc__config_shape_hash of its config */
 } loc_msg_t;
 
 /* After the rules: the verdict so far, the hash of the rules, and the
@@ -850,6 +851,7 @@ static int team_create(const numacoll_bootstrap_t *b,
                                     : numacoll_config_check(&t->cfg, msg,
                                                             sizeof msg),
                       .cma_addr = (uint64_t)(uintptr_t)&cma_probe_word};
+    mine.shape = nc__config_shape_hash(&t->cfg);
     if (mine.status == NUMACOLL_OK)
         mine.status = nc__topo_discover(t->cfg.topology, t->cfg.pu, &mine.loc,
                                         msg, sizeof msg);
@@ -874,12 +876,26 @@ static int team_create(const numacoll_bootstrap_t *b,
             who = r;
         }
     }
+    /* Parameters that shape the segment or the protocol, alike on every
+     * rank, or they would read each other's memory wrongly: every rank
+     * knows, rank 0 says it. */
+    int shape_differs = 0;
+    for (int r = 1; r < p && rc == NUMACOLL_OK; r++)
+        if (all[r].shape != all[0].shape) {
+            rc = NUMACOLL_ERR_ARG;
+            who = 0;
+            shape_differs = 1;
+            snprintf(msg, sizeof msg, "numacoll: rank %d has other shape "
+                     "parameters (all but spin_count, timeout_ms, "
+                     "mem_budget, verbose, pu) than rank 0", r);
+        }
     const int32_t cma_err = rc == NUMACOLL_OK
                                 ? cma_read(t, all[(t->rank + 1) % p].cma_addr)
                                 : 0;
     free(all);
     if (rc != NUMACOLL_OK) {
-        create_says(t, rc, who, who == t->rank ? msg : "");
+        create_says(t, rc, who,
+                    shape_differs || who == t->rank ? msg : "");
         team_free(t);
         return rc;
     }

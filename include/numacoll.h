@@ -211,6 +211,16 @@ NUMACOLL_API
 int numacoll_config_check(const numacoll_config_t *cfg, char *msg,
                           size_t msglen);
 
+/*
+ * 1 when each rank of a team may set parameter `name` (a field of
+ * NUMACOLL_PARAM_LIST) for itself: spin_count, timeout_ms, mem_budget,
+ * verbose, pu. Every other one shapes the segment or the protocol, and
+ * numacoll_team_create() fails with NUMACOLL_ERR_ARG on every rank when
+ * the ranks set it differently. 0 for any other name.
+ */
+NUMACOLL_API
+int numacoll_config_param_is_local(const char *name);
+
 /* ---- bootstrap ------------------------------------------------------- */
 
 /*

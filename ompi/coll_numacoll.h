@@ -95,10 +95,6 @@ int mca_coll_numacoll_init_query(bool enable_progress_threads,
 mca_coll_base_module_t *
 mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-/* False for the parameters that shape a team's segment or protocol, which
- * must be equal on all its ranks (coll_numacoll_component.c). */
-bool mca_coll_numacoll_param_is_local(const char *name);
-
 /* Short aliases for the sources of this folder. */
 typedef mca_coll_numacoll_module_t nc_module_t;
 #define nc_component mca_coll_numacoll_component

@@ -298,25 +298,11 @@ static mca_base_var_info_lvl_t nc_param_level(const nc_param_t *p)
                                               : OPAL_INFO_LVL_5;
 }
 
-/* Parameters each process may set for itself: how long and how eagerly it
- * waits, what it prints, where it runs, and the per-team budget (which the
- * core agrees on anyway). Every other field of NUMACOLL_PARAM_LIST shapes
- * the segment or the protocol and must be equal on all ranks of a team. */
-bool mca_coll_numacoll_param_is_local(const char *name)
-{
-    static const char *const local[] = {"spin_count", "timeout_ms",
-                                        "mem_budget", "verbose", "pu"};
-    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
-        if (strcmp(name, local[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Informational for MPI_T; the module checks equality when it creates a
  * team. */
 static mca_base_var_scope_t nc_param_scope(const nc_param_t *p)
 {
-    return mca_coll_numacoll_param_is_local(p->name)
+    return numacoll_config_param_is_local(p->name)
                ? MCA_BASE_VAR_SCOPE_LOCAL : MCA_BASE_VAR_SCOPE_ALL_EQ;
 }
 

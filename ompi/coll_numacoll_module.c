@@ -262,29 +262,6 @@ static uint64_t nc_node_room(void)
     return used >= budget ? 0 : budget - used;
 }
 
-/* FNV-1a over the shape parameters, taken from the X-macro so that a field
- * added to the core is covered without a change here; ranks that disagree
- * on them would read each other's memory wrongly. */
-static uint64_t nc_config_hash(const numacoll_config_t *c)
-{
-    uint64_t h = 1469598103934665603ULL;
-#define X(field, type, def, min, max, doc)                                    \
-    if (!mca_coll_numacoll_param_is_local(#field)) {                          \
-        uint64_t v = (uint64_t)c->field;                                      \
-        const unsigned char *b = (const unsigned char *)&v;                   \
-        for (size_t i = 0; i < sizeof v; i++)                                 \
-            h = (h ^ b[i]) * 1099511628211ULL;                                \
-    }
-    NUMACOLL_PARAM_LIST(X)
-#undef X
-    return h;
-}
-
-typedef struct nc_setup_msg {
-    uint64_t room;      /* nc_node_room() on this rank                      */
-    uint64_t cfg_hash;  /* nc_config_hash() of this rank's parameters        */
-} nc_setup_msg_t;
-
 /* Fall back for good, said once per communicator (by rank 0 when the
  * verdict is shared, by the rank that failed otherwise). */
 static void nc_fall_back(nc_module_t *m, bool say, const char *why)
@@ -319,56 +296,24 @@ static void nc_setup(nc_module_t *m)
     m->boot.allgather = nc_boot_allgather;
     m->boot.ctx = m;
 
-    /* 1. Room under the node budget and identical parameters, agreed. */
-    nc_setup_msg_t mine = {nc_node_room(), nc_config_hash(&cfg)};
-    nc_setup_msg_t *all = calloc((size_t)size, sizeof *all);
-    if (!all) {
-        /* The others will wait in the exchange below for this rank; there
-         * is no way to tell them, so say it loudly. */
-        opal_output(0, "coll:numacoll: rank %d cannot allocate %zu bytes for "
-                    "the setup of %s (cid %u)", rank,
-                    (size_t)size * sizeof *all, comm->c_name,
-                    comm->c_contextid);
-        nc_fall_back(m, true, "out of memory for the setup exchange");
-        return;
-    }
-    if (nc_boot_allgather(&mine, all, sizeof mine, m) != 0) {
-        free(all);
-        nc_fall_back(m, true, "the bootstrap allgather failed");
-        return;
-    }
-    uint64_t room = UINT64_MAX;
-    int differs = -1;
-    for (int r = 0; r < size; r++) {
-        if (all[r].room < room)
-            room = all[r].room;
-        if (all[r].cfg_hash != all[0].cfg_hash && differs < 0)
-            differs = r;
-    }
-    free(all);
-    if (differs >= 0) {
-        snprintf(why, sizeof why, "rank %d has other coll_numacoll_* "
-                 "shape parameters (all but spin_count, timeout_ms, "
-                 "mem_budget, verbose, pu) than rank 0", differs);
-        nc_fall_back(m, rank == 0, why);
-        return;
-    }
-    if (room == 0) {
-        snprintf(why, sizeof why, "coll_numacoll_node_budget (%zu bytes) is "
-                 "used up on this node", nc_component.node_budget);
-        nc_fall_back(m, rank == 0, why);
-        return;
-    }
-    /* The segment must fit both budgets; the core checks its size. */
-    if (room != UINT64_MAX && (cfg.mem_budget == 0 || room < cfg.mem_budget))
+    /* 1. Room under the node budget: this rank's share of the team's
+     * budget. No room at all is a budget no segment fits (0 would mean
+     * none); the core shares each rank's verdict, and checks that every
+     * rank's shape parameters are equal, in its own exchanges. */
+    uint64_t room = nc_node_room();
+    if (room == 0)
+        cfg.mem_budget = 1;
+    else if (room != UINT64_MAX &&
+             (cfg.mem_budget == 0 || room < cfg.mem_budget))
         cfg.mem_budget = (size_t)room;
 
     /* 2. The team: collective, with agreement inside the core. */
     int st = numacoll_team_create(&m->boot, &cfg, &m->team);
     if (st == NUMACOLL_ERR_BUDGET) {
         snprintf(why, sizeof why, "its segment would exceed the memory "
-                 "budget of %zu bytes (coll_numacoll_mem_budget / "
-                 "coll_numacoll_node_budget)", cfg.mem_budget);
+                 "budget of some rank (here %zu bytes; "
+                 "coll_numacoll_mem_budget, or the room "
+                 "coll_numacoll_node_budget leaves)", cfg.mem_budget);
         nc_fall_back(m, rank == 0, why);
         return;
     }

@@ -243,6 +243,49 @@ static void test_team_refuses_size(void)
                                   "struct_size"));
 }
 
+/* Ranks whose shape parameters differ (rank 1's single_copy, frag_size
+ * or barrier_radix) get NUMACOLL_ERR_ARG on every rank, saying which rank;
+ * a local one (spin_count, verbose) may differ. */
+static int shape_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const int which = *(const int *)arg;
+    numacoll_config_t c;
+    numacoll_config_init(&c);
+    c.verbose = 0;
+    if (b->rank == 1) {
+        if (which == 0)
+            c.single_copy = 0;
+        else if (which == 1)
+            c.frag_size = 4096;
+        else if (which == 2)
+            c.barrier_radix = 3;
+        else
+            c.spin_count = 7, c.verbose = 0;
+    }
+    numacoll_team_t *t = NULL;
+    int rc = numacoll_team_create(b, &c, &t);
+    if (which == 3) {
+        numacoll_team_destroy(t);
+        return rc == NUMACOLL_OK ? 0 : 1;
+    }
+    if (rc != NUMACOLL_ERR_ARG || t)
+        return 2;
+    return strstr(numacoll_team_create_error(),
+                  "rank 1 has other shape parameters") ? 0 : 3;
+}
+
+static void test_shape_agreed(void)
+{
+    for (int which = 0; which < 4; which++)
+        CU_ASSERT_EQUAL(nct_run(3, shape_body, &which), 0);
+    CU_ASSERT(numacoll_config_param_is_local("spin_count"));
+    CU_ASSERT(numacoll_config_param_is_local("pu"));
+    CU_ASSERT(!numacoll_config_param_is_local("frag_size"));
+    CU_ASSERT(!numacoll_config_param_is_local("single_copy"));
+    CU_ASSERT(!numacoll_config_param_is_local("no_such"));
+    CU_ASSERT(!numacoll_config_param_is_local(NULL));
+}
+
 int nct_register_config(void)
 {
     static const nct_test_t tests[] = {
@@ -258,6 +301,7 @@ int nct_register_config(void)
         {"import: defaults, then the caller's fields", test_import},
         {"team creation refuses an unknown struct_size",
          test_team_refuses_size},
+        {"shape parameters must be equal on every rank", test_shape_agreed},
         {NULL, NULL},
     };
     return nct_add_suite("config", tests);
