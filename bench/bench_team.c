@@ -126,9 +126,8 @@ static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
 {
     const ncb_team_t *tc = ctx;
     if (op == NCB_OP_BCAST && tc->c.alg[op] == NC_ALG_BCAST_INLINE &&
-        tc->team && bytes > tc->team->inl_max) {
-        snprintf(why, len, "inline carries at most %zu bytes (the team's "
-                 "largest inline rule)", tc->team->inl_max);
+        bytes > NC_INLINE_MAX) {
+        snprintf(why, len, "inline carries at most %d bytes", NC_INLINE_MAX);
         return 1;
     }
     if (op == NCB_OP_ALLREDUCE && tc->c.alg[op] == NC_ALG_ALLREDUCE_INLINE &&
