@@ -414,6 +414,12 @@ int nc__call_check(numacoll_team_t *t, int peer)
         if (c.seq == t->call_seq && c.sig != t->call_sig &&
             !word_will_come(t, &c))
             return nc__mismatch(t, r, "its call differs");
+        /* A root waiting for its bank: every other rank reads this very
+         * call, so none can be past it unless it made another call (it
+         * took itself for the root too, say). */
+        if (t->claiming && (int64_t)(c.seq - t->call_seq) > 0)
+            return nc__mismatch(t, r, "it has gone on to a later call while "
+                                "this rank, a root, waits to send");
         /* only the awaited rank's progress proves anything: others may be
          * ahead legitimately (a Reduce leaf returns before its root) */
         if (peer >= 0 && (int64_t)(c.seq - t->call_seq) > 0)

@@ -1145,7 +1145,9 @@ int nc__bank_claim(numacoll_team_t *t, unsigned set)
     nc__bank_t *bank = &t->banks[set];
     nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
     uint64_t seen;
+    t->claiming = 1;
     int rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+    t->claiming = 0;
     if (rc != NUMACOLL_OK)
         return rc;
     /* a compare-and-swap, not a store: two ranks that both think they are

@@ -178,6 +178,7 @@ struct numacoll_team {
     size_t geo0_f, geo_prev_f;
     unsigned geo0_s, geo0_q, geo_prev_s, geo_prev_q;
     int draining;               /* nc__bcast_mismatch is draining a call */
+    int claiming;               /* nc__bank_claim waits for its bank */
 };
 
 /* Control slot idx of rank r. */

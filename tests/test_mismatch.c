@@ -470,6 +470,60 @@ static void test_gone(void)
         CU_ASSERT_EQUAL(nct_run(p, gone_body, NULL), 0);
 }
 
+/* Ranks 0 and 1 each take themselves for the root of a small Bcast (the
+ * others follow rank 0): one root waits for a bank the other has claimed,
+ * while that one goes on to its next call; it must find that out, with no
+ * timeout (it used to wait forever). Then correct Bcasts from root 0:
+ * each gives the right data or MISMATCH, never other data; ranks 0 and 1
+ * each get an error within the first 6; from the 7th on all succeed. */
+static int two_roots_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = make_team(b);
+    if (!t)
+        return 50;
+    unsigned char buf[64];
+    memset(buf, 0x11, sizeof buf);
+    int rc = numacoll_bcast(t, buf, sizeof buf, b->rank == 1 ? 1 : 0);
+    if (rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH &&
+        rc != NUMACOLL_ERR_TRUNCATE)
+        return 51;
+    int bad = 0, errors = rc != NUMACOLL_OK;
+    for (int i = 0; i < 12 && !bad; i++) {
+        for (size_t j = 0; j < sizeof buf; j++)
+            buf[j] = b->rank == 0 ? pattern(j, i) : 0;
+        rc = numacoll_bcast(t, buf, sizeof buf, 0);
+        if (rc == NUMACOLL_OK) {
+            for (size_t j = 0; j < sizeof buf; j++)
+                if (buf[j] != pattern(j, i))
+                    bad = 52;
+        } else if (rc == NUMACOLL_ERR_MISMATCH && i < 6) {
+            errors++;
+        } else {
+            fprintf(stderr, "rank %d: call %d after two roots: %s (%s)\n",
+                    b->rank, i, numacoll_strerror(rc),
+                    numacoll_team_last_error(t));
+            bad = 53;
+        }
+    }
+    if (!bad && b->rank <= 1 && errors == 0)
+        bad = 54;
+    if (!bad)
+        bad = correct_calls(b, t, 7);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_two_roots(void)
+{
+    for (int p = 2; p <= 4; p++) {
+        int rc = nct_run(p, two_roots_body, NULL);
+        if (rc != 0)
+            fprintf(stderr, "p=%d\n", p);
+        CU_ASSERT_EQUAL(rc, 0);
+    }
+}
+
 static void test_runahead(void)
 {
     for (int p = 2; p <= 4; p++)
@@ -488,6 +542,8 @@ int nct_register_mismatch(void)
         {"allreduce: counts or ops differ", test_allreduce},
         {"different collectives, roots, reduce counts", test_kinds},
         {"a root that runs ahead: right data or an error", test_runahead},
+        {"two ranks each the root of a Bcast: an error, no hang, no wrong "
+         "data", test_two_roots},
         {"a rank Barriers ahead: not taken for the others'", test_barrier_ahead},
         {"a rank that destroyed the team: an error, no hang", test_gone},
         {NULL, NULL},
