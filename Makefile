@@ -95,6 +95,7 @@ TEST_SRCS = \
 	tests/test_layout.c \
 	tests/test_runner.c \
 	tests/test_bcast.c \
+	tests/test_inline.c \
 	tests/test_seg.c \
 	tests/test_reduce.c \
 	tests/test_bench.c \

@@ -126,8 +126,9 @@ static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
 {
     const ncb_team_t *tc = ctx;
     if (op == NCB_OP_BCAST && tc->c.alg[op] == NC_ALG_BCAST_INLINE &&
-        bytes > NC_INLINE_MAX) {
-        snprintf(why, len, "inline carries at most %d bytes", NC_INLINE_MAX);
+        tc->team && bytes > tc->team->inl_max) {
+        snprintf(why, len, "inline carries at most %zu bytes (the team's "
+                 "largest inline rule)", tc->team->inl_max);
         return 1;
     }
     if (op == NCB_OP_ALLREDUCE && tc->c.alg[op] == NC_ALG_ALLREDUCE_INLINE &&

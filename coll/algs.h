@@ -26,13 +26,18 @@ typedef enum {
     NC_COLL_COUNT
 } nc__coll_t;
 
+/* Largest inline Bcast a rule may name: every rank's inline slots are
+ * sized for the largest inline rule of its team (shm_seg/layout.h). */
+#define NC_BCAST_INLINE_CAP 8192
+
 /* X(coll, id, name, keys, max_bytes, desc). keys: the parameters a tuning
  * rule must give for the algorithm (tune/table.h): f fragment bytes, s
  * buffers or staging slots, q banks, tree kind, k radix. */
 #define NC_ALG_LIST(X)                                                         \
-    X(BCAST, INLINE, "inline", "tree k", 56,                                   \
-      "payload travels in the control cache line with its length; at most "    \
-      "56 bytes")                                                              \
+    X(BCAST, INLINE, "inline", "tree k", NC_BCAST_INLINE_CAP,                  \
+      "payload travels in sequence-numbered cache lines of 56 bytes, each "    \
+      "carrying its own signature word; readers ack with plain stores; at "    \
+      "most 8192 bytes (the rules' largest inline size sizes the slots)")      \
     X(BCAST, PIPELINED, "pipelined", "f s q tree k", SIZE_MAX,                 \
       "copy-in/copy-out through the root's NUMA-local queue of s fragments "   \
       "in q banks, notifications down the tree")                               \

@@ -22,6 +22,7 @@
  * from the bad call before anyone compares; it hears of the mismatch at
  * its next call, which then fails on every rank (resync(), told()).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -331,34 +332,47 @@ int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
 }
 
 /* The control slot a Bcast of nb bytes announces its first fragment in,
- * at the bank use this rank is at; -1 for single copy, which has none. */
+ * at the bank use this rank is at; LONG_MAX for inline (its own slots);
+ * -1 for single copy, which has none. */
 static long first_slot(const numacoll_team_t *t, size_t nb)
 {
     const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
     unsigned s, q;
+    /* inline calls have their own slots, the same for any two of them */
     if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE)
-        s = t->geo_prev_s, q = t->geo_prev_q;  /* the geometry in force */
-    else if (ch->alg == NC_ALG_BCAST_PIPELINED)
+        return LONG_MAX;
+    if (ch->alg == NC_ALG_BCAST_PIPELINED)
         s = ch->s, q = ch->q;
     else
         return -1;
     return (long)((t->op % q) * (s / q));
 }
 
-/* Two Bcasts from one root, the root's first fragment announced in the
- * slot this reader waits on: the word will come, and the reader drains
- * the root's call then (nc__bcast_mismatch), which keeps the team in
- * step; telling the mismatch from the call lines first would not. */
-static int word_will_come(const numacoll_team_t *t, const seen_call_t *c)
+/* Two Bcasts from one root (not this rank), this rank's and c: SAME_SLOT
+ * when the root's first word goes to the slot this reader waits on (the
+ * word will come, and the reader drains the root's call then,
+ * nc__bcast_mismatch, which keeps the team in step; telling the mismatch
+ * from the call lines first would not); OTHER_KIND when one is inline and
+ * the other pipelined (the root's words go where this reader does not
+ * wait, but root_call() finds them once the root has announced its call);
+ * else NEITHER. */
+enum { NEITHER, SAME_SLOT, OTHER_KIND };
+
+static int bcast_pair(const numacoll_team_t *t, const seen_call_t *c)
 {
     nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count),
                them = unpack_desc(c->desc, c->nbytes, c->count);
     if (me.coll != NC_COLL_BCAST || them.coll != NC_COLL_BCAST ||
         me.root != them.root || me.root == t->rank)
-        return 0;
-    long mine = first_slot(t, me.nbytes);
-    return mine >= 0 && mine == first_slot(t, them.nbytes);
+        return NEITHER;
+    long mine = first_slot(t, me.nbytes), theirs = first_slot(t, them.nbytes);
+    if (mine < 0 || theirs < 0)
+        return NEITHER;
+    return mine == theirs ? SAME_SLOT
+           : (mine == LONG_MAX) != (theirs == LONG_MAX) ? OTHER_KIND : NEITHER;
 }
+
+static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
 
 int nc__call_check(numacoll_team_t *t, int peer)
 {
@@ -411,9 +425,20 @@ int nc__call_check(numacoll_team_t *t, int peer)
         seen_call_t c;
         if (r == t->rank || !read_call(t, r, &c))
             continue;
-        if (c.seq == t->call_seq && c.sig != t->call_sig &&
-            !word_will_come(t, &c))
-            return nc__mismatch(t, r, "its call differs");
+        const int pair = c.seq == t->call_seq && c.sig != t->call_sig
+                             ? bcast_pair(t, &c) : SAME_SLOT;
+        if (pair != SAME_SLOT) {
+            /* The same root's Bcast of the other kind (inline against
+             * pipelined): drain it once the root has announced it, so that
+             * the ranks stay in step as when the word comes. */
+            size_t nb;
+            uint32_t sig;
+            if (pair != OTHER_KIND)
+                return nc__mismatch(t, r, "its call differs");
+            if (root_call(t, unpack_desc(c.desc, c.nbytes, c.count).root,
+                          &nb, &sig))
+                return nc__bcast_lost(t, r, "its bcast is of another kind");
+        }
         /* A root waiting for its bank: every other rank reads this very
          * call, so none can be past it unless it made another call (it
          * took itself for the root too, say). */
@@ -429,6 +454,137 @@ int nc__call_check(numacoll_team_t *t, int peer)
 }
 
 /* ---- a Bcast reader in step with a root of another call ---------------- */
+
+/* This Bcast reader found a word of the call (root, nb, signature
+ * theirs) of the same number: read that call as its readers do, throwing
+ * the data away and forwarding its words to this rank's children in the
+ * root's tree, so that the root's slots drain and every rank stays at the
+ * same bank use and inline call. TRUNCATE or MISMATCH naming both calls,
+ * or OK when the drain failed (the caller reports the mismatch then). */
+static int drain(numacoll_team_t *t, int root, size_t nb, uint32_t theirs,
+                 const char *what)
+{
+    nc__call_t rc_call = {.coll = NC_COLL_BCAST, .root = root,
+                          .nbytes = nb, .dtype = -1, .op = -1};
+    seen_call_t pc = {.seq = t->call_seq, .desc = pack_desc(&rc_call),
+                      .nbytes = nb};
+    int st = mismatch_text(t, root, &pc, what);
+    char msg[sizeof t->last_error];
+    memcpy(msg, t->last_error, sizeof msg);
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
+    nc__io_t io = {.unpack = discard};
+    const uint32_t mine = t->sig32;
+    int rc;
+    t->sig32 = theirs;
+    t->draining = 1;
+    if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE) {
+        rc = nc__bcast_inline(t, ch, nb, root, &io);
+    } else if (ch->alg == NC_ALG_BCAST_PIPELINED) {
+        rc = nc__bcast_geometry(t, ch, root);
+        if (rc == NUMACOLL_OK)
+            rc = nc__bcast_pipelined(t, ch, nb, root, &io);
+    } else {
+        rc = NUMACOLL_ERR_MISMATCH;
+    }
+    t->draining = 0;
+    t->sig32 = mine;
+    if (rc != NUMACOLL_OK)
+        return NUMACOLL_OK;
+    memcpy(t->last_error, msg, sizeof msg);
+    /* in step, but the root (and readers that got their data) finished
+     * the call: the resync this starts tells them (told()); the ranks
+     * still reading this call finish it first */
+    fail_call(t, NC_FAIL_FOUND_SOFT);
+    return st;
+}
+
+int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
+                              uint64_t seen, const char *what)
+{
+    const uint32_t theirs = (uint32_t)(seen >> 32);
+    nc__inl_rec_t *rec = nc__inl_rec(t, parent, j);
+    /* acquire on the word (nc__wait) made the record stored before it
+     * visible, and the writer keeps it until this rank acks */
+    const uint64_t seq = atomic_load_explicit(&rec->seq, memory_order_relaxed);
+    const int ours = atomic_load_explicit(&rec->sig32, memory_order_relaxed) ==
+                     theirs;
+    /* Draining a call whose root sent nothing (it refused the call), the
+     * root's next call may come first: it is not ours to take (the next
+     * call reads it), and nothing is out of step. */
+    if (t->draining && ours && (int64_t)(seq - t->call_seq) > 0)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "the root of call %llu "
+                             "sent nothing", (unsigned long long)t->call_seq);
+    /* only a Bcast call reads a Bcast call to its end (see below) */
+    if (ours && !t->draining && (t->call_desc & 0xff) == NC_COLL_BCAST &&
+        seq == t->call_seq &&
+        atomic_load_explicit(&rec->coll, memory_order_relaxed) ==
+            NC_COLL_BCAST) {
+        int root = (int)atomic_load_explicit(&rec->root, memory_order_relaxed);
+        size_t nb = (size_t)atomic_load_explicit(&rec->nbytes,
+                                                 memory_order_relaxed);
+        if (root != t->rank && root < t->p && nb <= t->inl_max) {
+            int st = drain(t, root, nb, theirs, what);
+            if (st != NUMACOLL_OK)
+                return st;
+        }
+    }
+    return nc__mismatch(t, parent, what);
+}
+
+/* The Bcast of this call number that this reader's root made, when it is
+ * of another signature and was announced where this rank does not wait: a
+ * pipelined claim of the bank use this rank is at, or the inline record
+ * of this rank's next inline call in the root's slot (the root keeps both
+ * until this rank has read them). 1 and its size and signature, or 0. */
+static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig)
+{
+    for (unsigned k = 0; k < t->q_max; k++) {
+        nc__bank_t *b = &t->banks[k];
+        /* acquire: the claim's fields were stored before its op */
+        if (atomic_load_explicit(&b->op, memory_order_acquire) != t->op ||
+            atomic_load_explicit(&b->coll, memory_order_relaxed) !=
+                NC_COLL_BCAST ||
+            atomic_load_explicit(&b->seq, memory_order_relaxed) !=
+                t->call_seq ||
+            atomic_load_explicit(&b->root, memory_order_relaxed) !=
+                (uint64_t)root)
+            continue;
+        *sig = (uint32_t)atomic_load_explicit(&b->sig32, memory_order_relaxed);
+        *nb = (size_t)atomic_load_explicit(&b->nbytes, memory_order_relaxed);
+        return *sig != t->sig32;
+    }
+    /* acquire on the first line's word, stored after the record */
+    const uint64_t n = t->inl_seq + 1;
+    const unsigned j = (unsigned)(n % NC_INL_SLOTS);
+    nc__inl_rec_t *rec = nc__inl_rec(t, root, j);
+    uint64_t w = atomic_load_explicit(&nc__inl_line(t, root, j, 0)->word,
+                                      memory_order_acquire);
+    *sig = (uint32_t)atomic_load_explicit(&rec->sig32, memory_order_relaxed);
+    *nb = (size_t)atomic_load_explicit(&rec->nbytes, memory_order_relaxed);
+    return (uint32_t)w == (uint32_t)n && (uint32_t)(w >> 32) == *sig &&
+           *sig != t->sig32 && *nb <= t->inl_max &&
+           atomic_load_explicit(&rec->seq, memory_order_relaxed) ==
+               t->call_seq &&
+           atomic_load_explicit(&rec->coll, memory_order_relaxed) ==
+               NC_COLL_BCAST &&
+           atomic_load_explicit(&rec->root, memory_order_relaxed) ==
+               (uint64_t)root;
+}
+
+int nc__bcast_lost(numacoll_team_t *t, int peer, const char *what)
+{
+    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
+                                      t->call_count);
+    size_t nb;
+    uint32_t sig;
+    if (!t->draining && me.coll == NC_COLL_BCAST && me.root != t->rank &&
+        me.root >= 0 && me.root < t->p && root_call(t, me.root, &nb, &sig)) {
+        int st = drain(t, me.root, nb, sig, what);
+        if (st != NUMACOLL_OK)
+            return st;
+    }
+    return nc__mismatch(t, peer, what);
+}
 
 int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
                        const char *what)
@@ -464,45 +620,10 @@ int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
                                                  memory_order_relaxed);
         if (root == t->rank || root >= t->p)
             break;
-        nc__call_t rc_call = {.coll = NC_COLL_BCAST, .root = root,
-                              .nbytes = nb, .dtype = -1, .op = -1};
-        seen_call_t pc = {.seq = t->call_seq, .desc = pack_desc(&rc_call),
-                          .nbytes = nb};
-        int st = mismatch_text(t, root, &pc, what);
-        char msg[sizeof t->last_error];
-        memcpy(msg, t->last_error, sizeof msg);
-        /* Read the root's call as its readers do, forwarding its words to
-         * this rank's children in the root's tree, so that the root's
-         * banks drain and every rank stays at the same bank use. */
-        const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
-        nc__io_t io = {.unpack = discard};
-        const uint32_t mine = t->sig32;
-        int rc;
-        t->sig32 = theirs;
-        t->draining = 1;
-        if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE) {
-            /* inline goes by the geometry in force before this call */
-            t->geo_f = t->geo_prev_f;
-            t->geo_s = t->geo_prev_s;
-            t->geo_q = t->geo_prev_q;
-            rc = nc__bcast_inline(t, ch, nb, root, &io);
-        } else if (ch->alg == NC_ALG_BCAST_PIPELINED) {
-            rc = nc__bcast_geometry(t, ch, root);
-            if (rc == NUMACOLL_OK)
-                rc = nc__bcast_pipelined(t, ch, nb, root, &io);
-        } else {
-            rc = NUMACOLL_ERR_MISMATCH;
-        }
-        t->draining = 0;
-        t->sig32 = mine;
-        if (rc != NUMACOLL_OK)
-            break;
-        memcpy(t->last_error, msg, sizeof msg);
-        /* in step, but the root (and readers that got their data) finished
-         * the call: the resync this starts tells them (told()); the ranks
-         * still reading this call finish it first */
-        fail_call(t, NC_FAIL_FOUND_SOFT);
-        return st;
+        int st = drain(t, root, nb, theirs, what);
+        if (st != NUMACOLL_OK)
+            return st;
+        break;
     }
     return nc__mismatch(t, parent, what);
 }
@@ -523,7 +644,8 @@ static int arrive(numacoll_team_t *t, uint64_t target)
 void nc__team_reset_state(numacoll_team_t *t)
 {
     /* this rank's control lines: slots, sync and call lines, inline
-     * Allreduce lines, reduce slot records; never the data buffers */
+     * Allreduce lines, inline Bcast acks, records and slots, reduce slot
+     * records; never the data buffers */
     memset(t->base + nc__layout_rank_off(&t->layout, t->rank), 0,
            t->layout.red_ctrl_off +
                (size_t)t->layout.prm.rs * NC_RED_SLOT_LINES * NC_CACHE_LINE);
@@ -544,6 +666,9 @@ void nc__team_reset_state(numacoll_team_t *t)
     t->geo_f = t->geo0_f;
     t->geo_s = t->geo0_s;
     t->geo_q = t->geo0_q;
+    /* the inline slots were zeroed with the control lines above */
+    t->inl_seq = t->inl_ok = 0;
+    memset(t->inl_word, 0, sizeof t->inl_word);
     nc__red_reset(t);
 }
 

@@ -573,10 +573,22 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
     }
     if (rc != NUMACOLL_OK)
         return rc;
-    if (!t->geo_f) {            /* no pipelined rule: inline needs one bank */
+    if (!t->geo_f) {            /* no pipelined rule: keep one bank */
         t->geo_f = 64;
         t->geo_s = t->geo_q = 1;
     }
+    /* Inline slots hold the largest inline rule's size (a 0-byte Bcast
+     * still needs one line): the rule's size range is the limit. */
+    size_t inl = 0;
+    for (int i = 0; i < t->tune.n[NC_COLL_BCAST]; i++)
+        if (t->tune.e[NC_COLL_BCAST][i].ch.alg == NC_ALG_BCAST_INLINE &&
+            t->tune.e[NC_COLL_BCAST][i].hi > inl)
+            inl = t->tune.e[NC_COLL_BCAST][i].hi;
+    if (inl > NC_BCAST_INLINE_CAP)
+        inl = NC_BCAST_INLINE_CAP;
+    t->inl_max = inl;
+    t->inl_lines = inl ? (unsigned)((inl + NC_INL_PAYLOAD - 1) /
+                                    NC_INL_PAYLOAD) : 1;
     /* The buffer area holds the largest s*f; the layout plans it as s_max
      * buffers of f_eff bytes, the calls cut it up as their rule says. */
     size_t f_eff = (buf_max + s_max - 1) / s_max;
@@ -684,7 +696,7 @@ static int make_pool_key(numacoll_team_t *t)
     const uint64_t head[] = {
         (uint64_t)l->p, l->page, l->s, l->q, l->f, l->ctrl_stride,
         l->bank_stride, (uint64_t)l->sync_lines, (uint64_t)l->page_per_buffer,
-        (uint64_t)l->ar_lines, l->rs, l->rf, t->layout.total};
+        (uint64_t)l->ar_lines, l->rs, l->rf, l->il, t->layout.total};
     const size_t nh = sizeof head / sizeof *head;
     t->pool_nkey = nh + 2 * (size_t)t->p;
     t->pool_key = malloc(t->pool_nkey * sizeof *t->pool_key);
@@ -933,8 +945,9 @@ static int team_create(const numacoll_bootstrap_t *b,
     if (rc == NUMACOLL_OK)
         rc = nc__red_init(t);
     if (rc == NUMACOLL_OK &&
-        nc__layout_plan(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
-                        buf_s, t->q_max, buf_f, t->rs_max, t->rf_max) != 0)
+        nc__layout_plan_il(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
+                           buf_s, t->q_max, buf_f, t->rs_max, t->rf_max,
+                           t->inl_lines) != 0)
         rc = NUMACOLL_ERR_ARG;
     if (rc == NUMACOLL_OK && t->cfg.mem_budget &&
         t->layout.total > t->cfg.mem_budget) {
@@ -1205,10 +1218,6 @@ int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root)
 int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
 {
     const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nbytes);
-    /* what a reader of another call goes back to (nc__bcast_mismatch) */
-    t->geo_prev_f = t->geo_f;
-    t->geo_prev_s = t->geo_s;
-    t->geo_prev_q = t->geo_q;
     io->cin = nc__copy_pick(ch->copy, 0);
     io->cout = nc__copy_pick(ch->copy, nbytes);
     /* 0 bytes still travel as an inline line, whatever the rule, so that a
@@ -1216,7 +1225,7 @@ int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
     if (nbytes == 0)
         return nc__bcast_inline(t, ch, 0, root, io);
     switch (ch->alg) {
-    case NC_ALG_BCAST_INLINE:
+    case NC_ALG_BCAST_INLINE:   /* the slots hold the largest inline rule */
         return nc__bcast_inline(t, ch, nbytes, root, io);
     case NC_ALG_BCAST_PIPELINED: {
         int rc = nc__bcast_geometry(t, ch, root);

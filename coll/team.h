@@ -6,6 +6,9 @@
  *    polled with acquire loads, so the data is visible once the word is;
  *  - nreaders is decremented with release (the reader's copy-out is done)
  *    and the root polls it with acquire before overwriting the bank;
+ *  - an inline Bcast line's word is stored with release after its payload,
+ *    an inline ack with release after the copy-out it confirms, and the
+ *    writer loads acks with acquire before it rewrites the slot;
  *  - sync lines carry sequence numbers compared rollover-safely.
  */
 #ifndef NUMACOLL_TEAM_H
@@ -25,7 +28,7 @@
 /* shm_op[] starts here: no op number can take it (ops count from 0 and
  * would need 2^64 calls to wrap), fixing the paper's start at 1. */
 #define NC_OP_NONE UINT64_MAX
-#define NC_INLINE_MAX 56      /* payload bytes carried in a control line */
+#define NC_INL_PAYLOAD 56     /* payload bytes of an inline Bcast line */
 
 /* Header block at offset 0; leaders[] follows at NC_HDR_FIXED. */
 typedef struct nc__seg_hdr {
@@ -67,12 +70,36 @@ typedef struct nc__bank {
 _Static_assert(sizeof(nc__bank_t) == 2 * NC_CACHE_LINE, "bank is two lines");
 
 /* One control slot: a cache line. word = fragment bytes announced (0: empty);
- * inline messages carry their payload in data[]. */
+ * the rest of the line is unused so that slots never share a line. */
 typedef struct nc__ctrl {
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t word;
-    unsigned char data[NC_INLINE_MAX];
+    unsigned char pad[NC_CACHE_LINE - 8];
 } nc__ctrl_t;
 _Static_assert(sizeof(nc__ctrl_t) == NC_CACHE_LINE, "slot is one line");
+
+/* Inline Bcast (coll/bcast/bcast_inline.c), in each rank's control area:
+ * an ack line written by the rank alone (word j: the word of the last call
+ * it finished in slot j, release), one record line per slot (the call whose
+ * data the slot holds, read only by a reader that finds another call's
+ * word), and NC_INL_SLOTS slots of il lines. A line's word is
+ * sig32 << 32 | the inline call number (low 32 bits): a reader waits for
+ * its number, then the signature tells it whether the line is its call's. */
+typedef struct nc__inl_line {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t word;
+    unsigned char data[NC_INL_PAYLOAD];
+} nc__inl_line_t;
+_Static_assert(sizeof(nc__inl_line_t) == NC_CACHE_LINE, "inline line");
+
+typedef struct nc__inl_ack {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t word[NC_INL_SLOTS];
+} nc__inl_ack_t;
+_Static_assert(sizeof(nc__inl_ack_t) == NC_CACHE_LINE, "ack is one line");
+
+typedef struct nc__inl_rec {
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t root;
+    _Atomic uint64_t nbytes, coll, seq, sig32;
+} nc__inl_rec_t;
+_Static_assert(sizeof(nc__inl_rec_t) == NC_CACHE_LINE, "record is one line");
 
 /* Barrier flags of one rank: arrive is written by the rank itself and read
  * by its parent; release is written by the parent and polled by the rank. */
@@ -173,12 +200,19 @@ struct numacoll_team {
      * tell a rank that had finished a failed call (0: none), and that
      * rank's finished call (0: this rank was not the one told). */
     uint64_t mm_failed, told_seq, told_last;
-    /* The Bcast geometry in force at creation, restored by a resync, and
-     * the one in force before this call's (a drain goes back to it). */
-    size_t geo0_f, geo_prev_f;
-    unsigned geo0_s, geo0_q, geo_prev_s, geo_prev_q;
+    /* The Bcast geometry in force at creation, restored by a resync. */
+    size_t geo0_f;
+    unsigned geo0_s, geo0_q;
     int draining;               /* nc__bcast_mismatch is draining a call */
     int claiming;               /* nc__bank_claim waits for its bank */
+    /* Inline Bcast: calls so far (the same on every rank; call n uses slot
+     * n % NC_INL_SLOTS), the latest call every other rank is known to have
+     * acked, the word of the call each slot last held, and the slots'
+     * size: il lines, inl_max payload bytes. */
+    uint64_t inl_seq, inl_ok;
+    uint64_t inl_word[NC_INL_SLOTS];
+    unsigned inl_lines;
+    size_t inl_max;
 };
 
 /* Control slot idx of rank r. */
@@ -195,6 +229,26 @@ static inline unsigned char *nc__buf(const numacoll_team_t *t, int r,
 {
     return t->base + nc__layout_rank_off(&t->layout, r) + t->layout.buf_off +
            (size_t)idx * f;
+}
+
+/* Rank r's inline ack line, slot j's record, line k of slot j. */
+static inline nc__inl_ack_t *nc__inl_ack(const numacoll_team_t *t, int r)
+{
+    return (nc__inl_ack_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
+                             t->layout.inl_off);
+}
+
+static inline nc__inl_rec_t *nc__inl_rec(const numacoll_team_t *t, int r,
+                                         unsigned j)
+{
+    return (nc__inl_rec_t *)nc__inl_ack(t, r) + 1 + j;
+}
+
+static inline nc__inl_line_t *nc__inl_line(const numacoll_team_t *t, int r,
+                                           unsigned j, unsigned k)
+{
+    return (nc__inl_line_t *)nc__inl_ack(t, r) + 1 + NC_INL_SLOTS +
+           (size_t)j * t->inl_lines + k;
 }
 
 static inline nc__sync_t *nc__sync(const numacoll_team_t *t, int r)
@@ -272,6 +326,21 @@ int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
 #define NC_CALL_AHEAD 2
 #define NC_CALL_GONE 3      /* as AHEAD, but peer has destroyed the team */
 int nc__call_check(numacoll_team_t *t, int peer);
+
+/* nc__bcast_mismatch for an inline Bcast reader that found a word of
+ * another signature (seen) in parent's slot j: the slot's record says
+ * which call wrote it. */
+int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
+                              uint64_t seen, const char *what);
+
+/* A wait of this rank found the awaited peer gone on to a later call
+ * without the word it waits for. If this is a Bcast reader and the root
+ * of its call number made a Bcast of another kind (a pipelined one while
+ * this rank reads inline, or the reverse: its words went to slots this
+ * rank does not read), drain that call as nc__bcast_mismatch does, found
+ * from the root's bank claim or inline slot record; otherwise
+ * nc__mismatch(). */
+int nc__bcast_lost(numacoll_team_t *t, int peer, const char *what);
 
 /* Data movement for Bcast: contiguous memory or the caller's callbacks. */
 typedef struct nc__io {

@@ -91,8 +91,8 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                                      "rank it waits for has destroyed the "
                                      "team", what);
             }
-            return nc__mismatch(t, why->peer, "it has gone on to a later "
-                                "call while this rank waits for its data");
+            return nc__bcast_lost(t, why->peer, "it has gone on to a later "
+                                  "call while this rank waits for its data");
         }
         if (cc != NC_CALL_WAIT)
             return cc;

@@ -18,6 +18,8 @@ typedef enum {
     NC_WAIT_NONZERO,   /* *w != 0                                   */
     NC_WAIT_EQ,        /* *w == arg                                 */
     NC_WAIT_GE,        /* (int64_t)(*w - arg) >= 0: rollover-safe   */
+    NC_WAIT_GE32,      /* low 32 bits of *w at or past those of arg,
+                        * rollover-safe (inline Bcast call numbers) */
 } nc__wait_cond_t;
 
 /* What a wait is for, used only to word an error. */
@@ -33,6 +35,7 @@ static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
     case NC_WAIT_NONZERO: return v != 0;
     case NC_WAIT_EQ:      return v == arg;
     case NC_WAIT_GE:      return (int64_t)(v - arg) >= 0;
+    case NC_WAIT_GE32:    return (int32_t)((uint32_t)v - (uint32_t)arg) >= 0;
     }
     return 0;
 }

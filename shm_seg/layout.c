@@ -35,7 +35,9 @@ int nc__layout_plan_params(nc__layout_t *l, const nc__layout_params_t *prm)
     l->rank0_off = add(l->banks_off, l->banks_len);
     l->sync_off = mul(prm->s, prm->ctrl_stride);
     l->ar_off = add(l->sync_off, mul((size_t)prm->sync_lines, NC_CACHE_LINE));
-    l->red_ctrl_off = add(l->ar_off, mul((size_t)prm->ar_lines, NC_CACHE_LINE));
+    l->inl_off = add(l->ar_off, mul((size_t)prm->ar_lines, NC_CACHE_LINE));
+    size_t inl_lines = prm->il ? add(1, mul(NC_INL_SLOTS, add(1, prm->il))) : 0;
+    l->red_ctrl_off = add(l->inl_off, mul(inl_lines, NC_CACHE_LINE));
     l->ctrl_len = round_up(add(l->red_ctrl_off,
                                mul(prm->rs, NC_RED_SLOT_LINES * NC_CACHE_LINE)),
                            prm->page);
@@ -55,6 +57,13 @@ int nc__layout_plan_params(nc__layout_t *l, const nc__layout_params_t *prm)
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
                     unsigned q, size_t f, unsigned rs, size_t rf)
 {
+    return nc__layout_plan_il(l, p, page, s, q, f, rs, rf, 0);
+}
+
+int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
+                       unsigned q, size_t f, unsigned rs, size_t rf,
+                       unsigned il)
+{
     nc__layout_params_t prm = {
         .p = p, .page = page, .s = s, .q = q, .f = f,
         .ctrl_stride = NC_CACHE_LINE,
@@ -62,7 +71,7 @@ int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
         .sync_lines = NC_SYNC_LINES,
         .page_per_buffer = 0,
         .ar_lines = NC_AR_LINES,
-        .rs = rs, .rf = rf,
+        .rs = rs, .rf = rf, .il = il,
     };
     return nc__layout_plan_params(l, &prm);
 }

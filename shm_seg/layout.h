@@ -13,6 +13,9 @@
  *                     |   + sync lines (barrier arrive / release,   |  rank 0
  *                     |     single-copy Bcast post / finish)        |
  *                     |   + 2 inline Allreduce lines (call parity)  |
+ *                     |   + inline Bcast: 1 ack line, NC_INL_SLOTS  |
+ *                     |     record lines, NC_INL_SLOTS slots of il  |
+ *                     |     self-validating lines each              |
  *                     |   + rs reduce slot records of 3 lines each  |
  *                     |     (full+payload | done | rel)             |
  *                     | rank 0 buffers: s fragments of f bytes      |
@@ -33,10 +36,11 @@
  * control slot, one page per bank, each buffer rounded up to pages, no sync
  * lines) is available as nc__layout_paper() for comparison:
  *   ours : S = H + ceil(q*128/w)*w
- *              + p*(ceil(64*(s + 7 + 3rs)/w)*w + ceil(s*f/w)*w
+ *              + p*(ceil(64*(s + 7 + I + 3rs)/w)*w + ceil(s*f/w)*w
  *                   + ceil(rs*ceil64(rf)/w)*w)
  *          (H = ceil((128 + 4p)/w)*w; s+7 lines: s slots, 5 sync lines,
- *           2 inline Allreduce lines; 3 lines per reduce slot)
+ *           2 inline Allreduce lines; I = 1 + NC_INL_SLOTS*(1 + il)
+ *           inline Bcast lines, 0 when il = 0; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
 #ifndef NUMACOLL_LAYOUT_H
@@ -52,6 +56,9 @@
                                * call line (coll/call.c)                */
 #define NC_AR_LINES 2         /* inline Allreduce lines, per rank       */
 #define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
+#define NC_INL_SLOTS 4        /* inline Bcast slots per rank: a writer
+                               * checks its readers' acks once per
+                               * NC_INL_SLOTS - 1 calls at best          */
 
 typedef struct nc__layout_params {
     int      p;
@@ -65,6 +72,7 @@ typedef struct nc__layout_params {
     int      ar_lines;        /* inline Allreduce lines per rank         */
     unsigned rs;              /* reduce staging slots per rank (0: none) */
     size_t   rf;              /* bytes per reduce staging slot           */
+    unsigned il;              /* lines per inline Bcast slot (0: none)   */
 } nc__layout_params_t;
 
 typedef struct nc__layout {
@@ -75,6 +83,8 @@ typedef struct nc__layout {
     size_t ctrl_len;          /* controls + sync lines, whole pages      */
     size_t sync_off;          /* inside a rank block: first sync line    */
     size_t ar_off;            /* inside a rank block: inline Allreduce   */
+    size_t inl_off;           /* inside a rank block: inline Bcast ack
+                               * line, then slot records, then slots     */
     size_t red_ctrl_off;      /* inside a rank block: first reduce slot  */
     size_t buf_off;           /* inside a rank block: first buffer       */
     size_t buf_stride;        /* between consecutive buffers             */
@@ -91,6 +101,10 @@ typedef struct nc__layout {
  * argument is zero (rf may be 0 only with rs = 0). */
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
                     unsigned q, size_t f, unsigned rs, size_t rf);
+/* The same with inline Bcast slots of il lines (il = 0: none, as above). */
+int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
+                       unsigned q, size_t f, unsigned rs, size_t rf,
+                       unsigned il);
 /* The seed paper's layout, same Bcast parameters (no reduce area). */
 int nc__layout_paper(nc__layout_t *l, int p, size_t page, unsigned s,
                      unsigned q, size_t f);

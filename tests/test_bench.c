@@ -401,10 +401,11 @@ static void test_csv_json(void)
 
 static void test_standalone_all_ops(void)
 {
-    /* p = 3 (not a power of two), sizes across the inline limit (56) and
-     * the fragment (8 KiB), rotating roots, cold and hot buffers */
+    /* p = 3 (not a power of two), sizes across the inline limits (56 for
+     * Allreduce, 167 for Bcast) and the fragment (8 KiB), rotating roots,
+     * cold and hot buffers */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops all --sizes "
-                        "4,56,60,8196,100000 --reps 2 --iters 5"), 0);
+                        "4,56,60,167,168,8196,100000 --reps 2 --iters 5"), 0);
     CU_ASSERT(contains("# bcast:"));
     CU_ASSERT(contains("# reduce:"));
     CU_ASSERT(contains("# allreduce:"));
@@ -422,9 +423,10 @@ static void test_standalone_all_ops(void)
     CU_ASSERT(contains("fixed root 0"));
     /* every algorithm by name, and inline refusing what it cannot carry */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 2 --ops bcast --sizes "
-                        "8,57 --reps 2 --iters 3 --compare 'inline pipelined'"),
+                        "8,57,4096 --reps 2 --iters 3 --compare "
+                        "'inline pipelined'"),
                     0);
-    CU_ASSERT(contains("inline carries at most 56 bytes"));
+    CU_ASSERT(contains("inline carries at most 167 bytes"));
 }
 
 static void test_check_catches(void)

@@ -193,6 +193,11 @@ static void test_bcast_sizes(void)
         {20, 10},   {10, 20},     {0, 20},       {20, 0},
         {2000, 1000}, {1000, 2000}, {20, 2000},  {2000, 20},
         {300000, 200000}, {200000, 300000}, {70000, 300000},
+        /* inline, across line counts and up to the limit (167) */
+        {100, 60},  {60, 100},    {167, 57},     {57, 167},
+        {0, 150},   {150, 0},     {56, 57},      {57, 56},
+        /* one inline, the other pipelined */
+        {3000, 100}, {100, 3000}, {168, 167},    {167, 168},
     };
     for (int p = 2; p <= 4; p++)
         for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++)
@@ -361,7 +366,10 @@ static void test_kinds(void)
  * nobody, runs ahead into the next calls while the others still find the
  * mismatch. Every later call must give the right data or fail with
  * MISMATCH (a call lost once), never other data; rank 0 must fail one of
- * them (it hears of the mismatch); from the fifth on all succeed. */
+ * them (it hears of the mismatch); from the sixth on all succeed: the
+ * root's inline calls (every size here, 100 to 111 bytes) run ahead of the readers' acks
+ * by at most NC_INL_SLOTS = 4 calls (coll/bcast/bcast_inline.c), and the
+ * call after those tells every rank. */
 static int runahead_body(const numacoll_bootstrap_t *b, void *arg)
 {
     int bad_kind = *(int *)arg;
@@ -386,7 +394,7 @@ static int runahead_body(const numacoll_bootstrap_t *b, void *arg)
             for (size_t j = 0; j < n; j++)
                 if (buf[j] != pattern(j, i))
                     bad = 42;
-        } else if (rc == NUMACOLL_ERR_MISMATCH && i < 4) {
+        } else if (rc == NUMACOLL_ERR_MISMATCH && i < 5) {
             errors++;
         } else {
             fprintf(stderr, "rank %d: call %d after the mismatch: %s (%s)\n",

@@ -89,10 +89,10 @@ static void test_builtin_rules(void)
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
     CU_ASSERT_EQUAL_FATAL(b->n, 9);
     nc__tune_rule_t want[9];
-    want[0] = rule(NC_COLL_BCAST, 1, U, 0, 56, NC_ALG_BCAST_INLINE);
+    want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 1, U, 57, 128 * 1024 - 1,
+    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 128 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO};
@@ -177,10 +177,11 @@ static void test_builtin_lookup(void)
     nc__tune_team_t tt;
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(nc__tune_builtin(), 4, 1, 4, &tt), 0);
     AT(&tt, BCAST, 0, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 55, NC_ALG_BCAST_INLINE, 1);
     AT(&tt, BCAST, 56, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 57, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, 58, NC_ALG_BCAST_PIPELINED, 1);
+    AT(&tt, BCAST, 166, NC_ALG_BCAST_INLINE, 1);
+    AT(&tt, BCAST, 167, NC_ALG_BCAST_INLINE, 1);
+    AT(&tt, BCAST, 168, NC_ALG_BCAST_PIPELINED, 1);
+    AT(&tt, BCAST, 169, NC_ALG_BCAST_PIPELINED, 1);
     AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
     AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 1);
     AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_TREE, 1);
@@ -194,7 +195,7 @@ static void test_builtin_lookup(void)
     AT(&tt, ALLREDUCE, 1024, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, 1025, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, SIZE_MAX, NC_ALG_ALLREDUCE_RSAG, 1);
-    const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 100);
+    const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 5000);
     CU_ASSERT_EQUAL(e->ch.f, 8192);
     CU_ASSERT_EQUAL(e->ch.s, 64);
     CU_ASSERT_EQUAL(e->ch.q, 2);
@@ -301,7 +302,7 @@ static void test_format(void)
     const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=57-131071 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
@@ -615,9 +616,9 @@ static void test_errors_ranges(void)
                 "t.txt:1:24: expected k from 2 to 64 (barrier_radix), found "
                 "'65'\n");
     /* the largest size an algorithm carries */
-    EXPECT_ERRS("bcast p=1 size=0-57" IN,
-                "t.txt:1:16: expected size at most 56 (inline carries at most "
-                "56 bytes), found '0-57'\n");
+    EXPECT_ERRS("bcast p=1 size=0-8193" IN,
+                "t.txt:1:16: expected size at most 8192 (inline carries at "
+                "most 8192 bytes), found '0-8193'\n");
     EXPECT_ERRS("allreduce p=1 size=* alg=inline",
                 "t.txt:1:20: expected size at most 56 (inline carries at most "
                 "56 bytes), found '*'\n");
@@ -840,8 +841,8 @@ static void test_resolve_custom(void)
     check_covers(&tt);
     AT(&tt, BCAST, 0, NC_ALG_BCAST_INLINE, 1);
     AT(&tt, BCAST, 56, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 57, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, 63, NC_ALG_BCAST_PIPELINED, 1);
+    AT(&tt, BCAST, 57, NC_ALG_BCAST_INLINE, 1);
+    AT(&tt, BCAST, 63, NC_ALG_BCAST_INLINE, 1);
     AT(&tt, BCAST, 64, NC_ALG_BCAST_PIPELINED, 0);
     AT(&tt, BCAST, 65, NC_ALG_BCAST_PIPELINED, 0);
     AT(&tt, BCAST, 65535, NC_ALG_BCAST_PIPELINED, 0);
@@ -854,10 +855,11 @@ static void test_resolve_custom(void)
     CU_ASSERT_EQUAL(e->ch.tree, NUMACOLL_TREE_NUMA);
     CU_ASSERT_EQUAL(e->ch.k, 4);
     CU_ASSERT_EQUAL(e->line, 5);
+    /* the built-in inline rule, cut at the table's rule */
     e = nc__tune_lookup(&tt, NC_COLL_BCAST, 63);
-    CU_ASSERT_EQUAL(e->lo, 57);
+    CU_ASSERT_EQUAL(e->lo, 0);
     CU_ASSERT_EQUAL(e->hi, 63);
-    CU_ASSERT_EQUAL(e->ch.f, 8192);
+    CU_ASSERT_EQUAL(e->ch.alg, NC_ALG_BCAST_INLINE);
     e = nc__tune_lookup(&tt, NC_COLL_BCAST, 65537);
     CU_ASSERT_EQUAL(e->lo, 65537);
     CU_ASSERT_EQUAL(e->hi, 131071);
@@ -933,15 +935,15 @@ static void test_resolve_gaps(void)
     nc__tune_team_t tt;
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 3, 1, 3, &tt), 0);
     check_covers(&tt);
-    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 6);
+    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 5);
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
-        {0, 56, 1, 1}, {57, 99, 1, 2}, {100, 199, 0, 1},
-        {200, 131071, 1, 2}, {131072, (1u << 30) - 1, 1, 9},
+        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 131071, 1, 2},
+        {131072, (1u << 30) - 1, 1, 9},
         {1u << 30, SIZE_MAX, 0, 2},
     };
     const nc__tune_table_t *b = nc__tune_builtin();
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 5; i++) {
         const nc__tune_entry_t *e = &tt.e[NC_COLL_BCAST][i];
         CU_ASSERT_EQUAL(e->lo, want[i].lo);
         CU_ASSERT_EQUAL(e->hi, want[i].hi);

@@ -13,7 +13,7 @@
  *           (contiguous, but the data starts before the buffer pointer)
  *   lb>0    1 x struct(M ints at displacement 16)     vs  M x MPI_INT
  *
- * Sizes run from inline (under 56 bytes) past one fragment and past the
+ * Sizes run from inline (one line under 56 bytes) past one fragment and past the
  * whole queue (512 KiB at the defaults). The oracle is MPI_Pack/MPI_Unpack,
  * which are local: a canonical packed stream P is made from a seed; the root
  * unpacks P into its buffer; a receiver must afterwards pack to exactly P,

@@ -2,8 +2,8 @@
  * MPI_Bcast of every predefined datatype, sizes 0 .. 16 MiB, every root, on
  * MPI_COMM_WORLD, a dup, two halves and the world in reversed rank order.
  *
- * Sizes sit on the boundaries of the core's default shapes: 56 bytes (the
- * inline limit), f = 8192 (one fragment), s/q*f = 256 KiB (one bank) and
+ * Sizes sit on the boundaries of the core's default shapes: 56 bytes (one
+ * inline line), 4095 (the inline limit), f = 8192 (one fragment), s/q*f = 256 KiB (one bank) and
  * s*f = 512 KiB (the whole queue, after which banks are reused), each -1,
  * exact and +1, then 1 MiB, 4 MiB and 16 MiB. Small sizes run for every
  * type with the root rotating (so every root meets every size), and for all
@@ -69,8 +69,8 @@ static void list_types(void)
 }
 #undef T
 
-static const size_t small_sizes[] = {0, 1, 7, 56, 57, 64, 65, 4095, 8191,
-                                     8192, 8193, 3 * 8192 + 5};
+static const size_t small_sizes[] = {0, 1, 7, 56, 57, 64, 65, 4095, 4096,
+                                     8191, 8192, 8193, 3 * 8192 + 5};
 static const size_t big_sizes[] = {262143, 262144, 262145, 524287, 524288,
                                    524289, 1048576 + 17, 4194305, 16777216};
 #define NSMALL (sizeof small_sizes / sizeof small_sizes[0])

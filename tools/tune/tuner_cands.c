@@ -8,7 +8,8 @@
  *             budgets b = 256K, 1M, 4M and banks q = 1, 2, 4, the optimum
  *             f of nc__model_opt_rounded, half and twice it, each predicted
  *             with nc__model_bcast_time; the best predicted are kept. Up to
- *             56 bytes also inline with every tree.
+ *             the inline cap (NC_BCAST_INLINE_CAP, 8 KiB) also inline with
+ *             every tree.
  *  Reduce     f = 16K, 64K, 128K, 512K (up to the first that holds the
  *             whole message), s = 2, 4, 8 (up to the first that holds every
  *             fragment), k = 2, 4; ranked by a rough pipeline estimate
@@ -521,7 +522,7 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
     c.n = 0;
     if ((op != NCB_OP_BCAST && op != NCB_OP_REDUCE &&
          op != NCB_OP_ALLREDUCE) ||
-        m <= nc__algs[NC_ALG_BCAST_INLINE].max_bytes)
+        m <= 56)    /* one line's payload: too short for a copy kind to tell */
         return n;
     nc__choice_t v = *def;
     v.copy = NC_COPY_LIBC;

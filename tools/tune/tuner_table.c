@@ -5,8 +5,10 @@
  * Rules of one run (one tuned p), per operation, points sorted by size:
  *  - each point covers the sizes from the geometric midpoint with its lower
  *    neighbour to the one with its upper neighbour (the first from 0, the
- *    last to *); where the points straddle the inline limit (56 bytes) the
- *    border is the limit itself, so inline rules stay within it;
+ *    last to *); where the points straddle the inline limit (56 bytes for
+ *    Allreduce, NC_BCAST_INLINE_CAP = 8 KiB for Bcast) the border is the
+ *    limit itself, so inline rules stay within it (a Bcast inline rule's
+ *    size sizes the team's inline slots);
  *  - a point whose winner is the built-in choice (it won, or the best other
  *    was within the noise) takes the built-in rules over its range, split
  *    where they split: a tie reproduces the built-in behaviour exactly;
