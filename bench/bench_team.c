@@ -132,8 +132,9 @@ static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
         return 1;
     }
     if (op == NCB_OP_ALLREDUCE && tc->c.alg[op] == NC_ALG_ALLREDUCE_INLINE &&
-        bytes > NC_RED_INLINE) {
-        snprintf(why, len, "inline carries at most %d bytes", NC_RED_INLINE);
+        tc->team && !nc__ar_inline_fits(tc->team, bytes / 4, 4)) {
+        snprintf(why, len, "inline carries at most %u lines of 56 bytes (the "
+                 "team's largest inline rule)", tc->team->red->ar_al);
         return 1;
     }
     return 0;

@@ -29,6 +29,8 @@ typedef enum {
 /* Largest inline Bcast a rule may name: every rank's inline slots are
  * sized for the largest inline rule of its team (shm_seg/layout.h). */
 #define NC_BCAST_INLINE_CAP 8192
+/* The same for inline Allreduce lines (coll/reduce/allreduce_inline.c). */
+#define NC_AR_INLINE_CAP 8192
 
 /* X(coll, id, name, keys, max_bytes, desc). keys: the parameters a tuning
  * rule must give for the algorithm (tune/table.h): f fragment bytes, s
@@ -52,9 +54,10 @@ typedef enum {
       "fragments staged in each rank's NUMA-local slots, folded by parents "   \
       "along a NUMA-aware k-nomial tree (rank-ordered for non-commutative "    \
       "ops), pipelined")                                                       \
-    X(ALLREDUCE, INLINE, "inline", "", 56,                                     \
-      "every rank publishes its contribution in a cache line and folds all "   \
-      "p lines in rank order; at most 56 bytes")                               \
+    X(ALLREDUCE, INLINE, "inline", "", NC_AR_INLINE_CAP,                       \
+      "every rank publishes its contribution in self-validating cache lines "  \
+      "of whole elements and folds all p contributions in rank order; at "     \
+      "most 8192 bytes (the rules' largest inline size sizes the lines)")      \
     X(ALLREDUCE, REDUCE_BCAST, "reduce_bcast", "f s k", SIZE_MAX,              \
       "pipelined Reduce to rank 0 (f, s, k as the Reduce's), then the Bcast "  \
       "the table gives for the size, from rank 0")                             \

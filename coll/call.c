@@ -101,6 +101,9 @@ static int told(numacoll_team_t *t)
                          (unsigned long long)(t->call_seq - 1), finder);
 }
 
+static int join_failed(numacoll_team_t *t);
+static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
+
 int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 {
     int rc = nc__team_check_abort(t);
@@ -142,8 +145,10 @@ int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
     atomic_store_explicit(&me->call_nbytes, c->nbytes, memory_order_relaxed);
     atomic_store_explicit(&me->call_count, c->count, memory_order_relaxed);
     atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
+    /* decided on the epoch loaded above: a resync since may have spared
+     * this call number, but the ranks ahead have already given it up */
     if (late)
-        return nc__call_check(t, -1);
+        return join_failed(t);
     if ((int64_t)(t->resume_seq - t->call_seq) > 0 &&
         t->call_seq == t->told_seq)
         return told(t);
@@ -348,6 +353,13 @@ static long first_slot(const numacoll_team_t *t, size_t nb)
     return (long)((t->op % q) * (s / q));
 }
 
+/* Bcasts of a and b bytes from one root: one inline, the other pipelined */
+static int other_kind(const numacoll_team_t *t, size_t a, size_t b)
+{
+    long sa = first_slot(t, a), sb = first_slot(t, b);
+    return sa >= 0 && sb >= 0 && (sa == LONG_MAX) != (sb == LONG_MAX);
+}
+
 /* Two Bcasts from one root (not this rank), this rank's and c: SAME_SLOT
  * when the root's first word goes to the slot this reader waits on (the
  * word will come, and the reader drains the root's call then,
@@ -369,10 +381,31 @@ static int bcast_pair(const numacoll_team_t *t, const seen_call_t *c)
     if (mine < 0 || theirs < 0)
         return NEITHER;
     return mine == theirs ? SAME_SLOT
-           : (mine == LONG_MAX) != (theirs == LONG_MAX) ? OTHER_KIND : NEITHER;
+           : other_kind(t, me.nbytes, them.nbytes) ? OTHER_KIND : NEITHER;
 }
 
+
 static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
+
+/* This rank's call is one that another rank found mismatched (or one
+ * past it that the ranks ahead will not come back for): give it up. */
+static int join_failed(numacoll_team_t *t)
+{
+    char mine[160];
+    describe(mine, sizeof mine, t->call_seq, t->call_desc, t->call_nbytes,
+             t->call_count);
+    /* the call found bad, which this rank may have finished (a Bcast root
+     * that ran ahead) */
+    uint64_t bad = atomic_load_explicit(&t->hdr->mm_first,
+                                        memory_order_relaxed);
+    fail_call(t, NC_FAIL_JOIN);
+    return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: rank "
+                         "%d found the ranks' calls different in call %llu, "
+                         "so rank %d gives up %s",
+                         atomic_load_explicit(&t->hdr->mm_rank,
+                                              memory_order_relaxed),
+                         (unsigned long long)bad, t->rank, mine);
+}
 
 int nc__call_check(numacoll_team_t *t, int peer)
 {
@@ -393,22 +426,8 @@ int nc__call_check(numacoll_team_t *t, int peer)
         return NC_CALL_WAIT;
     const uint64_t ep = atomic_load_explicit(&t->hdr->mm_epoch,
                                              memory_order_acquire);
-    if (ep != t->mm_done && !spared(t, ep, t->call_seq)) {
-        char mine[160];
-        describe(mine, sizeof mine, t->call_seq, t->call_desc, t->call_nbytes,
-                 t->call_count);
-        /* the call found bad, which this rank may have finished (a Bcast
-         * root that ran ahead) */
-        uint64_t bad = atomic_load_explicit(&t->hdr->mm_first,
-                                            memory_order_relaxed);
-        fail_call(t, NC_FAIL_JOIN);
-        return nc__team_fail(t, NUMACOLL_ERR_MISMATCH, "mismatched calls: "
-                             "rank %d found the ranks' calls different in "
-                             "call %llu, so rank %d gives up %s",
-                             atomic_load_explicit(&t->hdr->mm_rank,
-                                                  memory_order_relaxed),
-                             (unsigned long long)bad, t->rank, mine);
-    }
+    if (ep != t->mm_done && !spared(t, ep, t->call_seq))
+        return join_failed(t);
     /* A drain follows another rank's call on purpose (nc__bcast_mismatch,
      * nc__bcast_refuse): its words come, so it compares nothing, unless
      * the rank it waits for refused this very call: then nothing comes,
@@ -421,6 +440,18 @@ int nc__call_check(numacoll_team_t *t, int peer)
                                  "%llu", peer, (unsigned long long)c.seq);
         return NC_CALL_WAIT;
     }
+    /* A Bcast reader's parent may have drained the root's call of the
+     * other kind (inline against pipelined) and forwarded it where this
+     * rank does not wait, then stopped in a later call's resync: its call
+     * line still matches ours, so only the root's announcement tells. */
+    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
+                                      t->call_count);
+    size_t rnb;
+    uint32_t rsig;
+    if (peer >= 0 && me.coll == NC_COLL_BCAST && me.root != peer &&
+        me.root != t->rank && me.root >= 0 && me.root < t->p &&
+        root_call(t, me.root, &rnb, &rsig) && other_kind(t, me.nbytes, rnb))
+        return nc__bcast_lost(t, peer, "its root's bcast is of another kind");
     for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : t->p); r++) {
         seen_call_t c;
         if (r == t->rank || !read_call(t, r, &c))

@@ -480,6 +480,15 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
                 "run as pipelined copy-in/copy-out\n", t->cma_why);
 }
 
+size_t nc__team_rule_max(const numacoll_team_t *t, int coll, int alg)
+{
+    size_t m = 0;
+    for (int i = 0; i < t->tune.n[coll]; i++)
+        if ((int)t->tune.e[coll][i].ch.alg == alg && t->tune.e[coll][i].hi > m)
+            m = t->tune.e[coll][i].hi;
+    return m < nc__algs[alg].max_bytes ? m : nc__algs[alg].max_bytes;
+}
+
 /*
  * Resolve the team's table for its p and NUMA shape, apply the config's
  * overrides, check what they combine to, build every tree the rules name
@@ -579,13 +588,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
     }
     /* Inline slots hold the largest inline rule's size (a 0-byte Bcast
      * still needs one line): the rule's size range is the limit. */
-    size_t inl = 0;
-    for (int i = 0; i < t->tune.n[NC_COLL_BCAST]; i++)
-        if (t->tune.e[NC_COLL_BCAST][i].ch.alg == NC_ALG_BCAST_INLINE &&
-            t->tune.e[NC_COLL_BCAST][i].hi > inl)
-            inl = t->tune.e[NC_COLL_BCAST][i].hi;
-    if (inl > NC_BCAST_INLINE_CAP)
-        inl = NC_BCAST_INLINE_CAP;
+    size_t inl = nc__team_rule_max(t, NC_COLL_BCAST, NC_ALG_BCAST_INLINE);
     t->inl_max = inl;
     t->inl_lines = inl ? (unsigned)((inl + NC_INL_PAYLOAD - 1) /
                                     NC_INL_PAYLOAD) : 1;
@@ -947,7 +950,7 @@ static int team_create(const numacoll_bootstrap_t *b,
     if (rc == NUMACOLL_OK &&
         nc__layout_plan_il(&t->layout, p, (size_t)sysconf(_SC_PAGESIZE),
                            buf_s, t->q_max, buf_f, t->rs_max, t->rf_max,
-                           t->inl_lines) != 0)
+                           t->inl_lines, nc__red_ar_lines(t)) != 0)
         rc = NUMACOLL_ERR_ARG;
     if (rc == NUMACOLL_OK && t->cfg.mem_budget &&
         t->layout.total > t->cfg.mem_budget) {

@@ -433,6 +433,12 @@ int nc__barrier_init(numacoll_team_t *t);
 void nc__barrier_fini(numacoll_team_t *t);
 int nc__red_init(numacoll_team_t *t);
 void nc__red_fini(numacoll_team_t *t);
+/* Inline Allreduce lines per call parity that the team's rules need (after
+ * nc__red_init): shm_seg/layout.h's al. */
+unsigned nc__red_ar_lines(const numacoll_team_t *t);
+/* The largest size a rule of collective coll gives algorithm alg, at most
+ * what alg carries (0: no such rule): what inline slots are sized for. */
+size_t nc__team_rule_max(const numacoll_team_t *t, int coll, int alg);
 /* Reduce counters back to their state at creation (coll/call.c resync). */
 void nc__red_reset(numacoll_team_t *t);
 

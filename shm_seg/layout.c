@@ -1,4 +1,6 @@
 /* Segment layout planner: pure arithmetic, see layout.h for the picture. */
+#include <limits.h>
+
 #include "shm_seg/layout.h"
 
 /* a + b and a * b with overflow reported as SIZE_MAX (never a valid size). */
@@ -57,20 +59,22 @@ int nc__layout_plan_params(nc__layout_t *l, const nc__layout_params_t *prm)
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
                     unsigned q, size_t f, unsigned rs, size_t rf)
 {
-    return nc__layout_plan_il(l, p, page, s, q, f, rs, rf, 0);
+    return nc__layout_plan_il(l, p, page, s, q, f, rs, rf, 0, 1);
 }
 
 int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
                        unsigned q, size_t f, unsigned rs, size_t rf,
-                       unsigned il)
+                       unsigned il, unsigned al)
 {
+    if (!al || al > INT_MAX / NC_AR_LINES)
+        return -1;
     nc__layout_params_t prm = {
         .p = p, .page = page, .s = s, .q = q, .f = f,
         .ctrl_stride = NC_CACHE_LINE,
         .bank_stride = 2 * NC_CACHE_LINE,  /* op and nreaders apart */
         .sync_lines = NC_SYNC_LINES,
         .page_per_buffer = 0,
-        .ar_lines = NC_AR_LINES,
+        .ar_lines = NC_AR_LINES * (int)al,
         .rs = rs, .rf = rf, .il = il,
     };
     return nc__layout_plan_params(l, &prm);

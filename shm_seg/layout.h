@@ -12,7 +12,7 @@
  *                     | rank 0 controls: s slots (ctrl_stride apart)|  node of
  *                     |   + sync lines (barrier arrive / release,   |  rank 0
  *                     |     single-copy Bcast post / finish)        |
- *                     |   + 2 inline Allreduce lines (call parity)  |
+ *                     |   + 2*al inline Allreduce lines (parity)    |
  *                     |   + inline Bcast: 1 ack line, NC_INL_SLOTS  |
  *                     |     record lines, NC_INL_SLOTS slots of il  |
  *                     |     self-validating lines each              |
@@ -38,8 +38,8 @@
  *   ours : S = H + ceil(q*128/w)*w
  *              + p*(ceil(64*(s + 7 + I + 3rs)/w)*w + ceil(s*f/w)*w
  *                   + ceil(rs*ceil64(rf)/w)*w)
- *          (H = ceil((128 + 4p)/w)*w; s+7 lines: s slots, 5 sync lines,
- *           2 inline Allreduce lines; I = 1 + NC_INL_SLOTS*(1 + il)
+ *          (H = ceil((128 + 4p)/w)*w; s+5+2al lines: s slots, 5 sync lines,
+ *           2*al inline Allreduce lines; I = 1 + NC_INL_SLOTS*(1 + il)
  *           inline Bcast lines, 0 when il = 0; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
@@ -54,7 +54,8 @@
 #define NC_SYNC_LINES 5       /* per rank: barrier arrive + release,
                                * single-copy Bcast post + finish, the
                                * call line (coll/call.c)                */
-#define NC_AR_LINES 2         /* inline Allreduce lines, per rank       */
+#define NC_AR_LINES 2         /* inline Allreduce lines, per rank, with
+                               * one line per call parity (al = 1)     */
 #define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
 #define NC_INL_SLOTS 4        /* inline Bcast slots per rank: a writer
                                * checks its readers' acks once per
@@ -101,10 +102,11 @@ typedef struct nc__layout {
  * argument is zero (rf may be 0 only with rs = 0). */
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
                     unsigned q, size_t f, unsigned rs, size_t rf);
-/* The same with inline Bcast slots of il lines (il = 0: none, as above). */
+/* The same with inline Bcast slots of il lines (il = 0: none, as above)
+ * and al inline Allreduce lines per call parity (at least 1). */
 int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
                        unsigned q, size_t f, unsigned rs, size_t rf,
-                       unsigned il);
+                       unsigned il, unsigned al);
 /* The seed paper's layout, same Bcast parameters (no reduce area). */
 int nc__layout_paper(nc__layout_t *l, int p, size_t page, unsigned s,
                      unsigned q, size_t f);

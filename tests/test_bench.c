@@ -401,11 +401,12 @@ static void test_csv_json(void)
 
 static void test_standalone_all_ops(void)
 {
-    /* p = 3 (not a power of two), sizes across the inline limits (56 for
-     * Allreduce, 167 for Bcast) and the fragment (8 KiB), rotating roots,
-     * cold and hot buffers */
+    /* p = 3 (not a power of two), sizes across the inline limits (191 for
+     * Allreduce, 167 for Bcast), one Allreduce line (56) and the fragment
+     * (8 KiB), rotating roots, cold and hot buffers */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops all --sizes "
-                        "4,56,60,167,168,8196,100000 --reps 2 --iters 5"), 0);
+                        "4,56,60,167,168,191,192,8196,100000 --reps 2 "
+                        "--iters 5"), 0);
     CU_ASSERT(contains("# bcast:"));
     CU_ASSERT(contains("# reduce:"));
     CU_ASSERT(contains("# allreduce:"));
@@ -413,10 +414,10 @@ static void test_standalone_all_ops(void)
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
     /* every Allreduce algorithm by name, across its size limits */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allreduce --sizes "
-                        "8,56,60,5000,100000 --reps 2 --iters 3 --compare "
+                        "8,56,60,336,340,5000,100000 --reps 2 --iters 3 --compare "
                         "'inline reduce_bcast rsag'"), 0);
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
-    CU_ASSERT(contains("inline: inline carries at most 56 bytes"));
+    CU_ASSERT(contains("inline: inline carries at most 6 lines of 56 bytes"));
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 2 --sizes 1,64k --reps 2 "
                         "--ops all --cache hot "
                         "--root-shift 0"), 0);

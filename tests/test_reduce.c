@@ -540,7 +540,7 @@ static int matrix_body(const numacoll_bootstrap_t *b, void *arg)
             for (size_t c = 0; c < sizeof counts / sizeof *counts && !bad; c++)
                 for (int s = 0; s < nspec && !bad; s++) {
                     if (specs[s].alg == NC_ALG_ALLREDUCE_INLINE &&
-                        counts[c] * e > NC_RED_INLINE)
+                        !nc__ar_inline_fits(team, counts[c], e))
                         continue;
                     bad += one_call(team, b, d, o, counts[c], specs[s], call++,
                                     &bf);
@@ -744,7 +744,8 @@ static int user_body(const numacoll_bootstrap_t *b, void *arg)
                 int alg = s == -3 ? NC_ALG_ALLREDUCE_INLINE
                         : s == -2 ? NC_ALG_ALLREDUCE_REDUCE_BCAST
                         : s == -1 ? NC_ALG_ALLREDUCE_RSAG : -1;
-                if (alg == NC_ALG_ALLREDUCE_INLINE && n * e > NC_RED_INLINE)
+                if (alg == NC_ALG_ALLREDUCE_INLINE &&
+                    !nc__ar_inline_fits(team, n, e))
                     continue;
                 int root = s >= 0 ? s : -1;
                 void *sb = commutative ? (void *)vs : (void *)ms;
@@ -824,6 +825,110 @@ static void test_user_ops(void)
         rc.cfg.topology = FAKE4;
         rc.cfg.verbose = 0;
         CU_ASSERT_EQUAL(nct_run(p, user_body, &rc), 0);
+    }
+}
+
+/* ---- inline Allreduce lines ------------------------------------------------- */
+
+/* Elements of any size through a non-commutative byte op: inout[b] =
+ * in[b] * 3 + inout[b] (mod 256), so the result shows the rank order. */
+static void bytes_fn(void *ctx, const void *in, void *inout, size_t n)
+{
+    const size_t e = *(const size_t *)ctx;
+    const unsigned char *a = in;
+    unsigned char *b = inout;
+    for (size_t i = 0; i < n * e; i++)
+        b[i] = (unsigned char)(a[i] * 3u + b[i]);
+}
+
+static unsigned char byte_gen(size_t e, int rank, size_t i)
+{
+    return (unsigned char)mix(e * 1000003u + (uint64_t)rank * 7919u + i);
+}
+
+/* Every count of every element size up to one past what the team's
+ * inline lines take: forced inline gives the rank-ordered result where
+ * it fits and NUMACOLL_ERR_ARG past it (nothing written); the table's
+ * choice (inline for small sizes) falls back to another algorithm past
+ * it, with the same result. Elements of 57 and 64 bytes never fit a
+ * line. */
+static int ar_lines_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *team;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    static const size_t esz[] = {1, 3, 7, 8, 12, 16, 24, 29, 32, 40, 56, 57, 64};
+    const size_t maxb = 64 * 64;
+    unsigned char *sb = malloc(maxb), *rb = malloc(maxb + 1);
+    int bad = 0;
+    if (team->red->ar_al < 2)
+        bad = 11;   /* the built-in table's inline rule spans lines */
+    for (size_t x = 0; x < sizeof esz / sizeof *esz && !bad; x++) {
+        size_t e = esz[x];
+        size_t fit = 0;
+        while (nc__ar_inline_fits(team, fit + 1, e))
+            fit++;
+        if (!nc__ar_inline_fits(team, 0, e))
+            bad = 17;   /* a call of no elements always meets inline */
+        if ((e > NC_RED_INLINE) != (fit == 0))
+            bad = 12;
+        for (size_t n = 0; n <= fit + 1 && !bad; n++) {
+            for (size_t i = 0; i < n * e; i++)
+                sb[i] = byte_gen(e, b->rank, i);
+            for (int forced = 0; forced <= 1 && !bad; forced++) {
+                memset(rb, 0xee, n * e + 1);
+                nc__red_op_t op;
+                int rc = nc__red_op_user(team, &op, e, bytes_fn, &e, 0);
+                if (rc == NUMACOLL_OK)
+                    rc = nc__allreduce_with(team,
+                                            forced ? NC_ALG_ALLREDUCE_INLINE
+                                                   : -1,
+                                            sb, rb, n, &op);
+                if (forced && n > fit && n > 0) {
+                    /* refused on every rank, nothing written */
+                    if (rc != NUMACOLL_ERR_ARG || rb[0] != 0xee)
+                        bad = 13;
+                    continue;
+                }
+                if (rc != NUMACOLL_OK) {
+                    fprintf(stderr, "rank %d: e %zu n %zu forced %d: %s\n",
+                            b->rank, e, n, forced,
+                            numacoll_team_last_error(team));
+                    bad = 14;
+                    break;
+                }
+                for (size_t i = 0; i < n * e && !bad; i++) {
+                    unsigned char w = byte_gen(e, b->size - 1, i);
+                    for (int r = b->size - 2; r >= 0; r--)
+                        w = (unsigned char)(byte_gen(e, r, i) * 3u + w);
+                    if (rb[i] != w) {
+                        fprintf(stderr, "rank %d: e %zu n %zu forced %d: "
+                                "byte %zu is %u, not %u\n", b->rank, e, n,
+                                forced, i, rb[i], w);
+                        bad = 15;
+                    }
+                }
+                if (!bad && rb[n * e] != 0xee)
+                    bad = 16;   /* written past the result */
+            }
+        }
+    }
+    free(sb);
+    free(rb);
+    numacoll_team_destroy(team);
+    return bad;
+}
+
+static void test_ar_lines(void)
+{
+    for (int p = 2; p <= 4; p++) {
+        int st = nct_run(p, ar_lines_body, NULL);
+        if (st)
+            fprintf(stderr, "inline allreduce lines failed at p = %d\n", p);
+        CU_ASSERT_EQUAL(st, 0);
     }
 }
 
@@ -1165,6 +1270,8 @@ int nct_register_reduce(void)
         {"fake 4-NUMA topology", test_fake_4numa},
         {"8 MiB with the defaults", test_8m},
         {"user ops: matrix product in rank order, commutative", test_user_ops},
+        {"inline allreduce: elements of 1..64 bytes across its lines",
+         test_ar_lines},
         {"determinism under random delays", test_determinism},
         {"bad arguments", test_bad_args},
         {NULL, NULL},

@@ -104,8 +104,8 @@ static void test_builtin_rules(void)
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO};
-    want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 56, NC_ALG_ALLREDUCE_INLINE);
-    want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 57, 1023,
+    want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
+    want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 1023,
                    NC_ALG_ALLREDUCE_REDUCE_BCAST);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 131072, 4, 0,
                                 -1, 2, NC_COPY_AUTO};
@@ -188,8 +188,8 @@ static void test_builtin_lookup(void)
     AT(&tt, REDUCE, 0, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, REDUCE, SIZE_MAX, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
+    AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
+    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
     AT(&tt, ALLREDUCE, 1022, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
     AT(&tt, ALLREDUCE, 1023, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
     AT(&tt, ALLREDUCE, 1024, NC_ALG_ALLREDUCE_RSAG, 1);
@@ -306,8 +306,8 @@ static void test_format(void)
                                 "f=8K s=64 q=2 tree=kary k=2");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
-                    (int)strlen("allreduce  p=1-*  size=0-56     alg=inline"));
-    CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=1-*  size=0-56     alg=inline");
+                    (int)strlen("allreduce  p=1-*  size=0-191    alg=inline"));
+    CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=1-*  size=0-191    alg=inline");
     nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=tree k=4");
     nc__tune_format_rule(&b->rules[8], buf, sizeof buf);
@@ -620,8 +620,8 @@ static void test_errors_ranges(void)
                 "t.txt:1:16: expected size at most 8192 (inline carries at "
                 "most 8192 bytes), found '0-8193'\n");
     EXPECT_ERRS("allreduce p=1 size=* alg=inline",
-                "t.txt:1:20: expected size at most 56 (inline carries at most "
-                "56 bytes), found '*'\n");
+                "t.txt:1:20: expected size at most 8192 (inline carries at "
+                "most 8192 bytes), found '*'\n");
 }
 
 static void test_errors_lines(void)
@@ -919,7 +919,8 @@ static void test_resolve_custom(void)
     check_covers(&tt);
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
-    AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
+    AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_INLINE, 1);
+    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
     nc__tune_team_free(&tt);
     nc__tune_free(&t);
 }

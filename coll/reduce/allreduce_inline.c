@@ -1,27 +1,37 @@
 /*
- * Inline Allreduce for messages of at most 56 bytes: every rank publishes
- * its contribution in one cache line and every rank folds all p lines
- * itself, in rank order, so the result costs one cache-line transfer per
- * peer and no second (broadcast) wave. Every rank folds the same operands
- * in the same order with the same code, so the results are bitwise equal.
+ * Inline Allreduce for small messages: every rank publishes its
+ * contribution in L self-validating cache lines and every rank folds all
+ * p contributions itself, in rank order, so the result costs the line
+ * transfers of one wave and no second (broadcast) one. Every rank folds
+ * the same operands in the same order with the same code, so the results
+ * are bitwise equal.
  *
- *  every rank: copy its contribution into its line of parity seq % 2,
- *          publish word = seq + 1 (release); wait for every other rank's
- *          line of that parity to read seq + 1 (acquire); fold
- *          x_0 op x_1 op ... op x_(p-1) into a private buffer; copy out.
+ * A line carries whole elements, floor(56/e) of e bytes (so each line
+ * folds on its own), and a word sig32 << 32 | (seq + 1) stored after its
+ * payload (release): a reader needs no other flag, and no line is written
+ * by two ranks (no read-modify-write anywhere). L = ceil(count /
+ * floor(56/e)); every rank's lines are sized for the largest inline rule
+ * at the worst element size (nc__red_init).
+ *
+ *  every rank: copy its contribution into its L lines of parity seq % 2,
+ *          each line's word last (release); then line by line: wait for
+ *          every other rank's line k of that parity to read seq + 1
+ *          (acquire), fold x_0 op x_1 op ... op x_(p-1) of the line's
+ *          elements into a private buffer; copy out.
  * There is no root, no inner rank and no leaf. Reduce and Allreduce of no
- * elements run it too, without the fold, so that a mismatch shows.
+ * elements run it too (one line, no fold), so that a mismatch shows.
  *
  * Reuse without a release counter: rank r rewrites its parity-(seq % 2)
- * line at call seq + 2 only after its call seq + 1 saw every rank's
- * seq + 1 line; a rank publishes that line only after returning from
- * call seq, i.e. after its last read of r's seq line. Each rank's reads
+ * lines at call seq + 2 only after its call seq + 1 saw every rank's
+ * seq + 1 lines; a rank publishes those only after returning from call
+ * seq, i.e. after its last read of r's seq lines. Each rank's reads
  * therefore happen before r's next write (release/acquire through the
  * seq + 1 lines).
  *
- * Cost: t_l (the other lines arrive in parallel) + p * 56 bytes read +
- * (p-1) combines of at most 56 bytes. Shared slots: writes its own two
- * inline lines, reads every rank's. No parameter tunes it.
+ * Cost: about t_l + (L - 1) * t_l / m (the lines of all ranks travel in
+ * parallel, m misses in flight) + p * L * 64 bytes read + (p - 1) folds of
+ * L lines. Shared lines: writes its own 2 * al, reads every rank's. The
+ * largest inline rule of the tuning table sets how far it is used.
  */
 #include <string.h>
 
@@ -31,17 +41,18 @@ typedef struct env {
     numacoll_team_t *t;
     unsigned par;
     uint64_t seq;
+    size_t line;          /* the line being folded */
 } env_t;
 
 static int get_line(void *vp, int j, const void **ptr)
 {
     env_t *e = vp;
-    nc__rline_t *l = nc__arline(e->t, j, e->par);
+    nc__rline_t *l = nc__arline(e->t, j, e->par, e->line);
     *ptr = l->data;
     if (j == e->t->rank)
         return NUMACOLL_OK;
     uint64_t seen;
-    nc__wait_why_t why = {j, "inline allreduce line", (long)e->par,
+    nc__wait_why_t why = {j, "inline allreduce line", (long)e->line,
                           (long)e->seq};
     return nc__wait(e->t, &l->word, NC_WAIT_EQ, nc__dword(e->t, e->seq + 1),
                     &seen, &why);
@@ -56,15 +67,22 @@ int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
                          const void *own, void *recv, size_t count)
 {
     struct nc__red *R = t->red;
-    const size_t nbytes = count * op->elem;
-    env_t e = {t, (unsigned)(R->ar_seq & 1), R->ar_seq};
+    const size_t epl = nc__ar_per_line(op->elem),
+                 lb = epl * op->elem,
+                 nbytes = count * op->elem,
+                 lines = nc__ar_lines(count, epl);
+    env_t e = {t, (unsigned)(R->ar_seq & 1), R->ar_seq, 0};
     R->ar_seq++;
-    nc__rline_t *mine = nc__arline(t, t->rank, e.par);
-    if (nbytes)
-        memcpy(mine->data, own, nbytes);
-    /* the payload must be visible before its sequence number */
-    atomic_store_explicit(&mine->word, nc__dword(t, e.seq + 1),
-                          memory_order_release);
+    const uint64_t word = nc__dword(t, e.seq + 1);
+    for (size_t k = 0; k < lines; k++) {
+        nc__rline_t *mine = nc__arline(t, t->rank, e.par, k);
+        const size_t off = k * lb;
+        if (off < nbytes)
+            memcpy(mine->data, (const unsigned char *)own + off,
+                   nbytes - off < lb ? nbytes - off : lb);
+        /* the payload must be visible before its sequence number */
+        atomic_store_explicit(&mine->word, word, memory_order_release);
+    }
 
     if (count == 0) {
         /* a call of no data: only the lines' signatures meet */
@@ -76,10 +94,17 @@ int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
         }
         return NUMACOLL_OK;
     }
+    /* a line's fold goes to a private buffer: the user op's inout must be
+     * no operand, and recv may be this rank's own input */
     _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
-    int rc = nc__fold_run(op, &f, acc, count);
-    if (rc == NUMACOLL_OK)
-        memcpy(recv, acc, nbytes);
-    return rc;
+    for (size_t k = 0; k < lines; k++) {
+        const size_t n = count - k * epl < epl ? count - k * epl : epl;
+        e.line = k;
+        int rc = nc__fold_run(op, &f, acc, n);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        memcpy((unsigned char *)recv + k * lb, acc, n * op->elem);
+    }
+    return NUMACOLL_OK;
 }

@@ -11,6 +11,11 @@
 
 /* ---- team state ------------------------------------------------------- */
 
+unsigned nc__red_ar_lines(const numacoll_team_t *t)
+{
+    return t->red->ar_al;
+}
+
 int nc__red_init(numacoll_team_t *t)
 {
     struct nc__red *r = calloc(1, sizeof *r);
@@ -18,6 +23,17 @@ int nc__red_init(numacoll_team_t *t)
         return NUMACOLL_ERR_NOMEM;
     t->red = r;
     int p = t->p;
+    /* Inline Allreduce lines hold whole elements, so a line carries
+     * between 29 (elements of 29 bytes) and 56 bytes: size them for the
+     * worst element size up to the largest inline rule. */
+    const size_t amax = nc__team_rule_max(t, NC_COLL_ALLREDUCE,
+                                          NC_ALG_ALLREDUCE_INLINE);
+    r->ar_al = 1;
+    for (size_t e = 1; e <= NC_RED_INLINE; e++) {
+        size_t al = nc__ar_lines(amax / e, nc__ar_per_line(e));
+        if (al > r->ar_al)
+            r->ar_al = (unsigned)al;
+    }
     /* the trees themselves are the team's (built for every k the rules
      * name); kids must hold the children of any of them */
     int mc = 0;
@@ -303,11 +319,16 @@ static int allreduce_run(numacoll_team_t *t, int alg, const void *sendbuf,
     if (bad != NUMACOLL_OK)
         return red_begin(t, NC_COLL_ALLREDUCE, -1, count, op, bad);
     size_t nbytes = count * op->elem;
-    const nc__choice_t *ch;
+    const nc__choice_t *ch = NULL;
     if (alg < 0) {
         ch = nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes);
         alg = (int)ch->alg;
-    } else {
+        /* elements too large for a line: as a forced reduce_bcast */
+        if (alg == NC_ALG_ALLREDUCE_INLINE &&
+            !nc__ar_inline_fits(t, count, op->elem))
+            alg = NC_ALG_ALLREDUCE_REDUCE_BCAST;
+    }
+    if (!ch || alg != (int)ch->alg) {
         /* A forced algorithm takes the parameters of the size's rule, or of
          * the first rule naming it; where no rule names it, the Reduce
          * rule's f, s and k (every allreduce algorithm reads at most
@@ -318,10 +339,12 @@ static int allreduce_run(numacoll_team_t *t, int alg, const void *sendbuf,
     }
     bad = check_elem(t, ch, op, count, "allreduce");
     if (bad == NUMACOLL_OK && alg == NC_ALG_ALLREDUCE_INLINE &&
-        nbytes > NC_RED_INLINE)
-        bad = nc__team_fail(t, NUMACOLL_ERR_ARG,
-                            "inline allreduce of %zu bytes: at most %d",
-                            nbytes, NC_RED_INLINE);
+        !nc__ar_inline_fits(t, count, op->elem))
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "inline allreduce of %zu "
+                            "elements of %zu bytes: the team's inline lines "
+                            "take %u lines of whole elements of at most %d "
+                            "bytes", count, op->elem, t->red->ar_al,
+                            NC_RED_INLINE);
     int rc = red_begin(t, NC_COLL_ALLREDUCE, -1, count, op, bad);
     if (rc != NUMACOLL_OK)
         return rc;

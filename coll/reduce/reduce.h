@@ -62,6 +62,7 @@ struct nc__red {
     uint64_t ticket;      /* slot uses so far, equal on every rank        */
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
+    unsigned ar_al;       /* inline Allreduce lines per call parity       */
     int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */
     int my_slice;         /* the slice this rank owns                     */
 };
@@ -76,8 +77,8 @@ typedef struct nc__red_op {
     int commutative;
 } nc__red_op_t;
 
-/* Slot record x and staging buffer x of rank r; inline line of rank r for
- * call parity par. */
+/* Slot record x and staging buffer x of rank r; inline Allreduce line k of
+ * rank r for call parity par. */
 static inline nc__rslot_t *nc__rslot(const numacoll_team_t *t, int r,
                                      unsigned x)
 {
@@ -94,10 +95,33 @@ static inline unsigned char *nc__rbuf(const numacoll_team_t *t, int r,
 }
 
 static inline nc__rline_t *nc__arline(const numacoll_team_t *t, int r,
-                                      unsigned par)
+                                      unsigned par, size_t k)
 {
     return (nc__rline_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
-                           t->layout.ar_off + (size_t)par * NC_CACHE_LINE);
+                           t->layout.ar_off +
+                           ((size_t)par * t->red->ar_al + k) * NC_CACHE_LINE);
+}
+
+/* Inline Allreduce: elements of elem bytes per line (whole elements only,
+ * so every line folds on its own; 0: one does not fit), and the lines a
+ * call of count elements takes (a call of none still meets in one). */
+static inline size_t nc__ar_per_line(size_t elem)
+{
+    return elem && elem <= NC_RED_INLINE ? NC_RED_INLINE / elem : 0;
+}
+
+static inline size_t nc__ar_lines(size_t count, size_t per_line)
+{
+    return count ? (count + per_line - 1) / per_line : 1;
+}
+
+/* Whether this team's inline Allreduce lines take count elements of elem
+ * bytes (every rank answers alike). */
+static inline int nc__ar_inline_fits(const numacoll_team_t *t, size_t count,
+                                     size_t elem)
+{
+    size_t epl = nc__ar_per_line(elem);
+    return !count || (epl && nc__ar_lines(count, epl) <= t->red->ar_al);
 }
 
 /* Owner: wait until every reader of slot x's previous uses released it. */

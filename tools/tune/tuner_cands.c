@@ -14,7 +14,7 @@
  *             whole message), s = 2, 4, 8 (up to the first that holds every
  *             fragment), k = 2, 4; ranked by a rough pipeline estimate
  *             (the model has no Reduce formula).
- *  Allreduce  inline up to 56 bytes; reduce_bcast with the Reduce's
+ *  Allreduce  inline up to 8 KiB (its cap); reduce_bcast with the Reduce's
  *             candidates and rsag with its f and s, ranked alike, the two
  *             kinds taken in turn.
  *  Barrier    k = 2, 3, 4, 8.
@@ -599,10 +599,9 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
         reduce_list(x, NC_ALG_ALLREDUCE_RSAG, m, &b);
         sort_list(&b);
         /* the rough estimates of two algorithms do not compare: take
-         * their best in turn (one each up to 56 bytes, where inline is
+         * their best in turn (one each up to one line, where inline is
          * the contender) */
-        int ia = 0, ib = 0, small = m <= nc__algs[NC_ALG_ALLREDUCE_INLINE]
-                                              .max_bytes;
+        int ia = 0, ib = 0, small = m <= 56;
         int lim = small ? n + 2 : cap;
         while (n < cap && n < lim && (ia < a.n || ib < b.n)) {
             int before = n;
