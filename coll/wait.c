@@ -26,9 +26,19 @@ static int dead_peer(const numacoll_team_t *t, int peer)
 {
     if (peer >= 0)
         return pid_alive(t->loc[peer].pid) ? -1 : peer;
-    for (int r = 0; r < t->p; r++)
-        if (r != t->rank && !pid_alive(t->loc[r].pid))
+    /* A rank that destroyed the team after taking part in this call (a
+     * Reduce leaf returns early) has left, not died: the others may still
+     * answer a wait on the whole team. */
+    for (int r = 0; r < t->p; r++) {
+        if (r == t->rank || pid_alive(t->loc[r].pid))
+            continue;
+        const nc__sync_t *s = nc__sync(t, r);
+        if (!atomic_load_explicit(&s->gone, memory_order_acquire) ||
+            (int64_t)(atomic_load_explicit(&s->call_seq,
+                                           memory_order_relaxed) -
+                      t->call_seq) < 0)
             return r;
+    }
     return -1;
 }
 
