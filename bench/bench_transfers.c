@@ -15,7 +15,9 @@
  *             shm_nreaders, 2 lines on rank 0's node
  *  cma        every rank copies the L lines from its tree parent, with F
  *             notifications per edge
- * Averaged over every root (the bench's timing rotates the root).
+ * Averaged over every root (the bench's timing rotates the root). The
+ * tree of the first size, rooted at 0, is printed too, as parent>{children}
+ * for every rank that has children.
  */
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +66,27 @@ static void count_call(const numacoll_team_t *t, const nc__choice_t *ch,
     }
 }
 
+static void print_tree(const nc__tree_t *tr, int p, int *kids, FILE *to)
+{
+    int col = fprintf(to, "#   tree from root 0:");
+    for (int r = 0; r < p; r++) {
+        int n = nc__tree_children(tr, 0, r, kids);
+        if (n == 0)
+            continue;
+        char item[512];
+        int o = snprintf(item, sizeof item, " %d>{", r);
+        for (int i = 0; i < n && o < (int)sizeof item; i++)
+            o += snprintf(item + o, sizeof item - (size_t)o, "%s%d",
+                          i ? "," : "", kids[i]);
+        if (o < (int)sizeof item)
+            snprintf(item + o, sizeof item - (size_t)o, "}");
+        if (col + (int)strlen(item) > 78)
+            col = fprintf(to, "\n#    ");
+        col += fprintf(to, "%s", item);
+    }
+    fprintf(to, "\n");
+}
+
 void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams,
                          FILE *to)
 {
@@ -86,6 +109,8 @@ void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams
                         o->cfg[c].label, m);
                 continue;
             }
+            if (i == 0)
+                print_tree(tr, t->p, kids, to);
             double notif[NLV] = {0}, data[NLV] = {0};
             for (int root = 0; root < t->p; root++)
                 count_call(t, ch, tr, root, m, notif, data, kids);
