@@ -106,7 +106,8 @@ TEST_SRCS = \
 	tests/test_model.c \
 	tests/test_copy.c \
 	tests/test_align.c \
-	tests/test_mismatch.c
+	tests/test_mismatch.c \
+	tests/test_levels.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \
@@ -114,7 +115,8 @@ BENCH_SRCS = \
 	bench/bench_opts.c \
 	bench/bench_core.c \
 	bench/bench_report.c \
-	bench/bench_team.c
+	bench/bench_team.c \
+	bench/bench_transfers.c
 
 # The built-in tuning table, tune/defaults.txt, compiled in as a string
 # (tune/tune.mk generates its .c).

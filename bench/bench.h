@@ -170,6 +170,7 @@ typedef struct ncb_opts {
     int no_memcpy;               /* skip the memcpy reference (the tuner)  */
     int align;                   /* >= 0 or NCB_ALIGN_MALLOC/_SWEEP       */
     unsigned loops;              /* NCB_LOOP_* bits; 0 = b2b              */
+    int transfers;               /* --transfers: count, do not time       */
 } ncb_opts_t;
 
 /* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
@@ -203,6 +204,10 @@ typedef struct ncb_report {
     int ncfg, baseline;
     char label[NCB_MAX_CFGS][NCB_LABEL_MAX];
     char desc[NCB_MAX_CFGS][200];
+    /* the hierarchy each configuration's team built from its levels, e.g.
+     * "2 packages > 4 NUMA > 16 L3 > 64 ranks (levels l3,numa,package)";
+     * "" where the backend cannot tell (MPI) */
+    char hier[NCB_MAX_CFGS][168];
     double barrier_s[NCB_MAX_CFGS];  /* < 0: unknown                      */
     double line_rtt;              /* seconds; < 0: unknown                */
     double line_rtt_end;          /* the same at the end of the run       */
@@ -312,6 +317,14 @@ void ncb_team_world(const struct numacoll_bootstrap *b, void *shared,
 /* --list-algs and --list-params for this build. */
 void ncb_backend_list_algs(FILE *to);
 void ncb_backend_list_params(FILE *to);
+
+/* --transfers (bench/bench_transfers.c): for each configuration's team and
+ * each size, the cache lines one Bcast moves across a domain boundary of
+ * each level, counted from the tree and the rule the team would run.
+ * Called by rank 0 with the teams open; writes the table to `to`. */
+struct numacoll_team;
+void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams,
+                         FILE *to);
 
 /* Largest CPU cache in bytes (sysfs), 32 MiB if unknown. */
 size_t ncb_llc_bytes(void);

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/bench.h"
 
@@ -80,6 +81,9 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "      --merge FILE...  no run: read --csv files (several runs, labels\n"
         "                       repeated across rounds) and print one comparison\n"
         "      --list-algs      algorithms per operation\n"
+        "      --transfers      time nothing: per configuration and size, count\n"
+        "                       the cache lines one Bcast moves across each\n"
+        "                       level's domains (from the team's tree and rule)\n"
         "      --list-params    every numacoll parameter with its default\n"
         "  -h, --help\n"
         "Parameters left out come from the team's tuning table: the file named\n"
@@ -279,6 +283,38 @@ static int spec_item(ncb_spec_t *s, const char *item, const char *opt,
     return 0;
 }
 
+/* "levels=l3,numa,package" inside a comma-separated list: the bare level
+ * names after levels= belong to it, so their commas become '+' (which the
+ * library's level parser reads as ','). Only level names are joined: a
+ * bare tree or algorithm name after them stays a name of its own. The
+ * names are listed here because the MPI twin does not link the library. */
+static int is_level_name(const char *s, size_t n)
+{
+    static const char *const names[] = {"l1", "l2", "l3", "numa", "package",
+                                        "socket"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+static void join_levels(char *buf)
+{
+    int in_levels = 0;
+    for (char *part = buf; part; ) {
+        char *comma = strchr(part, ',');
+        size_t n = comma ? (size_t)(comma - part) : strlen(part);
+        const char *eq = memchr(part, '=', n);
+        if (eq)
+            in_levels = eq - part == 6 && strncmp(part, "levels", 6) == 0;
+        else if (in_levels && is_level_name(part, n))
+            part[-1] = '+';
+        else
+            in_levels = 0;
+        part = comma ? comma + 1 : NULL;
+    }
+}
+
 /* Configurations from a --compare list: items separated by spaces or ';',
  * parts of an item by ','. Each starts from the base options. */
 static int parse_compare(ncb_opts_t *o, const char *list, const char *opt,
@@ -299,6 +335,7 @@ static int parse_compare(ncb_opts_t *o, const char *list, const char *opt,
         snprintf(s->label, sizeof s->label, "%s", item);
         char part[128], *save2 = NULL;
         snprintf(part, sizeof part, "%s", item);
+        join_levels(part);
         for (char *kv = strtok_r(part, ",", &save2); kv;
              kv = strtok_r(NULL, ",", &save2)) {
             int rc = spec_item(s, kv, opt, err, errlen);
@@ -343,7 +380,8 @@ enum {
     OPT_SPIN = 256, OPT_TREES, OPT_BASELINE, OPT_TOPOLOGY, OPT_BIND,
     OPT_NOBIND, OPT_LABEL, OPT_ROOTSHIFT, OPT_CACHE, OPT_NOCHECK, OPT_REPS,
     OPT_ITERS, OPT_SAMPLE, OPT_WARMUP, OPT_CSV, OPT_JSON, OPT_PLOT, OPT_QUIET,
-    OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP
+    OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP,
+    OPT_TRANSFERS
 };
 
 /* --align malloc|sweep|OFF */
@@ -383,6 +421,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         {"merge", 0, 0, OPT_MERGE}, {"list-algs", 0, 0, OPT_LISTALGS},
         {"list-params", 0, 0, OPT_LISTPARAMS}, {"param", 1, 0, OPT_PARAM},
         {"align", 1, 0, OPT_ALIGN}, {"loop", 1, 0, OPT_LOOP},
+        {"transfers", 0, 0, OPT_TRANSFERS},
         {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -428,7 +467,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         switch (c) {
         case 'p': case 'a': case 't': case 'r': case 'f': case 'q': case 'b':
         case 'c': case OPT_SPIN: case OPT_TREES: case OPT_TOPOLOGY:
-        case OPT_PARAM:
+        case OPT_PARAM: case OPT_TRANSFERS:
         case OPT_BIND: case OPT_NOBIND: case OPT_BASELINE:
             if (mode == NCB_MPI)
                 FAIL("%s is a standalone option: under MPI the process count "
@@ -496,6 +535,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
             if (strlen(optarg) >= sizeof buf)
                 FAIL("--param: '%s' is too long", optarg);
             snprintf(buf, sizeof buf, "%s", optarg);
+            join_levels(buf);
             char *part = strtok_r(buf, ",", &save);
             if (!part)
                 FAIL("--param: '%s' is not name=value", optarg);
@@ -512,6 +552,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
             break;
         case OPT_TOPOLOGY: o->topology = optarg; break;
         case OPT_BIND: o->bind = 1; break;
+        case OPT_TRANSFERS: o->transfers = 1; break;
         case OPT_NOBIND: o->bind = 0; break;
         case OPT_LABEL:
             if (!*optarg || strlen(optarg) >= NCB_LABEL_MAX ||

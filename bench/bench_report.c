@@ -210,6 +210,11 @@ void ncb_print_header(const ncb_report_t *r, FILE *to)
         if (r->desc[c][0])
             fprintf(to, "# %-14s %s\n", c == 0 ? "configuration:" : "",
                     r->desc[c]);
+    for (int c = 0; c < r->ncfg; c++)
+        if (r->hier[c][0])
+            fprintf(to, "# %-14s %s%s%s\n", c == 0 ? "hierarchy:" : "",
+                    r->ncfg > 1 ? r->label[c] : "", r->ncfg > 1 ? ": " : "",
+                    r->hier[c]);
     align_words(r, al, sizeof al);
     fprintf(to, "# alignment: %s\n", al);
     if (r->nmerged) {

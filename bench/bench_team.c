@@ -305,6 +305,12 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
         ncb_report_init(&rep, o, "standalone", b->size);
         for (int c = 0; c < o->ncfg; c++)
             snprintf(rep.desc[c], sizeof rep.desc[c], "%s", tr->desc[c]);
+        for (int c = 0; c < o->ncfg; c++) {
+            char h[100], lv[40];
+            nc__team_hierarchy(team[c]->team, h, sizeof h);
+            numacoll_levels_format(team[c]->team->cfg.levels, lv, sizeof lv);
+            snprintf(rep.hier[c], sizeof rep.hier[c], "%s (levels %s)", h, lv);
+        }
         describe_where(&w, team[0]->team, tr->bind, rep.where,
                        sizeof rep.where);
         /* rules with alg=cma run pipelined where single copy is refused */
@@ -316,8 +322,20 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
             snprintf(rep.extra, sizeof rep.extra, "single copy (alg=cma, "
                      "process_vm_readv): unavailable (%s); cma rules run as "
                      "pipelined", why);
-        rc = ncb_measure(o, &w, t, o->ncfg, &rep);
-        if (b->rank == 0 && (rc == 0 || rc == 1) && ncb_write_outputs(&rep, o))
+        if (o->transfers) {
+            /* counted from the teams' trees, nothing timed: rank 0 says */
+            numacoll_team_t *teams[NCB_MAX_CFGS];
+            for (int c = 0; c < o->ncfg; c++)
+                teams[c] = team[c]->team;
+            if (b->rank == 0) {
+                for (int c = 0; c < o->ncfg; c++)
+                    printf("# %s: %s\n", o->cfg[c].label, rep.hier[c]);
+                ncb_print_transfers(o, teams, stdout);
+            }
+        } else
+            rc = ncb_measure(o, &w, t, o->ncfg, &rep);
+        if (b->rank == 0 && !o->transfers && (rc == 0 || rc == 1) &&
+            ncb_write_outputs(&rep, o))
             rc = rc ? rc : 5;
         ncb_report_free(&rep);
     }
@@ -381,6 +399,12 @@ static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
             bad = ncb_parse_size(v, &z) != 0 || z > params[i].max;
             if (!bad)
                 memcpy(field, &z, sizeof z);
+            break;
+        case 'l':
+            x = numacoll_levels_parse(v);
+            bad = x < 0;
+            if (!bad)
+                *(int *)field = (int)x;
             break;
         case 't':
             x = numacoll_tree_parse(v);

@@ -18,10 +18,15 @@
  * struct was never filled by numacoll_config_init(). */
 static const size_t known_sizes[] = {
     offsetof(numacoll_config_t, tuning_text) + sizeof(const char *), /* 0.1 */
+    sizeof(numacoll_config_t),                                       /* 0.2 */
 };
+/* The last field decides the size (with its padding): a field added after
+ * levels must add a line above. */
 _Static_assert(sizeof(numacoll_config_t) ==
-                   offsetof(numacoll_config_t, tuning_text) +
-                       sizeof(const char *),
+                   (offsetof(numacoll_config_t, levels) + sizeof(int) +
+                    _Alignof(numacoll_config_t) - 1) /
+                       _Alignof(numacoll_config_t) *
+                       _Alignof(numacoll_config_t),
                "numacoll_config_t grew: append its size to known_sizes");
 
 static void fill_defaults(numacoll_config_t *cfg)
@@ -82,7 +87,7 @@ int nc__config_import(numacoll_config_t *out, const numacoll_config_t *in,
 static int nc__param_unset(int type, long long v, long long def, long long min,
                     long long max)
 {
-    if (type == 'i' || type == 't')
+    if (type == 'i' || type == 't' || type == 'l')
         return v == def && (def < min || def > max);
     return (unsigned long long)v == (unsigned long long)def &&
            ((unsigned long long)def < (unsigned long long)min ||
@@ -118,18 +123,18 @@ int numacoll_config_check(const numacoll_config_t *user, char *msg,
     if (rc != NUMACOLL_OK)
         return rc;
     const numacoll_config_t *cfg = &full;
-    /* Range checks first, in list order; 'i' and 't' parameters are signed.
+    /* Range checks first, in list order; 'i', 't' and 'l' are signed.
      * A default outside the range is the "unset" value: take the table's. */
 #define X(field, type, def, min, max, doc)                                      \
     if (!nc__param_unset(type, (long long)cfg->field, (long long)(def),          \
                          (long long)(min), (long long)(max)) &&                  \
-        !((type == 'i' || type == 't')                                           \
+        !((type == 'i' || type == 't' || type == 'l')                            \
               ? in_range_i((long long)cfg->field, (long long)(min),              \
                            (long long)(max))                                     \
               : in_range_u((unsigned long long)cfg->field,                       \
                            (unsigned long long)(min),                            \
                            (unsigned long long)(max)))) {                        \
-        if (type == 'i' || type == 't')                                          \
+        if (type == 'i' || type == 't' || type == 'l')                           \
             snprintf(msg, msglen,                                                \
                      "numacoll: parameter %s = %lld is out of range "            \
                      "[%lld, %lld]", #field, (long long)cfg->field,              \
@@ -144,6 +149,13 @@ int numacoll_config_check(const numacoll_config_t *user, char *msg,
     }
     NUMACOLL_PARAM_LIST(X)
 #undef X
+    if (numacoll_levels_format(cfg->levels, NULL, 0) != 0) {
+        snprintf(msg, msglen,
+                 "numacoll: parameter levels = %d is no list of levels (l1, "
+                 "l2, l3, numa, package; innermost first, none twice)",
+                 cfg->levels);
+        return NUMACOLL_ERR_ARG;
+    }
     if (cfg->frag_size % 64 != 0) {
         snprintf(msg, msglen,
                  "numacoll: parameter frag_size = %zu must be a multiple of 64 "

@@ -383,11 +383,26 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     t->trees = n;
     nc__team_tree_t *e = &n[t->ntrees];
     *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
-    int rc = hier ? nc__tree_init_hier(&e->tree, t->p, k, k, t->loc)
-                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
+    /* numa trees, and every hier one, follow the team's levels */
+    int rc = hier || kind == NUMACOLL_TREE_NUMA
+                 ? nc__tree_init_levels(&e->tree, t->p, k, hier ? k : 0,
+                                        t->cfg.levels, t->doms)
+                 : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
     if (rc == NUMACOLL_OK)
         t->ntrees++;
     return rc;
+}
+
+int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len)
+{
+    nc__hier_t h;
+    int n = 0;
+    if (nc__hier_init(&h, t->p, t->cfg.levels, t->doms) == NUMACOLL_OK)
+        n = nc__hier_describe(&h, buf, len);
+    else if (buf && len)
+        n = snprintf(buf, len, "%d ranks", t->p);
+    nc__hier_fini(&h);
+    return n;
 }
 
 const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
@@ -607,6 +622,12 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
     t->children = malloc((size_t)(mc + 1) * sizeof *t->children);
     if (!t->children)
         return NUMACOLL_ERR_NOMEM;
+    if (t->cfg.verbose >= 2 && t->rank == 0) {
+        char lv[64], hs[160];
+        numacoll_levels_format(t->cfg.levels, lv, sizeof lv);
+        nc__team_hierarchy(t, hs, sizeof hs);
+        fprintf(stderr, "numacoll: levels %s: %s\n", lv, hs);
+    }
     if (t->cfg.verbose >= 3 && t->rank == 0)
         for (int c = 0; c < NC_COLL_COUNT; c++)
             for (int i = 0; i < t->tune.n[c]; i++) {
@@ -650,13 +671,14 @@ static void team_free(numacoll_team_t *t)
     free(t->children);
     free(t->leaders);
     free(t->loc);
+    free(t->doms);
     free(t);
 }
 
 typedef struct loc_msg {
     numacoll_locality_t loc;
     int32_t status;
-    int32_t pad;
+    int32_t caches[2];          /* L1, L2 (nc__topo_discover_ex) */
     uint64_t cma_addr;          /* where its cma_probe_word is */
     uint64_t shape;             /* nc__config_shape_hash of its config */
 } loc_msg_t;
@@ -868,12 +890,14 @@ static int team_create(const numacoll_bootstrap_t *b,
                       .cma_addr = (uint64_t)(uintptr_t)&cma_probe_word};
     mine.shape = nc__config_shape_hash(&t->cfg);
     if (mine.status == NUMACOLL_OK)
-        mine.status = nc__topo_discover(t->cfg.topology, t->cfg.pu, &mine.loc,
-                                        msg, sizeof msg);
+        mine.status = nc__topo_discover_ex(t->cfg.topology, t->cfg.pu,
+                                           &mine.loc, mine.caches, msg,
+                                           sizeof msg);
     loc_msg_t *all = calloc((size_t)p, sizeof *all);
     t->loc = calloc((size_t)p, sizeof *t->loc);
     t->leaders = calloc((size_t)p, sizeof *t->leaders);
-    if (!all || !t->loc || !t->leaders) {
+    t->doms = calloc((size_t)p, sizeof *t->doms);
+    if (!all || !t->loc || !t->leaders || !t->doms) {
         free(all);
         team_free(t);
         return NUMACOLL_ERR_NOMEM;  /* cannot tell the others: no exchange */
@@ -886,6 +910,7 @@ static int team_create(const numacoll_bootstrap_t *b,
     rc = NUMACOLL_OK;
     for (int r = 0; r < p; r++) {
         t->loc[r] = all[r].loc;
+        nc__topo_doms(&all[r].loc, all[r].caches, &t->doms[r]);
         if (rc == NUMACOLL_OK && all[r].status != NUMACOLL_OK) {
             rc = all[r].status;
             who = r;

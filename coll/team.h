@@ -140,6 +140,7 @@ struct numacoll_team {
     numacoll_config_t cfg;
     char topology[512];         /* cfg.topology points here when given */
     numacoll_locality_t *loc;   /* [p] */
+    nc__doms_t *doms;           /* [p] domains of each rank at every level */
     int *leaders;               /* [p] leader rank of each rank's node */
     /* Every choice comes from here (tune/table.h): the team's tuning rules,
      * resolved once for its p and NUMA shape, config overrides applied. */
@@ -384,6 +385,10 @@ static inline void nc__bank_release(numacoll_team_t *t, unsigned set)
 {
     atomic_fetch_sub_explicit(&t->banks[set].nreaders, 1, memory_order_release);
 }
+
+/* "2 packages > 4 NUMA > 16 L3 > 64 ranks": the hierarchy the team's
+ * levels build (outermost first); returns snprintf's count. */
+int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len);
 
 /* The tree (kind, k, hier) built at team creation; NULL if the team's rules
  * name no such tree. A linear scan of a handful of entries. */

@@ -1,7 +1,7 @@
 /*
  * Notification trees: parent and children of a rank, for any root, as
  * integer functions of (rank, root, p, radix) — plus, for the numa shape,
- * the NUMA groups of nc__topo_numa_groups(). The Bcast/Barrier protocols
+ * the domains of each level of the hierarchy (nc__hier_t). The protocols
  * only ever ask "who notifies me" and "whom do I notify".
  *
  * Cost of one notification wave, as depth (hops from the root to the
@@ -12,11 +12,15 @@
  *  kary     depth ~ log_k p;             up to k sends per hop
  *  knomial  depth <= ceil(log_k p);      (k-1)*ceil(log_k p) sends at most,
  *           largest subtree first so the far branches start early
- *  numa     1 hop to each remote leader (ngroups-1 sends, the only
- *           cross-node traffic), then a knomial inside every node
+ *  numa     per kept level L (outermost first) one hop from a head to
+ *           the heads of its other sub-domains (D_L - 1 sends, flat; the
+ *           only traffic that crosses a domain of level L, so D_L - 1 line
+ *           transfers per notification), then a knomial inside every
+ *           innermost domain: depth = levels + ceil(log_k ranks/domain)
+ *  hier     the same with knomials of leader_radix between heads
  *
  * Memory: nothing for the first four (every root is a rotation of the
- * root-0 shape), five arrays of p ints for numa.
+ * root-0 shape), about 6 (levels + 1) p ints for numa.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -144,66 +148,108 @@ static int abs_of(int v, int root, int n)
     return v < n - root ? v + root : v - (n - root);
 }
 
-/* ---- numa shape ------------------------------------------------------- */
+/* ---- hierarchical (numa) shape ---------------------------------------- */
 
-/* Group g's members as a knomial over positions rotated so that `base`
- * (the root's position in its own group, 0 = the leader elsewhere) is 0. */
-static int numa_base(const nc__tree_t *t, int root, int g)
+/* At level j of the hierarchy (topo.h: nc__hier_t) the units of a domain
+ * (ranks at level 0, level-(j-1) domains above) form a tree over their
+ * positions, rotated so that the unit holding the root (the first unit in
+ * a domain without it) is position 0; a unit is represented by its head:
+ * the root in the unit that holds it, else the unit's lowest rank. Level 0
+ * is a knomial of radix; the levels above are flat (leader_radix < 2: the
+ * head of a domain notifies the heads of its other units itself, the numa
+ * Bcast) or knomials of leader_radix (hier). */
+
+static int *hat(const nc__tree_t *t, int *base, int j)
 {
-    return t->group_of[root] == g ? t->pos_in_group[root] : 0;
+    return nc__hier_at(&t->h, base, j);
 }
 
-/* Head of group g: the root in its own group, the leader elsewhere. */
-static int numa_head(const nc__tree_t *t, int root, int g)
+/* Unit of rank at level j. */
+static int unit_of(const nc__tree_t *t, int j, int rank)
 {
-    return g == t->group_of[root] ? root : t->members[t->group_start[g]];
+    return j == 0 ? rank : hat(t, t->h.up, j - 1)[rank];
 }
 
-static int numa_parent(const nc__tree_t *t, int root, int rank)
+static int unit_head(const nc__tree_t *t, int root, int j, int u)
 {
-    int g = t->group_of[rank];
-    if (g != t->group_of[root] && t->leader_of[rank] == rank) {
-        if (t->leader_radix < 2)
-            return root;
-        /* hier: the heads form a knomial over groups rotated to the root's */
-        int gr = t->group_of[root], ng = t->ngroups;
-        int u = nc__knomial_parent(rel_of(g, gr, ng), t->leader_radix);
-        return numa_head(t, root, abs_of(u, gr, ng));
+    if (j == 0)
+        return u;
+    if (hat(t, t->h.up, j - 1)[root] == u)
+        return root;
+    return hat(t, t->h.low, j - 1)[u];
+}
+
+static int level_k(const nc__tree_t *t, int j)
+{
+    return j == 0 ? t->radix : t->leader_radix;
+}
+
+/* Where rank's unit sits in its level-j domain: first unit s in mem, m
+ * units, base (the root's unit's position, or 0), v relative to base. */
+typedef struct spot {
+    int s, m, base, v;
+} spot_t;
+
+static spot_t spot_of(const nc__tree_t *t, int root, int j, int rank)
+{
+    const int *up = hat(t, t->h.up, j), *st = hat(t, t->h.start, j),
+              *pos = hat(t, t->h.pos, j);
+    int d = up[rank];
+    spot_t sp = {.s = st[d], .m = st[d + 1] - st[d], .base = 0};
+    if (up[root] == d)
+        sp.base = pos[unit_of(t, j, root)];
+    sp.v = rel_of(pos[unit_of(t, j, rank)], sp.base, sp.m);
+    return sp;
+}
+
+static int hier_parent(const nc__tree_t *t, int root, int rank)
+{
+    for (int j = 0; j <= t->h.nlev; j++) {
+        spot_t sp = spot_of(t, root, j, rank);
+        if (sp.v == 0)
+            continue;  /* rank heads its level-j domain: look one up */
+        int k = level_k(t, j);
+        int u = k < 2 ? 0 : nc__knomial_parent(sp.v, k);
+        if (u < 0)
+            return -1;
+        int unit = hat(t, t->h.mem, j)[sp.s + abs_of(u, sp.base, sp.m)];
+        return unit_head(t, root, j, unit);
     }
-    int s = t->group_start[g], n = t->group_start[g + 1] - s;
-    int base = numa_base(t, root, g);
-    int u = nc__knomial_parent(rel_of(t->pos_in_group[rank], base, n),
-                               t->radix);
-    return u < 0 ? -1 : t->members[s + abs_of(u, base, n)];
+    return -1;
 }
 
-static int numa_children(const nc__tree_t *t, int root, int rank, int *out)
+static int hier_children(const nc__tree_t *t, int root, int rank, int *out)
 {
-    int n_out = 0;
-    int g = t->group_of[rank];
-    if (t->leader_radix >= 2) {
-        /* hier: a head lists the heads of its knomial child groups first */
-        if (rank == numa_head(t, root, g)) {
-            int gr = t->group_of[root], ng = t->ngroups;
-            n_out = nc__knomial_children(rel_of(g, gr, ng), t->leader_radix,
-                                         ng, out);
-            for (int i = 0; i < n_out; i++)
-                out[i] = numa_head(t, root, abs_of(out[i], gr, ng));
+    spot_t sp[NUMACOLL_LEVELS_MAX + 1];
+    int top = 0;
+    /* rank heads its unit at levels 0 .. top: it has children there */
+    for (int j = 0; j <= t->h.nlev; j++) {
+        sp[j] = spot_of(t, root, j, rank);
+        top = j;
+        if (sp[j].v != 0)
+            break;
+    }
+    int n = 0;
+    /* Outermost first: those subtrees are the largest and their hops the
+     * slowest, so they start earliest. */
+    for (int j = top; j >= 0; j--) {
+        const int *mem = hat(t, t->h.mem, j);
+        int k = level_k(t, j), *kids = out + n, nk = 0;
+        if (k < 2) {
+            /* flat: the head lists the others in unit order */
+            for (int i = 0; sp[j].v == 0 && i < sp[j].m; i++)
+                if (i != sp[j].base)
+                    kids[nk++] = i;
+        } else {
+            nk = nc__knomial_children(sp[j].v, k, sp[j].m, kids);
+            for (int i = 0; i < nk; i++)
+                kids[i] = abs_of(kids[i], sp[j].base, sp[j].m);
         }
-    } else if (rank == root)
-        /* Remote leaders first: their subtrees are whole nodes and the
-         * cross-node hop is the slowest one. */
-        for (int h = 0; h < t->ngroups; h++)
-            if (h != g)
-                out[n_out++] = t->members[t->group_start[h]];
-    int s = t->group_start[g], n = t->group_start[g + 1] - s;
-    int base = numa_base(t, root, g);
-    int *kids = out + n_out;
-    int nk = nc__knomial_children(rel_of(t->pos_in_group[rank], base, n),
-                                  t->radix, n, kids);
-    for (int i = 0; i < nk; i++)
-        kids[i] = t->members[s + abs_of(kids[i], base, n)];
-    return n_out + nk;
+        for (int i = 0; i < nk; i++)
+            kids[i] = unit_head(t, root, j, mem[sp[j].s + kids[i]]);
+        n += nk;
+    }
+    return n;
 }
 
 /* ---- tree object ------------------------------------------------------ */
@@ -217,11 +263,8 @@ void nc__tree_fini(nc__tree_t *t)
 {
     if (!t)
         return;
-    free(t->group_of);
+    nc__hier_fini(&t->h);
     free(t->leader_of);
-    free(t->members);
-    free(t->group_start);
-    free(t->pos_in_group);
     memset(t, 0, sizeof *t);
 }
 
@@ -236,31 +279,57 @@ int nc__tree_init(nc__tree_t *t, int kind, int p, int radix,
     if ((kind == NUMACOLL_TREE_KARY || kind == NUMACOLL_TREE_KNOMIAL ||
          kind == NUMACOLL_TREE_NUMA) && radix < 2)
         return NUMACOLL_ERR_ARG;
-    if (kind == NUMACOLL_TREE_NUMA && !loc)
-        return NUMACOLL_ERR_ARG;
+    if (kind == NUMACOLL_TREE_NUMA)
+        return nc__tree_init_loc(t, p, radix, 0, NUMACOLL_LEVEL_NUMA, loc);
     t->kind = kind;
     t->p = p;
     t->radix = radix;
-    if (kind != NUMACOLL_TREE_NUMA)
-        return NUMACOLL_OK;
+    return NUMACOLL_OK;
+}
 
-    size_t bytes = (size_t)p * sizeof(int);
-    t->group_of = malloc(bytes);
-    t->leader_of = malloc(bytes);
-    t->members = malloc(bytes);
-    t->group_start = malloc(bytes + sizeof(int)); /* ngroups+1 <= p+1 */
-    t->pos_in_group = malloc(bytes);
-    if (!t->group_of || !t->leader_of || !t->members || !t->group_start ||
-        !t->pos_in_group) {
+int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
+                         int levels, const nc__doms_t *doms)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    memset(t, 0, sizeof *t);
+    if (p < 1 || radix < 2 || leader_radix == 1 || leader_radix < 0 || !doms)
+        return NUMACOLL_ERR_ARG;
+    int rc = nc__hier_init(&t->h, p, levels, doms);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    t->leader_of = malloc((size_t)p * sizeof *t->leader_of);
+    if (!t->leader_of) {
         nc__tree_fini(t); /* leaves *t zeroed, so a second fini is harmless */
         return NUMACOLL_ERR_NOMEM;
     }
-    t->ngroups = nc__topo_numa_groups(loc, p, t->group_of, t->leader_of,
-                                      t->members, t->group_start);
-    for (int g = 0; g < t->ngroups; g++)
-        for (int i = t->group_start[g]; i < t->group_start[g + 1]; i++)
-            t->pos_in_group[t->members[i]] = i - t->group_start[g];
+    t->kind = NUMACOLL_TREE_NUMA;
+    t->p = p;
+    t->radix = radix;
+    t->leader_radix = leader_radix;
+    /* block 0 is the innermost kept level, or the team when none is kept */
+    t->ngroups = t->h.ndom[0];
+    t->members = t->h.mem;
+    for (int r = 0; r < p; r++)
+        t->leader_of[r] = t->h.low[t->h.up[r]];
     return NUMACOLL_OK;
+}
+
+int nc__tree_init_loc(nc__tree_t *t, int p, int radix, int leader_radix,
+                      int levels, const numacoll_locality_t *loc)
+{
+    if (t)
+        memset(t, 0, sizeof *t);
+    if (!t || p < 1 || !loc)
+        return NUMACOLL_ERR_ARG;
+    nc__doms_t *d = malloc((size_t)p * sizeof *d);
+    if (!d)
+        return NUMACOLL_ERR_NOMEM;
+    for (int r = 0; r < p; r++)
+        nc__topo_doms(&loc[r], NULL, &d[r]);
+    int rc = nc__tree_init_levels(t, p, radix, leader_radix, levels, d);
+    free(d);
+    return rc;
 }
 
 int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
@@ -271,10 +340,8 @@ int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
             memset(t, 0, sizeof *t);
         return NUMACOLL_ERR_ARG;
     }
-    int rc = nc__tree_init(t, NUMACOLL_TREE_NUMA, p, radix, loc);
-    if (rc == NUMACOLL_OK)
-        t->leader_radix = leader_radix;
-    return rc;
+    return nc__tree_init_loc(t, p, radix, leader_radix, NUMACOLL_LEVEL_NUMA,
+                             loc);
 }
 
 /* Out-of-range input gets "no parent" / "no children", never a crash:
@@ -283,9 +350,7 @@ static int usable(const nc__tree_t *t, int root, int rank)
 {
     return t && t->p >= 1 && valid_kind(t->kind) && root >= 0 &&
            root < t->p && rank >= 0 && rank < t->p &&
-           (t->kind != NUMACOLL_TREE_NUMA ||
-            (t->group_of && t->leader_of && t->members && t->group_start &&
-             t->pos_in_group));
+           (t->kind != NUMACOLL_TREE_NUMA || (t->h.up && t->h.p == t->p));
 }
 
 int nc__tree_parent(const nc__tree_t *t, int root, int rank)
@@ -298,7 +363,7 @@ int nc__tree_parent(const nc__tree_t *t, int root, int rank)
     case NUMACOLL_TREE_CHAIN:   u = v - 1; break;
     case NUMACOLL_TREE_KARY:    u = nc__kary_parent(v, t->radix); break;
     case NUMACOLL_TREE_KNOMIAL: u = nc__knomial_parent(v, t->radix); break;
-    default:                    return numa_parent(t, root, rank);
+    default:                    return hier_parent(t, root, rank);
     }
     return u < 0 ? -1 : abs_of(u, root, p);
 }
@@ -325,7 +390,7 @@ int nc__tree_children(const nc__tree_t *t, int root, int rank, int *out)
         n = nc__knomial_children(v, t->radix, p, out);
         break;
     default:
-        return numa_children(t, root, rank, out);
+        return hier_children(t, root, rank, out);
     }
     for (int i = 0; i < n; i++)
         out[i] = abs_of(out[i], root, p);
@@ -347,21 +412,21 @@ int nc__tree_max_children(const nc__tree_t *t)
     case NUMACOLL_TREE_KNOMIAL:
         return t->radix < 2 ? 0 : knomial_max(p, t->radix);
     default: {
-        if (t->radix < 2 || !t->group_start)
+        if (t->radix < 2 || !t->h.up)
             return 0;
-        /* The root has every remote leader plus its own group's knomial
-         * children; a leader elsewhere has only the latter. hier: a head
-         * has at most the knomial root's count of child groups. */
-        int big = 0;
-        for (int g = 0; g < t->ngroups; g++) {
-            int n = t->group_start[g + 1] - t->group_start[g];
-            if (n > big)
-                big = n;
+        /* Per level, what the head of the biggest domain has there; a sum
+         * over levels of (units - 1) of one domain each stays <= p - 1. */
+        int m = 0;
+        for (int j = 0; j <= t->h.nlev; j++) {
+            const int *st = hat(t, t->h.start, j);
+            int big = 0;
+            for (int d = 0; d < t->h.ndom[j]; d++)
+                if (st[d + 1] - st[d] > big)
+                    big = st[d + 1] - st[d];
+            int k = level_k(t, j);
+            m += k < 2 ? big - 1 : knomial_max(big, k);
         }
-        int heads = t->leader_radix >= 2
-                        ? knomial_max(t->ngroups, t->leader_radix)
-                        : t->ngroups - 1;
-        return heads + knomial_max(big, t->radix);
+        return m;
     }
     }
 }

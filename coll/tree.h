@@ -14,20 +14,28 @@
  *           base-k digit (all i when v = 0), j = 1..k-1; children listed
  *           highest level (largest k^i) first. Binomial p=7 root 0: 0->{4,2,1},
  *           4->{6,5}, 2->{3}.
- *  numa     root -> leaders of the other NUMA groups (flat), then inside
- *           each group a knomial tree rooted at the leader (at the root for
- *           the root's own group) over the group's members in rank order.
- *  hier     (nc__tree_init_hier, internal) the numa shape with the groups'
- *           heads (the root in its own group, the leader elsewhere) joined
- *           by a knomial tree of radix leader_radix over the groups in
- *           group order rotated to the root's group, instead of flat: in a
- *           fan-in, members meet their leader first and leaders meet the
- *           root in ceil(log_k groups) steps. Used by Barrier and Reduce.
+ *  numa     hierarchical, over the levels of the parameter `levels`
+ *           (topo.h: nc__hier_t; "numa" alone by default): inside each
+ *           innermost domain a knomial tree of radix rooted at its head (the
+ *           root in its own domain, the lowest rank elsewhere) over its
+ *           members in rank order; at each level above, the head of a domain
+ *           notifies the heads of its other sub-domains (flat). With levels
+ *           = numa: root -> leaders of the other NUMA groups, then a knomial
+ *           inside each node.
+ *  hier     (nc__tree_init_hier / leader_radix >= 2, internal) the same
+ *           with the heads of each level joined by a knomial of radix
+ *           leader_radix over the sub-domains in order rotated to the
+ *           root's, instead of flat: in a fan-in, members meet their leader
+ *           first and leaders meet the root in ceil(log_k domains) steps per
+ *           level. Used by Barrier and Reduce.
+ * Every edge of a hierarchical tree stays inside one domain of some level,
+ * and an edge that leaves an innermost domain joins two heads.
  */
 #ifndef NUMACOLL_TREE_H
 #define NUMACOLL_TREE_H
 
 #include "numacoll.h"
+#include "topo/topo.h"
 
 #define NC_TREE_MAX_CHILDREN_ALL (-1)
 
@@ -35,15 +43,13 @@ typedef struct nc__tree {
     int kind;           /* numacoll_tree_kind_t */
     int p;
     int radix;
-    /* numa only (NULL otherwise): from nc__topo_numa_groups() */
-    int ngroups;
-    int *group_of;      /* [p] */
-    int *leader_of;     /* [p] */
-    int *members;       /* [p] */
-    int *group_start;   /* [ngroups+1] */
-    int *pos_in_group;  /* [p] index of the rank inside its group */
-    int leader_radix;   /* numa only: 0 = root meets the leaders flat;
-                           >= 2 = heads form a knomial of this radix */
+    /* numa only (zero otherwise) */
+    nc__hier_t h;       /* the domains of every kept level */
+    int leader_radix;   /* 0 = heads meet the heads below them flat;
+                           >= 2 = heads form knomials of this radix */
+    int ngroups;        /* innermost domains (1 when no level is kept)    */
+    int *members;       /* [p] ranks by innermost domain (h.mem block 0)  */
+    int *leader_of;     /* [p] lowest rank of each rank's innermost domain */
 } nc__tree_t;
 
 /*
@@ -59,6 +65,16 @@ void nc__tree_fini(nc__tree_t *t);
  * leader_radix (>= 2) between the groups' heads. Same errors as above. */
 int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
                        const numacoll_locality_t *loc);
+
+/* Kind NUMACOLL_TREE_NUMA over the packed level list `levels` of doms[p]
+ * (leader_radix 0: flat between heads, the Bcast's; >= 2: hier).
+ * NUMACOLL_ERR_ARG for p < 1, radix < 2, leader_radix 1 or negative, an
+ * invalid list or no doms; NUMACOLL_ERR_NOMEM. */
+int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
+                         int levels, const nc__doms_t *doms);
+/* The same from locality records (no L1/L2 known). */
+int nc__tree_init_loc(nc__tree_t *t, int p, int radix, int leader_radix,
+                      int levels, const numacoll_locality_t *loc);
 
 /* Parent of rank in the tree rooted at root; -1 for the root itself. */
 int nc__tree_parent(const nc__tree_t *t, int root, int rank);

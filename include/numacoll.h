@@ -86,6 +86,33 @@ NUMACOLL_API const char *numacoll_tree_name(numacoll_tree_kind_t kind);
 NUMACOLL_API int numacoll_tree_parse(const char *name);
 
 /*
+ * Levels of the machine a hierarchical tree (kind numa, the Barrier's and
+ * the Reduce trees) is built from: one leader per domain of each level, a
+ * tree inside each domain, the leaders meeting at the level above. A list
+ * of up to NUMACOLL_LEVELS_MAX levels, innermost first, is packed into an
+ * int (the parameter `levels`): level i's code in bits 3i .. 3i+2, 0 after
+ * the last. "numa" (the default) is the NUMA tree of earlier releases.
+ */
+typedef enum {
+    NUMACOLL_LEVEL_L1 = 1,    /* ranks sharing an L1 cache (SMT siblings)      */
+    NUMACOLL_LEVEL_L2,        /* ranks sharing an L2 cache                     */
+    NUMACOLL_LEVEL_L3,        /* ranks sharing an L3 cache (CCX, CCD)          */
+    NUMACOLL_LEVEL_NUMA,      /* ranks of one NUMA node                        */
+    NUMACOLL_LEVEL_PACKAGE,   /* ranks of one package (socket)                 */
+    NUMACOLL_LEVEL_END        /* one past the last code                        */
+} numacoll_level_t;
+#define NUMACOLL_LEVELS_MAX 5
+#define NUMACOLL_LEVEL_BITS 3
+
+/* Parse "l3,numa,package" (names l1, l2, l3, numa, package or socket,
+ * separated by ',', ':', '/' or '+', innermost first, none twice) into the
+ * packed form; -1 if it is not such a list. */
+NUMACOLL_API int numacoll_levels_parse(const char *text);
+/* Write the packed list as "l3,numa,package" (nothing when buf is NULL);
+ * 0, or -1 if levels is not a valid packed list (buf then holds ""). */
+NUMACOLL_API int numacoll_levels_format(int levels, char *buf, size_t len);
+
+/*
  * Team configuration. numacoll_config_init() fills the documented defaults;
  * every field is described once, in NUMACOLL_PARAM_LIST below, which the
  * benchmark (--list-params) and the Open MPI component read as well.
@@ -126,11 +153,14 @@ typedef struct numacoll_config {
                                set, else the built-in table                   */
     const char *tuning_text; /* a tuning table given as text; wins over
                                tuning_file (the autotuner's candidates)       */
+    int      levels;        /* packed numacoll_level_t list of the hierarchy
+                               (numacoll_levels_parse); since 0.2             */
 } numacoll_config_t;
 
 /*
  * X(field, type, default, min, max, doc): every tunable, described once.
- * Types: 'z' size, 'u' unsigned, 'i' int, 't' tree kind.
+ * Types: 'z' size, 'u' unsigned, 'i' int, 't' tree kind, 'l' level list
+ * (an int, numacoll_levels_parse).
  * A default outside [min, max] (0, or -1 for the tree) means "unset": the
  * team takes that value from its tuning table (docs/tuning.md), rule by
  * rule; a value set in range overrides the table in every rule of its
@@ -188,7 +218,15 @@ typedef struct numacoll_config {
       "1: Bcast rules with alg=cma copy straight from the root's buffer "     \
       "with process_vm_readv when every rank of the team can (probed at "     \
       "team creation); 0: never, such rules run the pipelined "              \
-      "copy-in/copy-out instead.")
+      "copy-in/copy-out instead.")                                          \
+    X(levels,      'l', NUMACOLL_LEVEL_NUMA, 1,                               \
+      (1 << (NUMACOLL_LEVELS_MAX * NUMACOLL_LEVEL_BITS)) - 1,                 \
+      "Levels of the machine the hierarchical trees are built from, "         \
+      "innermost first, e.g. l3,numa,package (names l1, l2, l3, numa, "       \
+      "package or socket): one leader per domain of each level, a tree "      \
+      "inside each domain, the leaders meeting at the level above. Used by "  \
+      "the Bcast tree numa, the Barrier and the Reduce trees; a level that "  \
+      "splits the ranks as the one above it does is dropped.")
 
 /*
  * Fill *cfg with the defaults of NUMACOLL_PARAM_LIST and set its

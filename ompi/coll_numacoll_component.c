@@ -67,7 +67,8 @@ mca_coll_numacoll_component_t mca_coll_numacoll_component = {
  * valid values, after which the component refuses to open.
  *
  * Type letters as in NUMACOLL_PARAM_LIST: 'z' size_t (a byte count), 'u'
- * unsigned, 'i' int, 't' int holding a tree kind.
+ * unsigned, 'i' int, 't' int holding a tree kind, 'l' int holding a packed
+ * level list (read from its names: "l3,numa,package").
  */
 #define NC_C_SIZE(t) ((t) == 'z' ? sizeof(size_t) \
                       : (t) == 'u' ? sizeof(unsigned) : sizeof(int))
@@ -140,6 +141,11 @@ static bool nc_param_has_unset(const nc_param_t *p)
 
 static void nc_range_text(const nc_param_t *p, char *out, size_t len)
 {
+    if (p->type == 'l') {
+        snprintf(out, len, "a list of l1, l2, l3, numa, package (or "
+                 "socket), innermost first, separated by commas, none twice");
+        return;
+    }
     if (p->type == 't') {
         size_t n = (size_t)snprintf(out, len, "table (-1, the tuning "
                                     "table's), ");
@@ -257,6 +263,17 @@ static bool nc_param_read(const nc_param_t *p, const char *text, char *msg,
     while (shown_len > 0 && isspace((unsigned char)shown[shown_len - 1]))
         shown_len--;
 
+    if (p->type == 'l') {
+        int lv = numacoll_levels_parse(text);
+        if (lv < 0) {
+            snprintf(msg, len, "coll_numacoll_%s = \"%.*s\" is not a level "
+                     "list: valid values are %s", p->name, shown_len, shown,
+                     range);
+            return false;
+        }
+        *(int *)((char *)&nc_component + p->offset) = lv;
+        return true;
+    }
     bool neg = false;
     unsigned long long mag = 0;
     nc_text_t st = NC_TEXT_OK;
@@ -315,6 +332,9 @@ static void nc_register_params(void)
         snprintf(desc, sizeof desc, "%s Valid values: %s.", p->doc, range);
         if (p->type == 't')
             snprintf(nc_default_text[i], sizeof nc_default_text[i], "table");
+        else if (p->type == 'l')
+            numacoll_levels_format((int)p->def, nc_default_text[i],
+                                   sizeof nc_default_text[i]);
         else
             snprintf(nc_default_text[i], sizeof nc_default_text[i], "%lld",
                      p->def);

@@ -41,5 +41,6 @@ int nct_register_mismatch(void);
 int nct_register_tune_file(void);
 int nct_register_topo_cache(void);
 int nct_register_inline(void);
+int nct_register_levels(void);
 
 #endif

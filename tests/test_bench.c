@@ -430,6 +430,31 @@ static void test_standalone_all_ops(void)
     CU_ASSERT(contains("inline carries at most 167 bytes"));
 }
 
+/* The hierarchy in the header, levels through --param and --compare (its
+ * names after levels= belong to it), and --transfers on a fake machine:
+ * the three-level tree crosses fewer L3 domains than the NUMA one. */
+static void test_levels(void)
+{
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 8 --ops bcast,barrier "
+                        "--sizes 100 --reps 2 --iters 3 --topology "
+                        "'synthetic:pack:2 numa:2 l3:4 core:4 pu:1' --param "
+                        "tree=numa,levels=l3,numa,package"), 0);
+    CU_ASSERT(contains("# hierarchy:     2 L3 > 8 ranks (levels "
+                       "l3,numa,package)"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 64 --transfers --sizes 1 "
+                        "--topology 'synthetic:pack:2 numa:1 l3:8 core:4 "
+                        "pu:1' --compare 'numa,levels=numa "
+                        "numa,levels=l3,numa,package'"), 0);
+    CU_ASSERT(contains("numa,levels=numa: 2 NUMA > 64 ranks"));
+    CU_ASSERT(contains("numa,levels=l3,numa,package: 2 packages > 16 L3 > "
+                       "64 ranks"));
+    /* inline at 1 byte: one line per crossing edge, 15 = 16 L3 - 1 */
+    CU_ASSERT(contains("|     15.0      1.0      1.0 |"));
+    CU_ASSERT_EQUAL(run(BENCH " -p 2 --param levels=l4"), 2);
+    CU_ASSERT(contains("levels"));
+}
+
 static void test_check_catches(void)
 {
     CU_ASSERT_EQUAL(run("NCB_FAULT=corrupt timeout 120 " BENCH " -p 2 --ops "
@@ -599,6 +624,7 @@ int nct_register_bench(void)
         {"the JSON reader of these tests", test_json_reader},
         {"CSV and JSON parse back", test_csv_json},
         {"standalone: every operation, data verified", test_standalone_all_ops},
+        {"levels: header, --param, --compare, --transfers", test_levels},
         {"a spoiled transfer fails the check", test_check_catches},
         {"a rejected tuning file is said once", test_rejected_tuning_file},
         {"MPI: every operation, data verified", test_mpi_all_ops},

@@ -103,7 +103,7 @@ static int unset_default(long long def, long long min, unsigned long long max)
 /* docs/parameters.md has a row `| `name` | default |` for every parameter
  * of NUMACOLL_PARAM_LIST, so the page cannot drift from the header. A
  * default outside the range is "unset: from the tuning table", written
- * `table`. */
+ * `table`; a level list is written by its names. */
 static void test_docs_table(void)
 {
     FILE *f = fopen("docs/parameters.md", "r");
@@ -112,11 +112,14 @@ static void test_docs_table(void)
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
-    char row[128];
+    char row[128], lv[64];
 #define X(field, type, def, min, max, doc)                                      \
     if (unset_default((long long)(def), (long long)(min),                       \
                       (unsigned long long)(max)))                               \
         snprintf(row, sizeof row, "| `%s` | table |", #field);                  \
+    else if (type == 'l' && numacoll_levels_format((int)(def), lv,             \
+                                                   sizeof lv) == 0)             \
+        snprintf(row, sizeof row, "| `%s` | `%s` |", #field, lv);               \
     else                                                                        \
         snprintf(row, sizeof row, "| `%s` | %lld |", #field, (long long)(def)); \
     CU_ASSERT_PTR_NOT_NULL(strstr(text, row));                                  \

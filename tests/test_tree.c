@@ -324,27 +324,28 @@ static void test_check_detects_corruption(void)
     expect_check_fails(&t, 0, "members swapped");
     nc__tree_fini(&t);
 
-    /* One group fewer than there are: its ranks become unreachable. */
+    /* Rank 5 claims node 0's domain in up[] while members[] lists it under
+     * node 1: 4's knomial lists 5, whose parent() then looks in node 0. */
     CU_ASSERT_EQUAL_FATAL(nc__tree_init(&t, NUMACOLL_TREE_NUMA, 8, 2, loc),
                           NUMACOLL_OK);
-    t.ngroups = 1;
-    expect_check_fails(&t, 0, "group dropped");
+    t.h.up[5] = 0;
+    expect_check_fails(&t, 0, "domain of a rank wrong");
     nc__tree_fini(&t);
 
-    /* A wrong leader: 5 claims to lead node 1, so it hangs off the root
-     * while 4's knomial also lists it. */
+    /* A wrong leader: node 1's lowest rank said to be 5, so 5 hangs off
+     * the root while 4's knomial also lists it. */
     CU_ASSERT_EQUAL_FATAL(nc__tree_init(&t, NUMACOLL_TREE_NUMA, 8, 2, loc),
                           NUMACOLL_OK);
-    t.leader_of[5] = 5;
-    expect_check_fails(&t, 0, "leader_of wrong");
+    nc__hier_at(&t.h, t.h.low, 0)[1] = 5;
+    expect_check_fails(&t, 0, "lowest rank of a domain wrong");
     nc__tree_fini(&t);
 
     /* Positions disagree with members[]: 0 lists 2 (position 2) as its
      * child, but 2 computes its parent from position 3 and names itself. */
     CU_ASSERT_EQUAL_FATAL(nc__tree_init(&t, NUMACOLL_TREE_NUMA, 8, 2, loc),
                           NUMACOLL_OK);
-    t.pos_in_group[2] = 3;
-    t.pos_in_group[3] = 2;
+    t.h.pos[2] = 3;
+    t.h.pos[3] = 2;
     expect_check_fails(&t, 0, "positions swapped");
     nc__tree_fini(&t);
 
@@ -441,7 +442,7 @@ static void test_fini_safe(void)
                           NUMACOLL_OK);
     nc__tree_fini(&t);
     nc__tree_fini(&t); /* twice: fini zeroes the struct */
-    CU_ASSERT_PTR_NULL(t.group_of);
+    CU_ASSERT_PTR_NULL(t.h.up);
 }
 
 /* Shapes that need no memory work at any p; the k^i and k*v loops and the

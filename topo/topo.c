@@ -213,6 +213,7 @@ static struct {
     int pu;                            /* the pu argument                 */
     hwloc_bitmap_t binding;            /* pu < 0: the thread's binding    */
     numacoll_locality_t loc;           /* pid is refreshed (fork)         */
+    int32_t caches[2];                 /* L1, L2 of loc's PU              */
 } loc_cache;
 
 static hwloc_topology_t load_topology(const char *topology, char *msg,
@@ -310,10 +311,12 @@ __attribute__((destructor)) static void cache_fini(void)
     pthread_mutex_unlock(&cache_lock);
 }
 
-/* The record of PU obj, all but pid. */
+/* The record of PU obj, all but pid, and its L1 and L2 caches. */
 static void derive(hwloc_topology_t topo, hwloc_obj_t obj,
-                   numacoll_locality_t *loc)
+                   numacoll_locality_t *loc, int32_t caches[2])
 {
+    caches[0] = ancestor_index(topo, obj, HWLOC_OBJ_L1CACHE);
+    caches[1] = ancestor_index(topo, obj, HWLOC_OBJ_L2CACHE);
     loc->pu = index_or_none(obj->logical_index);
     loc->core = ancestor_index(topo, obj, HWLOC_OBJ_CORE);
     loc->l3 = ancestor_index(topo, obj, HWLOC_OBJ_L3CACHE);
@@ -334,7 +337,8 @@ static int loc_cache_hit(int pu, hwloc_const_bitmap_t binding)
 }
 
 static void loc_cache_store(int pu, hwloc_const_bitmap_t binding,
-                            const numacoll_locality_t *loc)
+                            const numacoll_locality_t *loc,
+                            const int32_t caches[2])
 {
     loc_cache.valid = 0;
     if (pu < 0) {
@@ -348,19 +352,29 @@ static void loc_cache_store(int pu, hwloc_const_bitmap_t binding,
     loc_cache.gen = cache_gen;
     loc_cache.pu = pu;
     loc_cache.loc = *loc;
+    loc_cache.caches[0] = caches[0];
+    loc_cache.caches[1] = caches[1];
     loc_cache.valid = 1;
 }
 
 int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
                       char *msg, size_t msglen)
 {
-    if (!loc)
-        return topo_error(msg, msglen,
-                          "nc__topo_discover: the locality record is NULL.");
+    int32_t caches[2];
+    return nc__topo_discover_ex(topology, pu, loc, caches, msg, msglen);
+}
+
+int nc__topo_discover_ex(const char *topology, int pu, numacoll_locality_t *loc,
+                         int32_t caches[2], char *msg, size_t msglen)
+{
+    if (!loc || !caches)
+        return topo_error(msg, msglen, "nc__topo_discover: the locality "
+                          "record is NULL.");
     /* Unknown until found, so a failed discovery leaves no stale values. */
     *loc = (numacoll_locality_t){.pu = -1, .core = -1, .l3 = -1, .numa = -1,
                                  .package = -1, .bound = 0,
                                  .pid = (int32_t)getpid()};
+    caches[0] = caches[1] = -1;
     if (msg && msglen > 0)
         msg[0] = '\0';
 
@@ -392,6 +406,8 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
         int32_t pid = loc->pid;
         *loc = loc_cache.loc;
         loc->pid = pid;
+        caches[0] = loc_cache.caches[0];
+        caches[1] = loc_cache.caches[1];
         rc = NUMACOLL_OK;
         goto out;
     }
@@ -408,8 +424,8 @@ int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
                         "%s.", source_name(topology, src, sizeof src));
         goto out;
     }
-    derive(topo, obj, loc);
-    loc_cache_store(pu, binding, loc);
+    derive(topo, obj, loc, caches);
+    loc_cache_store(pu, binding, loc, caches);
     rc = NUMACOLL_OK;
 out:
     pthread_mutex_unlock(&cache_lock);

@@ -7,6 +7,9 @@
 #ifndef NUMACOLL_TOPO_H
 #define NUMACOLL_TOPO_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "numacoll.h"
 
 /*
@@ -28,6 +31,68 @@
  */
 int nc__topo_discover(const char *topology, int pu, numacoll_locality_t *loc,
                       char *msg, size_t msglen);
+
+/* The same, with the logical indexes of the L1 and L2 caches above the PU
+ * in caches[0] and caches[1] (-1 where the topology has none): the public
+ * record has no room for them, teams exchange them beside it. */
+int nc__topo_discover_ex(const char *topology, int pu, numacoll_locality_t *loc,
+                         int32_t caches[2], char *msg, size_t msglen);
+
+/* ---- levels and hierarchies (topo/groups.c, pure) ------------------------ */
+
+/* A rank's domain at every level, indexed by numacoll_level_t (id[0]
+ * unused); -1 where unknown. */
+typedef struct nc__doms {
+    int32_t id[NUMACOLL_LEVEL_END];
+} nc__doms_t;
+
+/* d from a record and, if not NULL, the caches of nc__topo_discover_ex. */
+void nc__topo_doms(const numacoll_locality_t *loc, const int32_t *caches,
+                   nc__doms_t *d);
+
+/* The codes of a packed level list, innermost first; returns how many, or
+ * -1 if levels is no valid list (a code out of range, a gap, a repeat). */
+int nc__levels_unpack(int levels, int codes[NUMACOLL_LEVELS_MAX]);
+
+/* Short plural name of a level for "2 packages > 4 NUMA > 64 ranks". */
+const char *nc__level_label(int code);
+
+/*
+ * A hierarchy of p ranks: kept levels 0 .. nlev-1 (innermost first) and the
+ * team as level nlev. Level j's domains are numbered in order of their
+ * lowest rank; their units are the level-(j-1) domains they hold (ranks
+ * for j = 0), also in order of lowest rank, so a domain's first unit holds
+ * its lowest rank. A level-j domain is keyed by its id at that level and
+ * its domain at level j+1, so domains nest even where hwloc's levels do not
+ * (an L3 spanning two NUMA nodes is split). A level that splits the ranks
+ * exactly as the kept level above it does is dropped.
+ * Arrays are (nlev+1) blocks; block j (stride p, or p+1 for start):
+ *   up[j][r]     rank r's level-j domain
+ *   low[j][d]    lowest rank of level-j domain d
+ *   mem[j][..]   level-j units grouped by their level-j domain
+ *   start[j][d]  domain d's units are mem[j][start[j][d] .. start[j][d+1])
+ *   pos[j][u]    position of unit u in its level-j domain
+ */
+typedef struct nc__hier {
+    int p, nlev;
+    int code[NUMACOLL_LEVELS_MAX];     /* kept levels' codes               */
+    int ndom[NUMACOLL_LEVELS_MAX + 1]; /* domains per level; ndom[nlev] = 1 */
+    int *up, *low, *mem, *start, *pos; /* one allocation, at up            */
+} nc__hier_t;
+
+/* Build h for levels (packed) over doms[p]. NUMACOLL_ERR_ARG for p < 1 or
+ * an invalid list, NUMACOLL_ERR_NOMEM. nc__hier_fini either way. */
+int nc__hier_init(nc__hier_t *h, int p, int levels, const nc__doms_t *doms);
+void nc__hier_fini(nc__hier_t *h);
+
+static inline int *nc__hier_at(const nc__hier_t *h, int *base, int j)
+{
+    return base + (size_t)j * (size_t)(base == h->start ? h->p + 1 : h->p);
+}
+
+/* "2 packages > 4 NUMA > 16 L3 > 64 ranks" (outermost first; levels that
+ * were dropped are not named). Returns snprintf's count. */
+int nc__hier_describe(const nc__hier_t *h, char *buf, size_t len);
 
 /*
  * NUMA groups, pure function of the records of p ranks.
