@@ -87,8 +87,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 9);
-    nc__tune_rule_t want[9];
+    CU_ASSERT_EQUAL_FATAL(b->n, 8);
+    nc__tune_rule_t want[8];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -96,27 +96,23 @@ static void test_builtin_rules(void)
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO};
-    want[8] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, Z,
+    want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, Z,
                    NC_ALG_BCAST_PIPELINED);
-    want[8].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
+    want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_NTALL};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO};
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
-    want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 1023,
-                   NC_ALG_ALLREDUCE_REDUCE_BCAST);
-    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 131072, 4, 0,
-                                -1, 2, NC_COPY_AUTO};
-    want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 1024, 512 * 1024 - 1,
+    want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
-    want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO};
-    want[7] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
+    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO};
+    want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
-    want[7].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
+    want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
                                 NC_COPY_NT};
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 8; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -189,9 +185,8 @@ static void test_builtin_lookup(void)
     AT(&tt, REDUCE, SIZE_MAX, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
     AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
-    AT(&tt, ALLREDUCE, 1022, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
-    AT(&tt, ALLREDUCE, 1023, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
+    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
+    AT(&tt, ALLREDUCE, 1023, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, 1024, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, 1025, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, SIZE_MAX, NC_ALG_ALLREDUCE_RSAG, 1);
@@ -310,7 +305,7 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=1-*  size=0-191    alg=inline");
     nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=tree k=4");
-    nc__tune_format_rule(&b->rules[8], buf, sizeof buf);
+    nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-*   alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=ntall");
 
@@ -879,14 +874,14 @@ static void test_resolve_custom(void)
                     131072);
     /* allreduce: the gaps around 2K .. 16K are the built-in rules, cut */
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 1023, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
-    AT(&tt, ALLREDUCE, 1024, NC_ALG_ALLREDUCE_RSAG, 1);
+    AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
+    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, 2047, NC_ALG_ALLREDUCE_RSAG, 1);
     AT(&tt, ALLREDUCE, 2048, NC_ALG_ALLREDUCE_RSAG, 0);
     AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 0);
     AT(&tt, ALLREDUCE, 16385, NC_ALG_ALLREDUCE_RSAG, 1);
     e = nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2047);
-    CU_ASSERT_EQUAL(e->lo, 1024);
+    CU_ASSERT_EQUAL(e->lo, 192);
     CU_ASSERT_EQUAL(e->hi, 2047);
     CU_ASSERT_EQUAL(e->ch.f, 131072);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2048)->ch.s, 2);
@@ -896,7 +891,7 @@ static void test_resolve_custom(void)
                     NC_COPY_AUTO);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
                     NC_COPY_NT);
-    CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 6);
+    CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 5);
     nc__tune_team_free(&tt);
 
     /* p=20, one node: the large-message Bcast rule from 1M, barrier k=8,
@@ -920,7 +915,7 @@ static void test_resolve_custom(void)
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_REDUCE_BCAST, 1);
+    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
     nc__tune_team_free(&tt);
     nc__tune_free(&t);
 }
@@ -940,7 +935,7 @@ static void test_resolve_gaps(void)
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
         {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 131071, 1, 2},
-        {131072, (1u << 30) - 1, 1, 9},
+        {131072, (1u << 30) - 1, 1, 8},
         {1u << 30, SIZE_MAX, 0, 2},
     };
     const nc__tune_table_t *b = nc__tune_builtin();
