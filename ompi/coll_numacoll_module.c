@@ -680,10 +680,13 @@ static int nc_map_op(MPI_Op op)
 /*
  * ompi/op/op.h cannot be included from outside Open MPI's tree (it needs
  * Fortran glue headers that the development package does not ship), so ops
- * are handled through the public API: predefined ops are recognised by
- * their handles, user ops run through MPI_Reduce_local (which calls C,
+ * are handled through the public API and the coll base: predefined ops
+ * are recognised by their handles, user ops run through
+ * mca_coll_base_reduce_local (Open MPI's ompi_op_reduce, which calls C,
  * Fortran and C++ ops each their own way) and MPI_Op_commutative says
- * whether they commute.
+ * whether they commute. Not MPI_Reduce_local: Open MPI 5.0 runs it through
+ * MPI_COMM_SELF's coll table, which a program that uses only MPI sessions
+ * never gets (a NULL dereference there).
  */
 static bool nc_op_is_predefined(MPI_Op op)
 {
@@ -733,6 +736,7 @@ static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
 typedef struct nc_user_ctx {
     struct ompi_op_t *op;
     ompi_datatype_t *dtype;
+    mca_coll_base_module_t *module;
 } nc_user_ctx_t;
 
 /* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
@@ -743,7 +747,8 @@ typedef struct nc_user_ctx {
 static void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
 {
     nc_user_ctx_t *c = ctx;
-    (void)MPI_Reduce_local(in, inout, (int)count, c->dtype, c->op);
+    (void)mca_coll_base_reduce_local(in, inout, (int)count, c->dtype, c->op,
+                                     c->module);
 }
 
 /* Run a planned Reduce (root >= 0) or Allreduce (root < 0) in the core. */
@@ -768,7 +773,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                                      p->dt, p->op, root)
                    : numacoll_allreduce(m->team, send, recv, (size_t)count,
                                         p->dt, p->op);
-    nc_user_ctx_t c = {op, dtype};
+    nc_user_ctx_t c = {op, dtype, &m->super};
     int commute = 0;
     if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
         commute = 0;  /* rank order is right for every op */
