@@ -162,11 +162,12 @@ nc_log "built in $(( $(date +%s) - t0 )) s"
 
 if [ "$mode" = bench ]; then
     [ $# -gt 0 ] || set -- -n 2 -r 3 -c numacoll,tuned,sm,han
-    rm -rf "$src/build-ompi5/compare"
-    nc_in env OMPI_MCA_btl=self,sm bash -c 'cd /root/numacoll && NC_BUILD=build-ompi5 bench/compare-ompi.sh -o build-ompi5/compare "$@"' - "$@"
-    rm -rf "$LOGS/compare"
-    cp -a "$src/build-ompi5/compare" "$LOGS/compare"
-    exit
+    rm -rf "$src/build-ompi5/compare" "$LOGS/compare"
+    rc=0
+    nc_in env OMPI_MCA_btl=self,sm bash -c 'cd /root/numacoll && NC_BUILD=build-ompi5 bench/compare-ompi.sh -o build-ompi5/compare "$@"' - "$@" || rc=$?
+    # the runs' logs too when one failed
+    cp -a "$src/build-ompi5/compare" "$LOGS/compare" 2>/dev/null || true
+    exit $rc
 fi
 
 # The MPI tests, as on the host, and tests/mpi/sessions.c, which only 5.0
