@@ -75,7 +75,7 @@ endif
 endif
 
 ifeq ($(NC_OMPI_MPICC),)
-NC_OMPI_SKIP = mpicc not found
+NC_OMPI_SKIP = $(OMPI_CC) not found
 else ifeq ($(NC_OMPI_COLL_H),)
 NC_OMPI_SKIP = Open MPI's internal headers (ompi/mca/coll/coll.h) not found under $(NC_OMPI_INCDIRS)
 else ifneq ($(NC_OMPI_MISSING),)
