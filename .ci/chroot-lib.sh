@@ -127,11 +127,10 @@ nc_in() {
         DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-# Undo everything: stop what still runs inside (processes whose root is the
-# chroot, by pid), unmount in reverse order, then delete the copy -- only
-# when nothing is mounted under it any more (never rm -rf across a bound /dev).
-nc_cleanup() {
-    local r=${NC_ROOT:-} i pid left
+# Stop what still runs inside (processes whose root is the chroot, by pid)
+# and unmount in reverse order; the files stay (a cached system reuses them).
+nc_umount_all() {
+    local r=${NC_ROOT:-} i pid
     [ -n "$r" ] && [ -d "$r" ] || return 0
     for pid in /proc/[0-9]*; do
         pid=${pid#/proc/}
@@ -142,6 +141,14 @@ nc_cleanup() {
             nc_log "could not unmount ${NC_MOUNTS[i]}"
     done
     NC_MOUNTS=()
+}
+
+# Undo everything: nc_umount_all, then delete the copy -- only when nothing
+# is mounted under it any more (never rm -rf across a bound /dev).
+nc_cleanup() {
+    local r=${NC_ROOT:-} left
+    [ -n "$r" ] && [ -d "$r" ] || return 0
+    nc_umount_all
     left=$(awk -v r="$r" 'index($2, r "/") == 1 || $2 == r { print $2 }' /proc/mounts)
     if [ -n "$left" ]; then
         nc_log "still mounted, $r kept: $left"

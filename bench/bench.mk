@@ -92,3 +92,4 @@ bench: all
 	echo "== numacoll-bench-mpi under Open MPI: numacoll, tuned, sm, han =="; \
 	plot=""; command -v gnuplot >/dev/null 2>&1 && plot="--plot $(NCB_OUT)/ompi.png"; \
 	NC_BUILD=$(BUILD) bench/compare-ompi.sh $(NCB_OMPI_ARGS) -o $(NCB_OUT)/ompi $$plot
+	@echo "numacoll: the same comparison under Open MPI 5.0 (a Debian trixie chroot, as root): tests/ompi5/run.sh --bench $(NCB_OMPI_ARGS) (docs/ompi.md)"

@@ -1,6 +1,7 @@
 /*
- * Open MPI glue of numacoll: a `coll` component (MCA coll 2.0.0, module
- * 2.3.0, Open MPI 4.1) that hands MPI_Bcast, MPI_Barrier, MPI_Reduce and
+ * Open MPI glue of numacoll: a `coll` component (Open MPI 4.1: coll 2.0.0,
+ * module 2.3.0; Open MPI 5.0: coll 2.4.0; coll_numacoll_compat.h holds
+ * what differs) that hands MPI_Bcast, MPI_Barrier, MPI_Reduce and
  * MPI_Allreduce on node-local intra-communicators to the core library
  * (include/numacoll.h). No
  * algorithm lives here: this folder maps communicators to teams, datatypes
@@ -18,6 +19,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "coll_numacoll_compat.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,7 +30,7 @@ BEGIN_C_DECLS
 
 /* Component: the parameter values and the process-wide MPI_T counters. */
 typedef struct mca_coll_numacoll_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    nc_coll_component_t super;
 
     int priority;               /* coll_numacoll_priority                    */
     numacoll_config_t config;   /* coll_numacoll_<field> of NUMACOLL_PARAM_LIST */
@@ -50,7 +52,7 @@ typedef struct mca_coll_numacoll_component_t {
     _Atomic unsigned n_teams;                     /* teams alive now         */
 } mca_coll_numacoll_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_numacoll_component_t
+OMPI_DECLSPEC extern mca_coll_numacoll_component_t
     mca_coll_numacoll_component;
 
 /* Where a communicator's module stands. Setup is lazy: nothing is mapped

@@ -35,7 +35,7 @@ static int nc_open(void);
 mca_coll_numacoll_component_t mca_coll_numacoll_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            NC_COLL_BASE_VERSION,
             .mca_component_name = "numacoll",
             MCA_BASE_MAKE_VERSION(component, NUMACOLL_VERSION_MAJOR,
                                   NUMACOLL_VERSION_MINOR, 0),

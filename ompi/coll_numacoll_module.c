@@ -99,8 +99,8 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
     if (why) {
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll:comm_query: %s (cid %u, %d "
-                            "processes): declined: %s", comm->c_name,
-                            comm->c_contextid, size, why);
+                            "processes): declined: %s", nc_comm_name(comm),
+                            nc_comm_cid(comm), size, why);
         return NULL;
     }
 
@@ -117,7 +117,8 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
                         "coll:numacoll:comm_query: %s (cid %u, %d processes "
                         "on this node): accepted, priority %d; the segment "
                         "is created on the first collective numacoll runs",
-                        comm->c_name, comm->c_contextid, size, *priority);
+                        nc_comm_name(comm), nc_comm_cid(comm), size,
+                        *priority);
     return &m->super;
 }
 
@@ -157,7 +158,7 @@ static int nc_module_enable(mca_coll_base_module_t *module,
                             "priority is lower than theirs, or "
                             "ompi_comm_coll_preference reordered them; see "
                             "open-mpi/ompi#9885)",
-                            comm->c_name, comm->c_contextid, missing);
+                            nc_comm_name(comm), nc_comm_cid(comm), missing);
         return OMPI_ERROR;
     }
     m->prev_bcast = c->coll_bcast;
@@ -206,8 +207,8 @@ static void nc_module_destruct(nc_module_t *m)
         if (st != NUMACOLL_OK)
             opal_output_verbose(1, NC_OUT,
                                 "coll:numacoll: destroying the team of cid "
-                                "%u failed: %s", m->comm ? m->comm->c_contextid
-                                                         : 0u,
+                                "%u failed: %s",
+                                m->comm ? nc_comm_cid(m->comm) : 0u,
                                 numacoll_strerror(st));
         m->team = NULL;
         atomic_fetch_sub_explicit(&nc_component.n_teams, 1u, memory_order_relaxed);
@@ -271,7 +272,7 @@ static void nc_fall_back(nc_module_t *m, bool say, const char *why)
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll: %s (cid %u, %d processes): "
                             "falling back to the previous component for good: "
-                            "%s", m->comm->c_name, m->comm->c_contextid,
+                            "%s", nc_comm_name(m->comm), nc_comm_cid(m->comm),
                             ompi_comm_size(m->comm), why);
 }
 
@@ -335,7 +336,7 @@ static void nc_setup(nc_module_t *m)
                             "coll:numacoll: %s (cid %u): team of %d processes "
                             "ready, segment %s, tuning table %s, single copy "
                             "%s%s%s",
-                            comm->c_name, comm->c_contextid, size,
+                            nc_comm_name(comm), nc_comm_cid(comm), size,
                             numacoll_team_segment_name(m->team),
                             numacoll_team_tuning_source(m->team),
                             single ? "available" : "unavailable (",
@@ -395,7 +396,7 @@ static int nc_finish(nc_module_t *m, const char *op, int st)
         return MPI_SUCCESS;
     if (nc_component.config.verbose >= 1)
         opal_output(0, "coll:numacoll: %s on %s (cid %u) failed on rank %d: "
-                    "%s: %s", op, m->comm->c_name, m->comm->c_contextid,
+                    "%s: %s", op, nc_comm_name(m->comm), nc_comm_cid(m->comm),
                     ompi_comm_rank(m->comm), numacoll_strerror(st),
                     numacoll_team_last_error(m->team));
     return nc_mpi_error((numacoll_status_t)st);
@@ -538,8 +539,9 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
     if (nc_call_verbose())
         opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                             "coll:numacoll:bcast: %s (cid %u) root %d, %zu "
-                            "bytes, %s: %s", comm->c_name, comm->c_contextid,
-                            root, nbytes, contig ? "contiguous" : "convertor",
+                            "bytes, %s: %s", nc_comm_name(comm),
+                            nc_comm_cid(comm), root, nbytes,
+                            contig ? "contiguous" : "convertor",
                             numacoll_strerror(st));
     if (st == NUMACOLL_OK)
         nc_count(&nc_component.n_bcast);
@@ -560,7 +562,7 @@ static int nc_barrier(ompi_communicator_t *comm,
     if (nc_call_verbose())
         opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                             "coll:numacoll:barrier: %s (cid %u): %s",
-                            comm->c_name, comm->c_contextid,
+                            nc_comm_name(comm), nc_comm_cid(comm),
                             numacoll_strerror(st));
     if (st == NUMACOLL_OK)
         nc_count(&nc_component.n_barrier);
@@ -678,10 +680,13 @@ static int nc_map_op(MPI_Op op)
 /*
  * ompi/op/op.h cannot be included from outside Open MPI's tree (it needs
  * Fortran glue headers that the development package does not ship), so ops
- * are handled through the public API: predefined ops are recognised by
- * their handles, user ops run through MPI_Reduce_local (which calls C,
+ * are handled through the public API and the coll base: predefined ops
+ * are recognised by their handles, user ops run through
+ * mca_coll_base_reduce_local (Open MPI's ompi_op_reduce, which calls C,
  * Fortran and C++ ops each their own way) and MPI_Op_commutative says
- * whether they commute.
+ * whether they commute. Not MPI_Reduce_local: Open MPI 5.0 runs it through
+ * MPI_COMM_SELF's coll table, which a program that uses only MPI sessions
+ * never gets (a NULL dereference there).
  */
 static bool nc_op_is_predefined(MPI_Op op)
 {
@@ -731,6 +736,7 @@ static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
 typedef struct nc_user_ctx {
     struct ompi_op_t *op;
     ompi_datatype_t *dtype;
+    mca_coll_base_module_t *module;
 } nc_user_ctx_t;
 
 /* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
@@ -741,7 +747,8 @@ typedef struct nc_user_ctx {
 static void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
 {
     nc_user_ctx_t *c = ctx;
-    (void)MPI_Reduce_local(in, inout, (int)count, c->dtype, c->op);
+    (void)mca_coll_base_reduce_local(in, inout, (int)count, c->dtype, c->op,
+                                     c->module);
 }
 
 /* Run a planned Reduce (root >= 0) or Allreduce (root < 0) in the core. */
@@ -766,7 +773,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                                      p->dt, p->op, root)
                    : numacoll_allreduce(m->team, send, recv, (size_t)count,
                                         p->dt, p->op);
-    nc_user_ctx_t c = {op, dtype};
+    nc_user_ctx_t c = {op, dtype, &m->super};
     int commute = 0;
     if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
         commute = 0;  /* rank order is right for every op */
@@ -787,7 +794,7 @@ static void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
         return;
     opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                         "coll:numacoll:%s: %s (cid %u) root %d, %d x %s, "
-                        "%s%s%s: %s", what, comm->c_name, comm->c_contextid,
+                        "%s%s%s: %s", what, nc_comm_name(comm), nc_comm_cid(comm),
                         root, count,
                         dtype->name[0] ? dtype->name : "(unnamed datatype)",
                         p->kind == NC_RED_PREDEF ? numacoll_op_name(p->op)

@@ -3,7 +3,12 @@
 # CPPFLAGS, LDFLAGS, LDLIBS and LIB_OBJS it uses. Include it after LIB_OBJS
 # is defined: the .so rule names those objects as prerequisites.
 #
-#   make ompi          $(BUILD)/mca_coll_numacoll.so and the MPI test programs
+#   make ompi          $(BUILD)/mca_coll_numacoll.so and the MPI test programs,
+#                      for the Open MPI whose mpicc is first on PATH (4.1 or
+#                      5.0; ompi/coll_numacoll_compat.h holds what differs)
+#   make ompi OMPI_CC=/path/to/mpicc BUILD=build-ompi5
+#                      the same for another Open MPI (one BUILD per Open MPI:
+#                      the .so is built for exactly one)
 #   make check-mpi     tests/mpi/run.sh against $(BUILD) (np 2, 3, 4, 8)
 #   make install       (with the library) installs the .so into
 #                      $(DESTDIR)$(OMPI_COMPONENT_DIR), by default Open MPI's
@@ -23,7 +28,10 @@
 nc_ompi_saved_goal := $(.DEFAULT_GOAL)
 $(if $(LIB_OBJS),,$(warning ompi/ompi.mk: LIB_OBJS is empty here; include this file after it is defined))
 
-MPICC     ?= mpicc
+# The Open MPI to build for, by its compiler wrapper (MPICC is the older
+# name of the same setting).
+OMPI_CC   ?= $(or $(MPICC),mpicc)
+MPICC     := $(OMPI_CC)
 # OMPI_COMPONENT_DIR, when set, is where both install targets put the .so.
 NC_OMPI_USER_DIR = $(or $(OMPI_COMPONENT_DIR),$(HOME)/.openmpi/components)
 NC_OMPI_PKGLIBDIR = $(or $(shell ompi_info --path pkglibdir 2>/dev/null | \
@@ -46,12 +54,32 @@ ifneq ($(NC_OMPI_MPICC),)
 NC_OMPI_INCDIRS := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
 NC_OMPI_LIBDIRS := $(shell $(MPICC) --showme:libdirs 2>/dev/null)
 NC_OMPI_COLL_H  := $(firstword $(wildcard $(addsuffix /ompi/mca/coll/coll.h,$(NC_OMPI_INCDIRS))))
+NC_OMPI_CONFIG_H := $(firstword $(wildcard $(addsuffix /opal_config.h,$(NC_OMPI_INCDIRS))))
+endif
+ifneq ($(NC_OMPI_CONFIG_H),)
+NC_OMPI_MAJOR := $(shell sed -n 's/^\#define OMPI_MAJOR_VERSION *//p' $(NC_OMPI_CONFIG_H) | head -n 1)
+# Headers opal_config.h names for its thread component, which every
+# internal header includes. Debian's libopenmpi-dev 5.0.7 does not ship them
+# (4.1 has no such component); tests/ompi5/run.sh adds them from the same
+# version's source package.
+NC_OMPI_MISSING := $(strip $(foreach h,$(shell sed -n 's/^\#define MCA_threads_[a-z_]*_HEADER "\(..*\)"$$/\1/p' \
+                     $(NC_OMPI_CONFIG_H)),$(if $(wildcard $(addsuffix /$(h),$(NC_OMPI_INCDIRS))),,$(h))))
+# 5.0 built against an external PMIx includes its pmix.h from the internal
+# headers, but mpicc does not name its folder (applications never need it).
+ifneq ($(filter-out 0 1 2 3 4,$(NC_OMPI_MAJOR)),)
+NC_OMPI_INCDIRS += $(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags-only-I pmix 2>/dev/null)))
+# MPI 4.0 sessions exist from Open MPI 5.0 on; tests/mpi/run.sh runs the
+# program where it was built.
+NC_MPI_TESTS += sessions
+endif
 endif
 
 ifeq ($(NC_OMPI_MPICC),)
-NC_OMPI_SKIP = mpicc not found
+NC_OMPI_SKIP = $(OMPI_CC) not found
 else ifeq ($(NC_OMPI_COLL_H),)
 NC_OMPI_SKIP = Open MPI's internal headers (ompi/mca/coll/coll.h) not found under $(NC_OMPI_INCDIRS)
+else ifneq ($(NC_OMPI_MISSING),)
+NC_OMPI_SKIP = Open MPI $(NC_OMPI_MAJOR)'s development package lacks $(NC_OMPI_MISSING) (Debian's 5.0.7 does; tests/ompi5/run.sh shows how to add them from its source package, docs/ompi.md)
 endif
 
 .PHONY: ompi check-mpi install-ompi install-component

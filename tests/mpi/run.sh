@@ -5,13 +5,15 @@
 # twice: with the component loaded from the build tree and selected
 # (NUMACOLL_EXPECT=core: each program checks through MPI_T that numacoll ran
 # its calls), and with the component absent (the programs check MPI
-# semantics only); mismatch (erroneous calls) with the component only.
-# Then the budget fallbacks, the parameter listing and
+# semantics only); mismatch (erroneous calls) with the component only;
+# sessions (MPI 4.0, built where the Open MPI has them: 5.0) at np 2, 3, 4
+# with the component and at np 3 without. Then the budget fallbacks, the parameter listing and
 # rejection, the selection lines under coll_base_verbose, and that nothing
 # is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
 # fails instead of hanging.
 #
 #   NC_BUILD=build tests/mpi/run.sh        (what `make check-mpi` runs)
+#   NC_MPIRUN_EXTRA="--mca btl self,sm"    more arguments for every mpirun
 #
 # Prints one line per run and ends with "N passed, N failed"; the exit
 # status is non-zero when anything failed.
@@ -76,7 +78,7 @@ WITHOUT_PATH="$PKGLIBDIR"
 # setup exchange of every new team, tuned's fallbacks) starves the very peer
 # it waits for, and np=2 runs take minutes. numacoll's own waits yield after
 # coll_numacoll_spin_count polls already.
-MPIRUN_ARGS="--oversubscribe --mca mpi_yield_when_idle 1"
+MPIRUN_ARGS="--oversubscribe --mca mpi_yield_when_idle 1 ${NC_MPIRUN_EXTRA:-}"
 # numacoll first; tuned, libnbc (nonblocking), basic and self stay as the
 # fallbacks and for the communicators numacoll declines.
 FORCE="--mca coll numacoll,tuned,libnbc,basic,self"
@@ -177,6 +179,17 @@ for np in $NPS; do
             -x NUMACOLL_EXPECT=core "$BIN/$t"
     done
 done
+
+# MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
+# communicator without MPI_COMM_WORLD, sessions closed and opened again,
+# two at once (tests/mpi/sessions.c).
+if [ -x "$BIN/sessions" ]; then
+    for np in 2 3 4; do
+        mpi "numacoll    np=$np sessions" "$WITH_PATH" "$np" $FORCE \
+            -x NUMACOLL_EXPECT=core "$BIN/sessions"
+    done
+    mpi "no numacoll np=3 sessions" "$WITHOUT_PATH" 3 "$BIN/sessions"
+fi
 
 # Budgets: a node budget of 1 byte leaves no room for any segment; one that
 # fits part of the 200 teams mixes both paths; a per-team budget below one

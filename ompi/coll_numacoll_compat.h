@@ -1,0 +1,70 @@
+/*
+ * The few things that differ between the Open MPI versions this component
+ * builds against: 4.1 (coll interface 2.0.0, module 2.3.0) and 5.0 (coll
+ * interface 2.4.0). Every version test of ompi/ lives here; the glue uses
+ * the names below and is otherwise the same source for both.
+ *
+ *   NC_COLL_BASE_VERSION   the version block of the component. 5.0 accepts
+ *                          only 2.4.0 and skips a component that says
+ *                          otherwise without a word, so it must follow the
+ *                          headers, never be written out.
+ *   nc_coll_component_t    the component struct that block belongs to.
+ *   nc_comm_cid(comm)      the communicator's local id, as Open MPI's own
+ *                          coll_base_verbose lines print it: 4.1's context
+ *                          id is a plain integer; 5.0's is an extended
+ *                          (128-bit) id, whose local index is c_index.
+ *   nc_comm_name(comm)     its name: 4.1 keeps an array in the
+ *                          communicator, 5.0 a pointer, which may be NULL.
+ *
+ * What needs no guard, because the source names fields instead of relying
+ * on their order: 5.0's module struct lost ft_event and gained coll_agree,
+ * coll_iagree and coll_revoke_local, which shifts coll_module_disable,
+ * coll_reduce_local and base_data; this component sets its functions by
+ * name and leaves the rest to the parent constructor. coll_module_disable
+ * stays NULL on purpose: 5.0 calls it once for every function a module
+ * installed (four times for this one) where 4.1 never calls it, so the
+ * module releases what it holds in its destructor, which runs once on
+ * both.
+ */
+#ifndef MCA_COLL_NUMACOLL_COMPAT_H
+#define MCA_COLL_NUMACOLL_COMPAT_H
+
+#include "ompi_config.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+#include <stdint.h>
+
+#if OMPI_MAJOR_VERSION >= 6 || !defined(OMPI_MAJOR_VERSION)
+/* main (6.0) moves to coll 3.0.0: modules install and restore their own
+ * functions, and counts become size_t. */
+#error "numacoll: needs Open MPI 4.1 or 5.0 (coll interface 2.0.0 or 2.4.0)"
+#elif OMPI_MAJOR_VERSION == 5
+#define NC_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+typedef mca_coll_base_component_2_4_0_t nc_coll_component_t;
+
+static inline unsigned nc_comm_cid(const ompi_communicator_t *comm)
+{
+    return (unsigned)ompi_comm_get_local_cid(comm);
+}
+
+static inline const char *nc_comm_name(const ompi_communicator_t *comm)
+{
+    return comm->c_name && comm->c_name[0] ? comm->c_name : "(unnamed)";
+}
+#else
+#define NC_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+typedef mca_coll_base_component_2_0_0_t nc_coll_component_t;
+
+static inline unsigned nc_comm_cid(const ompi_communicator_t *comm)
+{
+    return (unsigned)comm->c_contextid;
+}
+
+static inline const char *nc_comm_name(const ompi_communicator_t *comm)
+{
+    return comm->c_name[0] ? comm->c_name : "(unnamed)";
+}
+#endif
+
+#endif /* MCA_COLL_NUMACOLL_COMPAT_H */
