@@ -438,6 +438,12 @@ int nc__call_check(numacoll_team_t *t, int peer)
             (c.desc & 0xff) == NC_CALL_REFUSED)
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "rank %d refused call "
                                  "%llu", peer, (unsigned long long)c.seq);
+        /* A parent past the call has written every word it forwards (it
+         * cannot finish before): if ours is not there, it was in another
+         * call and never forwards the root's (nc__wait_slow then fails) */
+        if (peer >= 0 && read_call(t, peer, &c) &&
+            (int64_t)(c.seq - t->call_seq) > 0)
+            return NC_CALL_AHEAD;
         return NC_CALL_WAIT;
     }
     /* A Bcast reader's parent may have drained the root's call of the
@@ -448,9 +454,14 @@ int nc__call_check(numacoll_team_t *t, int peer)
                                       t->call_count);
     size_t rnb;
     uint32_t rsig;
+    seen_call_t pc;
+    /* only while the parent shows this very call: a parent in another
+     * call never forwards the root's, and the loop below reports that */
     if (peer >= 0 && me.coll == NC_COLL_BCAST && me.root != peer &&
         me.root != t->rank && me.root >= 0 && me.root < t->p &&
-        root_call(t, me.root, &rnb, &rsig) && other_kind(t, me.nbytes, rnb))
+        read_call(t, peer, &pc) && pc.seq == t->call_seq &&
+        pc.sig == t->call_sig && root_call(t, me.root, &rnb, &rsig) &&
+        other_kind(t, me.nbytes, rnb))
         return nc__bcast_lost(t, peer, "its root's bcast is of another kind");
     for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : t->p); r++) {
         seen_call_t c;

@@ -28,12 +28,15 @@ static int dead_peer(const numacoll_team_t *t, int peer)
         return pid_alive(t->loc[peer].pid) ? -1 : peer;
     /* A rank that destroyed the team after taking part in this call (a
      * Reduce leaf returns early) has left, not died: the others may still
-     * answer a wait on the whole team. */
+     * answer a wait on the whole team. Not while a mismatch is pending:
+     * then it may have skipped what it owed, and only its exit tells. */
+    const int calm = atomic_load_explicit(&t->hdr->mm_epoch,
+                                          memory_order_acquire) == t->mm_done;
     for (int r = 0; r < t->p; r++) {
         if (r == t->rank || pid_alive(t->loc[r].pid))
             continue;
         const nc__sync_t *s = nc__sync(t, r);
-        if (!atomic_load_explicit(&s->gone, memory_order_acquire) ||
+        if (!calm || !atomic_load_explicit(&s->gone, memory_order_acquire) ||
             (int64_t)(atomic_load_explicit(&s->call_seq,
                                            memory_order_relaxed) -
                       t->call_seq) < 0)

@@ -187,6 +187,44 @@ static int bcast_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
+/* A Bcast reader whose parent is in another collective: p = 4, ranks 0
+ * and 2 in a pipelined Bcast from 0, rank 1 (the inline tree's parent of
+ * rank 3) in a Reduce to 0 (a leaf there: it returns at once), rank 3 in
+ * an inline Bcast from 0. Rank 3 must not
+ * drain the root's call (its parent never forwards it): it hung there.
+ * Every rank gets an error or its part done, then all are told. */
+static int other_parent_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = make_team(b);
+    if (!t)
+        return 10;
+    unsigned char buf[2000];
+    uint32_t one = 1, sum = 0;
+    memset(buf, 0x5a, sizeof buf);
+    int rc = b->rank == 1
+                 ? numacoll_reduce(t, &one, &sum, 1, NUMACOLL_DTYPE_UINT32,
+                                   NUMACOLL_OP_SUM, 0)
+                 : numacoll_bcast(t, buf, b->rank == 3 ? 20 : sizeof buf, 0);
+    if (rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH &&
+        rc != NUMACOLL_ERR_TRUNCATE) {
+        fprintf(stderr, "rank %d: %s (%s)\n", b->rank, numacoll_strerror(rc),
+                numacoll_team_last_error(t));
+        return 11;
+    }
+    int bad = told_check(b, t, rc, 1);
+    if (!bad)
+        bad = correct_calls(b, t, 2);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_other_parent(void)
+{
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(nct_run(4, other_parent_body, NULL), 0);
+}
+
 static void test_bcast_sizes(void)
 {
     static const size_t pairs[][2] = {
@@ -553,6 +591,8 @@ int nct_register_mismatch(void)
         {"two ranks each the root of a Bcast: an error, no hang, no wrong "
          "data", test_two_roots},
         {"a rank Barriers ahead: not taken for the others'", test_barrier_ahead},
+        {"an inline reader whose parent is in a Reduce: no hang",
+         test_other_parent},
         {"a rank that destroyed the team: an error, no hang", test_gone},
         {NULL, NULL},
     };
