@@ -28,10 +28,13 @@
  * therefore happen before r's next write (release/acquire through the
  * seq + 1 lines).
  *
- * Cost: about t_l + (L - 1) * t_l / m (the lines of all ranks travel in
- * parallel, m misses in flight) + p * L * 64 bytes read + (p - 1) folds of
- * L lines. Shared lines: writes its own 2 * al, reads every rank's. The
- * largest inline rule of the tuning table sets how far it is used.
+ * Cost: t_l + (L - 1) * t_x + p * L * 64 bytes read + (p - 1) folds of L
+ * lines, t_x what each further line adds: the per-line waits overlap its
+ * misses only in part (measured on the 2-vCPU VM, vCPUs far apart: t_x
+ * about 0.1 us, 0.4 t_l; prefetching every line first was slower, as
+ * readers pulled lines the writers had not written yet). Shared lines:
+ * writes its own 2 * al, reads every rank's. The largest inline rule of
+ * the tuning table sets how far it is used.
  */
 #include <string.h>
 
