@@ -548,6 +548,123 @@ int numacoll_allreduce_user(numacoll_team_t *team, const void *sendbuf,
                             numacoll_user_op_fn fn, void *ctx,
                             int commutative);
 
+/* ---- nonblocking and persistent collectives --------------------------- */
+
+/*
+ * A request is one collective in flight. numacoll_i<op>() starts the
+ * collective and returns at once; numacoll_<op>_init() makes a persistent
+ * request that numacoll_start() runs again and again, with every choice
+ * (algorithm, tuning rule, geometry, tree) taken once at init. Arguments
+ * mean what they mean for the blocking call of the same name, and the
+ * buffers belong to the call until it completes.
+ *
+ * Order: like MPI's collectives on one communicator, every rank must start
+ * the collectives of a team (blocking, nonblocking or persistent starts) in
+ * the same order. Requests of one team complete in the order they were
+ * started; a blocking call first completes every request started before it.
+ * Progress: a request moves when this rank calls numacoll_test(),
+ * numacoll_wait(), numacoll_progress() or any collective on its team; the
+ * other ranks' calls never wait for this one to call in, but they cannot
+ * finish a collective before this rank has done its part.
+ *
+ * Statuses: the start functions return an error (and make no request)
+ * when the arguments are refused; the collective's own outcome comes from
+ * numacoll_test() / numacoll_wait(), with numacoll_team_last_error() for
+ * the detail. A team must have no outstanding request when destroyed
+ * (numacoll_team_destroy() completes them first).
+ */
+typedef struct numacoll_request numacoll_request_t;
+
+NUMACOLL_API
+int numacoll_ibcast(numacoll_team_t *team, void *buf, size_t nbytes, int root,
+                    numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ibcast_packed(numacoll_team_t *team, size_t nbytes, int root,
+                           numacoll_pack_fn pack, numacoll_unpack_fn unpack,
+                           void *ctx, numacoll_request_t **req);
+NUMACOLL_API int numacoll_ibarrier(numacoll_team_t *team,
+                                   numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ireduce(numacoll_team_t *team, const void *sendbuf,
+                     void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                     numacoll_op_t op, int root, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iallreduce(numacoll_team_t *team, const void *sendbuf,
+                        void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                        numacoll_op_t op, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ireduce_user(numacoll_team_t *team, const void *sendbuf,
+                          void *recvbuf, size_t count, size_t elem_size,
+                          numacoll_user_op_fn fn, void *ctx, int commutative,
+                          int root, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iallreduce_user(numacoll_team_t *team, const void *sendbuf,
+                             void *recvbuf, size_t count, size_t elem_size,
+                             numacoll_user_op_fn fn, void *ctx,
+                             int commutative, numacoll_request_t **req);
+
+/* Persistent requests: inactive until numacoll_start(). */
+NUMACOLL_API
+int numacoll_bcast_init(numacoll_team_t *team, void *buf, size_t nbytes,
+                        int root, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_bcast_packed_init(numacoll_team_t *team, size_t nbytes, int root,
+                               numacoll_pack_fn pack,
+                               numacoll_unpack_fn unpack, void *ctx,
+                               numacoll_request_t **req);
+NUMACOLL_API int numacoll_barrier_init(numacoll_team_t *team,
+                                       numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_init(numacoll_team_t *team, const void *sendbuf,
+                         void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                         numacoll_op_t op, int root, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_allreduce_init(numacoll_team_t *team, const void *sendbuf,
+                            void *recvbuf, size_t count,
+                            numacoll_dtype_t dtype, numacoll_op_t op,
+                            numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_user_init(numacoll_team_t *team, const void *sendbuf,
+                              void *recvbuf, size_t count, size_t elem_size,
+                              numacoll_user_op_fn fn, void *ctx,
+                              int commutative, int root,
+                              numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_allreduce_user_init(numacoll_team_t *team, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 size_t elem_size, numacoll_user_op_fn fn,
+                                 void *ctx, int commutative,
+                                 numacoll_request_t **req);
+
+/* Start an inactive persistent request (NUMACOLL_ERR_ARG if it is a
+ * nonblocking one or already active). */
+NUMACOLL_API int numacoll_start(numacoll_request_t *req);
+
+/*
+ * *done = 1 once the request has completed, and then returns the
+ * collective's status; a nonblocking request is freed and *req set to
+ * NULL, a persistent one turns inactive. *done = 0 (returns NUMACOLL_OK)
+ * while it is in flight. A NULL *req or an inactive persistent request
+ * counts as completed with NUMACOLL_OK.
+ */
+NUMACOLL_API int numacoll_test(numacoll_request_t **req, int *done);
+/* numacoll_test() until done, spinning briefly and then yielding. */
+NUMACOLL_API int numacoll_wait(numacoll_request_t **req);
+
+/*
+ * Free a request and set *req to NULL. A persistent request must be
+ * inactive (NUMACOLL_ERR_ARG otherwise). A nonblocking one in flight is
+ * detached: it still runs to completion as the team progresses, and its
+ * status is lost. (MPI forbids freeing a request of a nonblocking
+ * collective; an MPI binding keeps to that.)
+ */
+NUMACOLL_API int numacoll_request_free(numacoll_request_t **req);
+
+/* Move the team's requests as far as they go without waiting; returns how
+ * many are still in flight (0: none), for an MPI library's progress
+ * loop. */
+NUMACOLL_API int numacoll_progress(numacoll_team_t *team);
+
 /* Calls of each operation completed by this rank's team (observability). */
 typedef struct numacoll_counters {
     uint64_t bcast;
