@@ -259,6 +259,7 @@ struct numacoll_team {
      * team's requests in the order they were started (coll/request.c):
      * only the head runs. */
     nc__pend_t pend;
+    int blocking;               /* a blocking driver runs the steps      */
     struct numacoll_request *rq_head, *rq_tail;
     unsigned rq_polls;          /* fruitless polls of the head's wait    */
     _Atomic uint64_t *rq_w;     /* that wait (its word and value)        */
