@@ -324,6 +324,22 @@ int nc__op_step(numacoll_team_t *t, nc__op_t *o)
 
 /* ---- the queue ----------------------------------------------------------- */
 
+/* Freed requests kept for the next ones, per thread (a request may outlive
+ * its team, so no team keeps them): an allocation and a free cost about as
+ * much as a small Bcast. Up to NC_RQ_CACHE per thread; the rest go back. */
+#define NC_RQ_CACHE 8
+static _Thread_local numacoll_request_t *rq_cache[NC_RQ_CACHE];
+static _Thread_local int rq_cached;
+
+static void request_release(numacoll_request_t *r)
+{
+    if (rq_cached < NC_RQ_CACHE)
+        rq_cache[rq_cached++] = r;
+    else
+        free(r);
+}
+
+
 static void complete(numacoll_team_t *t, int rc)
 {
     numacoll_request_t *r = t->rq_head;
@@ -338,7 +354,7 @@ static void complete(numacoll_team_t *t, int rc)
     if (rc != NUMACOLL_OK)
         t->claiming = 0;
     if (r->detached)
-        free(r);
+        request_release(r);
 }
 
 /* Run the head to its end, waiting with the blocking policy. */
@@ -400,7 +416,8 @@ static numacoll_request_t *request_new(numacoll_team_t *t, int persistent)
     /* the op holds a cache-line aligned buffer */
     size_t sz = (sizeof(numacoll_request_t) + NC_CACHE_LINE - 1) /
                 NC_CACHE_LINE * NC_CACHE_LINE;
-    numacoll_request_t *r = aligned_alloc(NC_CACHE_LINE, sz);
+    numacoll_request_t *r = rq_cached ? rq_cache[--rq_cached]
+                                      : aligned_alloc(NC_CACHE_LINE, sz);
     if (!r) {
         nc__team_fail(t, NUMACOLL_ERR_NOMEM, "no memory for a request of "
                       "%zu bytes", sz);
@@ -495,7 +512,7 @@ static int reap(numacoll_request_t **req)
     int st = r->status;
     r->status = NUMACOLL_OK;
     if (!r->persistent) {
-        free(r);
+        request_release(r);
         *req = NULL;
     }
     return st;
@@ -542,7 +559,7 @@ int numacoll_request_free(numacoll_request_t **req)
                                  "persistent request that is active");
         r->detached = 1;   /* completes in turn, then frees itself */
     } else {
-        free(r);
+        request_release(r);
     }
     *req = NULL;
     return NUMACOLL_OK;
