@@ -70,6 +70,10 @@ static int watch(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                  uint64_t start, uint64_t *last_check)
 {
     char what[160];
+    /* the word first: a peer may have written it and left since the
+     * caller's last poll (a step's caller may come back much later) */
+    if (nc__ready(w, c, arg, seen))
+        return NUMACOLL_OK;
     int st = atomic_load_explicit(&t->hdr->abort_status,
                                   memory_order_acquire);
     if (st != 0) {
@@ -106,6 +110,11 @@ static int watch(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
         return NC_AGAIN;
     *last_check = now;
     int dead = dead_peer(t, why->peer);
+    /* It may have written the word and left since the look above (this
+     * rank can be descheduled between the two): its stores are visible
+     * once it has exited, so one more look decides. */
+    if (dead >= 0 && nc__ready(w, c, arg, seen))
+        return NUMACOLL_OK;
     if (dead >= 0) {
         nc__team_abort(t, NUMACOLL_ERR_PEER_DEAD);
         describe(what, sizeof what, t, why);

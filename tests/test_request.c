@@ -299,6 +299,8 @@ static int persistent_body(const numacoll_bootstrap_t *b, void *arg)
         }
         if (!bc || !ar || !ba)
             bad = 9;   /* persistent requests stay */
+        if (bad)
+            fprintf(stderr, "rank %d: persistent call %u: %d\n", rank, i, bad);
         for (size_t k = 0; k < n && !bad; k++)
             bad = buf[k] != pattern(i, k) ? 10 : 0;
         for (int k = 0; k < 3 && !bad; k++)
@@ -377,7 +379,8 @@ static int noblock_body(const numacoll_bootstrap_t *b, void *arg)
             int rc = numacoll_ibarrier(t, &r), done = 0;
             while (rc == NUMACOLL_OK && !done)
                 rc = numacoll_test(&r, &done);
-            bad = rc != NUMACOLL_OK ? 17 : 0;
+            if (rc != NUMACOLL_OK)
+                bad = say(t, b->rank, "ibarrier", rc) + 15;
         }
     }
     numacoll_team_destroy(t);
@@ -536,6 +539,49 @@ static void test_user_op(void)
         CU_ASSERT_EQUAL(nct_run(p, user_body, NULL), 0);
 }
 
+/* ---- mismatched nonblocking calls fail, by test loops or by waits ------- */
+
+static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const int by_test = *(const int *)arg;
+    numacoll_team_t *t = team_of(b);
+    if (!t)
+        return 1;
+    static unsigned char buf[3000];
+    int64_t v = 1, s = 0;
+    numacoll_request_t *r;
+    /* rank 0 broadcasts, the others reduce: every rank must get an error */
+    int rc = b->rank == 0
+                 ? numacoll_ibcast(t, buf, sizeof buf, 0, &r)
+                 : numacoll_iallreduce(t, &v, &s, 1, NUMACOLL_DTYPE_INT64,
+                                       NUMACOLL_OP_SUM, &r);
+    int done = 0;
+    while (rc == NUMACOLL_OK && by_test && !done)
+        rc = numacoll_test(&r, &done);
+    if (rc == NUMACOLL_OK && !by_test)
+        rc = numacoll_wait(&r);
+    /* the root of a Bcast needs nobody: it hears of it at its next call */
+    if (rc == NUMACOLL_OK && b->rank == 0)
+        rc = numacoll_barrier(t);
+    int bad = rc == NUMACOLL_ERR_MISMATCH || rc == NUMACOLL_ERR_TRUNCATE
+                  ? 0 : say(t, b->rank, "mismatch not found", rc);
+    /* the team goes on afterwards */
+    if (!bad && numacoll_barrier(t) != NUMACOLL_OK &&
+        numacoll_barrier(t) != NUMACOLL_OK)
+        bad = say(t, b->rank, "after the mismatch", NUMACOLL_ERR_MISMATCH);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_mismatch(void)
+{
+    static const int by_test = 1, by_wait = 0;
+    for (int p = 2; p <= 4; p++) {
+        CU_ASSERT_EQUAL(nct_run(p, mismatch_body, (void *)&by_test), 0);
+        CU_ASSERT_EQUAL(nct_run(p, mismatch_body, (void *)&by_wait), 0);
+    }
+}
+
 int nct_register_request(void)
 {
     static const nct_test_t tests[] = {
@@ -550,6 +596,8 @@ int nct_register_request(void)
          test_misc},
         {"user op in rank order, nonblocking Reduce and Allreduce",
          test_user_op},
+        {"mismatched nonblocking calls fail in test loops and waits",
+         test_mismatch},
         {NULL, NULL}};
     return nct_add_suite("request", tests);
 }
