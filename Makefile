@@ -64,6 +64,8 @@ LIB_SRCS = \
 	coll/tree.c \
 	coll/team.c \
 	coll/barrier.c \
+	coll/request.c \
+	coll/bcast/bcast.c \
 	coll/bcast/bcast_pipelined.c \
 	coll/bcast/bcast_inline.c \
 	coll/bcast/bcast_cma.c \
@@ -107,7 +109,8 @@ TEST_SRCS = \
 	tests/test_copy.c \
 	tests/test_align.c \
 	tests/test_mismatch.c \
-	tests/test_levels.c
+	tests/test_levels.c \
+	tests/test_request.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

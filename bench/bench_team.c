@@ -71,26 +71,7 @@ static int run_bcast(void *ctx, const ncb_call_t *c)
     const int alg = tc->c.alg[NCB_OP_BCAST];
     if (alg < 0)
         return numacoll_bcast(tc->team, c->buf, c->bytes, c->root);
-    nc__io_t io = {.buf = c->buf};
-    /* the size's rule, or the first rule naming the forced algorithm */
-    const nc__choice_t *ch = nc__team_choice_alg(tc->team, NC_COLL_BCAST, alg,
-                                                 c->bytes);
-    if (!ch)
-        return nc__team_fail(tc->team, NUMACOLL_ERR_ARG, "no rule of the "
-                             "team's tuning table names bcast algorithm %s",
-                             nc__algs[alg].name);
-    /* numbered and signed as numacoll_bcast does (coll/call.c) */
-    nc__call_t call = {.coll = NC_COLL_BCAST, .root = c->root,
-                       .nbytes = c->bytes, .dtype = -1, .op = -1};
-    int rc = nc__call_begin(tc->team, &call);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    if (alg == NC_ALG_BCAST_INLINE)
-        return nc__bcast_inline(tc->team, ch, c->bytes, c->root, &io);
-    /* every rank switches to the rule's bank geometry, as dispatch does */
-    rc = nc__bcast_geometry(tc->team, ch, c->root);
-    return rc != NUMACOLL_OK ? rc : nc__bcast_pipelined(tc->team, ch, c->bytes,
-                                                        c->root, &io);
+    return nc__bcast_with(tc->team, alg, c->buf, c->bytes, c->root);
 }
 
 /* Reduce has one algorithm: the public call reaches it. */

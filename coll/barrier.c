@@ -26,7 +26,7 @@
  */
 #include <stdlib.h>
 
-#include "coll/team.h"
+#include "coll/op.h"
 #include "coll/wait.h"
 
 int nc__barrier_init(numacoll_team_t *t)
@@ -55,7 +55,10 @@ void nc__barrier_fini(numacoll_team_t *t)
     t->barrier_children = NULL;
 }
 
-int nc__barrier_tree(numacoll_team_t *t)
+/* As steps: o->b.idx counts the children that have arrived (phase 1),
+ * o->phase is 2 once this rank has arrived at its parent (it then waits
+ * for release). */
+int nc__barrier_step(numacoll_team_t *t, nc__op_t *o)
 {
     /* The call's number, not a count of barriers, and compared for
      * equality: a child's arrive cannot pass seq before we release it, nor
@@ -65,24 +68,33 @@ int nc__barrier_tree(numacoll_team_t *t)
     const uint64_t seq = t->barrier_seq = t->call_seq;
     const int nchild = t->barrier_nchild, parent = t->barrier_parent;
     const int *kids = t->barrier_children;
+    nc__sync_t *me = nc__sync(t, t->rank);
     uint64_t seen;
     int rc;
 
-    for (int c = 0; c < nchild; c++) {
-        nc__wait_why_t why = {kids[c], "barrier arrive", (long)seq, 0};
-        rc = nc__wait(t, &nc__sync(t, kids[c])->arrive, NC_WAIT_GE, seq,
-                      &seen, &why);
-        if (rc == NUMACOLL_OK && seen != seq)
-            rc = nc__mismatch(t, kids[c], "it arrived at a later barrier");
-        if (rc != NUMACOLL_OK)
-            return rc;
+    if (o->phase == 0) {
+        o->b.idx = 0;
+        o->phase = 1;
+    }
+    if (o->phase == 1) {
+        for (; (int)o->b.idx < nchild; o->b.idx++) {
+            const int c = kids[o->b.idx];
+            nc__wait_why_t why = {c, "barrier arrive", (long)seq, 0};
+            rc = nc__poll(t, &nc__sync(t, c)->arrive, NC_WAIT_GE, seq, &seen,
+                          &why);
+            if (rc == NUMACOLL_OK && seen != seq)
+                rc = nc__mismatch(t, c, "it arrived at a later barrier");
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+        /* our subtree's arrival (and everything before it) before arrive */
+        if (parent >= 0)
+            atomic_store_explicit(&me->arrive, seq, memory_order_release);
+        o->phase = 2;
     }
     if (parent >= 0) {
-        nc__sync_t *me = nc__sync(t, t->rank);
-        /* our subtree's arrival (and everything before it) before arrive */
-        atomic_store_explicit(&me->arrive, seq, memory_order_release);
         nc__wait_why_t why = {parent, "barrier release", (long)seq, 0};
-        rc = nc__wait(t, &me->release, NC_WAIT_GE, seq, &seen, &why);
+        rc = nc__poll(t, &me->release, NC_WAIT_GE, seq, &seen, &why);
         if (rc == NUMACOLL_OK && seen != seq)
             rc = nc__mismatch(t, parent, "it released a later barrier");
         if (rc != NUMACOLL_OK)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "coll/algs.h"
+#include "coll/op.h"
 #include "coll/reduce/reduce.h"
 #include "coll/team.h"
 #include "coll/wait.h"
@@ -513,21 +514,16 @@ static int drain(numacoll_team_t *t, int root, size_t nb, uint32_t theirs,
     int st = mismatch_text(t, root, &pc, what);
     char msg[sizeof t->last_error];
     memcpy(msg, t->last_error, sizeof msg);
-    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nb);
     nc__io_t io = {.unpack = discard};
+    nc__op_t o;
+    nc__bcast_op(t, &o, nb, root, &io);
     const uint32_t mine = t->sig32;
-    int rc;
+    int rc = NUMACOLL_ERR_MISMATCH;
     t->sig32 = theirs;
     t->draining = 1;
-    if (nb == 0 || ch->alg == NC_ALG_BCAST_INLINE) {
-        rc = nc__bcast_inline(t, ch, nb, root, &io);
-    } else if (ch->alg == NC_ALG_BCAST_PIPELINED) {
-        rc = nc__bcast_geometry(t, ch, root);
-        if (rc == NUMACOLL_OK)
-            rc = nc__bcast_pipelined(t, ch, nb, root, &io);
-    } else {
-        rc = NUMACOLL_ERR_MISMATCH;
-    }
+    /* the single-copy kind leaves nothing in this rank's way to drain */
+    if (o.bc.alg != NC_ALG_BCAST_CMA)
+        rc = nc__drive(t, nc__bcast_step, &o);
     t->draining = 0;
     t->sig32 = mine;
     if (rc != NUMACOLL_OK)

@@ -18,6 +18,7 @@
 
 #include "coll/algs.h"
 #include "coll/config.h"
+#include "coll/op.h"
 #include "coll/team.h"
 #include "coll/wait.h"
 #include "shm_seg/seg.h"
@@ -1108,6 +1109,8 @@ int numacoll_team_destroy(numacoll_team_t *t)
         return NUMACOLL_ERR_ARG;
     /* A rank still waiting for this one (after mismatched calls, or at a
      * resynchronisation this rank will never come to) stops instead. */
+    /* requests still in flight run to their end first */
+    nc__rq_finish(t);
     if (t->hdr)
         atomic_store_explicit(&nc__sync(t, t->rank)->gone, 1,
                               memory_order_release);
@@ -1186,8 +1189,12 @@ int nc__bank_claim(numacoll_team_t *t, unsigned set)
     nc__bank_t *bank = &t->banks[set];
     nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
     uint64_t seen;
+    /* claiming stays set while the driver waits (NC_AGAIN): its checks
+     * read it (nc__call_check); the driver clears it if the wait fails */
     t->claiming = 1;
-    int rc = nc__wait(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+    int rc = nc__poll(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+    if (rc == NC_AGAIN)
+        return rc;
     t->claiming = 0;
     if (rc != NUMACOLL_OK)
         return rc;
@@ -1221,127 +1228,4 @@ const nc__choice_t *nc__team_choice_alg(const numacoll_team_t *t,
         if ((int)t->tune.e[coll][i].ch.alg == alg)
             return &t->tune.e[coll][i].ch;
     return NULL;
-}
-
-int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root)
-{
-    if (ch->f == t->geo_f && ch->s == t->geo_s && ch->q == t->geo_q)
-        return NUMACOLL_OK;
-    if (t->rank == root)
-        for (unsigned k = 0; k < t->q_max; k++) {
-            uint64_t seen;
-            nc__wait_why_t why = {-1, "drained bank (new geometry)", (long)k,
-                                  (long)t->op};
-            int rc = nc__wait(t, &t->banks[k].nreaders, NC_WAIT_EQ, 0, &seen,
-                              &why);
-            if (rc != NUMACOLL_OK)
-                return rc;
-        }
-    t->geo_f = ch->f;
-    t->geo_s = ch->s;
-    t->geo_q = ch->q;
-    return NUMACOLL_OK;
-}
-
-int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io)
-{
-    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, nbytes);
-    io->cin = nc__copy_pick(ch->copy, 0);
-    io->cout = nc__copy_pick(ch->copy, nbytes);
-    /* 0 bytes still travel as an inline line, whatever the rule, so that a
-     * rank whose call says otherwise finds out (coll/call.c) */
-    if (nbytes == 0)
-        return nc__bcast_inline(t, ch, 0, root, io);
-    switch (ch->alg) {
-    case NC_ALG_BCAST_INLINE:   /* the slots hold the largest inline rule */
-        return nc__bcast_inline(t, ch, nbytes, root, io);
-    case NC_ALG_BCAST_PIPELINED: {
-        int rc = nc__bcast_geometry(t, ch, root);
-        return rc != NUMACOLL_OK ? rc
-                                 : nc__bcast_pipelined(t, ch, nbytes, root, io);
-    }
-    case NC_ALG_BCAST_CMA:   /* only when cma_ok: cma_verdict replaced it */
-        return nc__bcast_cma(t, ch, nbytes, root, io);
-    default:
-        return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %s is not a "
-                             "bcast", nc__algs[ch->alg].name);
-    }
-}
-
-/* bad: the caller's verdict on its arguments; the call is numbered first
- * either way, so that a refused call keeps the ranks' numbers in step */
-static int bcast_io(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io,
-                    int bad)
-{
-    nc__call_t call = {.coll = NC_COLL_BCAST, .root = root,
-                       .nbytes = nbytes, .dtype = -1, .op = -1};
-    if (bad == NUMACOLL_OK && (root < 0 || root >= t->p))
-        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast root %d is outside "
-                            "the team of %d", root, t->p);
-    if (bad != NUMACOLL_OK) {
-        /* a refusal says more than a lost or aborted call: keep its
-         * sentence */
-        char why[sizeof t->last_error];
-        memcpy(why, t->last_error, sizeof why);
-        int rc = nc__call_begin(t, &call);
-        memcpy(t->last_error, why, sizeof why);
-        return rc != NUMACOLL_OK ? nc__call_refuse(t, bad, 0)
-                                 : nc__bcast_refuse(t, nbytes, root, bad);
-    }
-    int rc = nc__call_begin(t, &call);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    if (t->p > 1) {
-        rc = nc__bcast_run(t, nbytes, root, io);
-        if (rc != NUMACOLL_OK)
-            return rc;
-    }
-    t->counters.bcast++;
-    if (io->failed)
-        return nc__team_fail(t, NUMACOLL_ERR_CALLBACK,
-                             "a %s callback failed during bcast from root %d",
-                             t->rank == root ? "pack" : "unpack", root);
-    return NUMACOLL_OK;
-}
-
-int numacoll_bcast(numacoll_team_t *t, void *buf, size_t nbytes, int root)
-{
-    if (!t)
-        return NUMACOLL_ERR_ARG;
-    int bad = !buf && nbytes > 0
-                  ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast of %zu bytes "
-                                  "from a NULL buffer", nbytes)
-                  : NUMACOLL_OK;
-    nc__io_t io = {.buf = buf};
-    return bcast_io(t, nbytes, root, &io, bad);
-}
-
-int numacoll_bcast_packed(numacoll_team_t *t, size_t nbytes, int root,
-                          numacoll_pack_fn pack, numacoll_unpack_fn unpack,
-                          void *ctx)
-{
-    if (!t)
-        return NUMACOLL_ERR_ARG;
-    int bad = nbytes > 0 && ((t->rank == root && !pack) ||
-                             (t->rank != root && !unpack))
-                  ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast_packed needs a "
-                                  "%s callback on rank %d",
-                                  t->rank == root ? "pack" : "unpack", t->rank)
-                  : NUMACOLL_OK;
-    nc__io_t io = {.pack = pack, .unpack = unpack, .ctx = ctx};
-    return bcast_io(t, nbytes, root, &io, bad);
-}
-
-int numacoll_barrier(numacoll_team_t *t)
-{
-    if (!t)
-        return NUMACOLL_ERR_ARG;
-    nc__call_t call = {.coll = NC_COLL_BARRIER, .root = -1, .dtype = -1,
-                       .op = -1};
-    int rc = nc__call_begin(t, &call);
-    if (rc == NUMACOLL_OK && t->p > 1)
-        rc = nc__barrier_tree(t);
-    if (rc == NUMACOLL_OK)
-        t->counters.barrier++;
-    return rc;
 }

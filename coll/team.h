@@ -1,6 +1,23 @@
 /*
  * The team object and the shared structures every algorithm reads: the
- * internal counterpart of numacoll.h. Memory-ordering rules, stated once:
+ * internal counterpart of numacoll.h.
+ *
+ * How coll/ is layered, bottom up (a file uses only the layers below it,
+ * save the one loop named last):
+ *  1. this header: the team, the segment's slots and their accessors;
+ *     team.c makes and frees teams (shm_seg/, topo/, tune/ below it);
+ *     tree.c the trees, copy.c the copy layer, config.c the parameters;
+ *  2. wait.h / wait.c: the wait policy (spin, then yield), nc__poll for
+ *     steps, nc__drive; failure (abort, dead peer, timeout);
+ *  3. call.c: call numbers and signatures, mismatches, resynchronisation;
+ *  4. op.h and the algorithms, each a step function over an nc__op_t:
+ *     bcast/ (bcast.c dispatches by rule), barrier.c, reduce/;
+ *  5. request.c: every public collective, blocking, nonblocking and
+ *     persistent, and the team's request queue.
+ * The loop: a Bcast reader that finds another call's data drains it
+ * (call.c runs the Bcast steps), and a wait's checks may start that drain.
+ *
+ * Memory-ordering rules, stated once:
  *  - a control slot's word is written with a release store after the data it
  *    announces (fragment in the root's buffer, or the inline payload) and
  *    polled with acquire loads, so the data is visible once the word is;
@@ -127,6 +144,30 @@ typedef struct nc__sync {
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
 
+/* Waits (coll/wait.h): what a wait is for, and a step's pending wait. */
+typedef enum {
+    NC_WAIT_NONZERO,   /* *w != 0                                   */
+    NC_WAIT_EQ,        /* *w == arg                                 */
+    NC_WAIT_GE,        /* (int64_t)(*w - arg) >= 0: rollover-safe   */
+    NC_WAIT_GE32,      /* low 32 bits of *w at or past those of arg,
+                        * rollover-safe (inline Bcast call numbers) */
+} nc__wait_cond_t;
+
+/* What a wait is for, used only to word an error. */
+typedef struct nc__wait_why {
+    int peer;          /* rank waited for; -1: any rank of the team */
+    const char *what;  /* e.g. "control slot"                       */
+    long a, b;         /* slot index, bank, op ... as the text says */
+} nc__wait_why_t;
+
+/* What a step waits for when it returns NC_AGAIN (team->pend). */
+typedef struct nc__pend {
+    _Atomic uint64_t *w;
+    nc__wait_cond_t c;
+    uint64_t arg;
+    nc__wait_why_t why;
+} nc__pend_t;
+
 /* A tree of the team, built at creation for every (kind, radix) its
  * tuning rules name. hier: the numa shape with radix k between the
  * leaders too (nc__tree_init_hier), as Reduce and Barrier use it. */
@@ -214,6 +255,16 @@ struct numacoll_team {
     uint64_t inl_word[NC_INL_SLOTS];
     unsigned inl_lines;
     size_t inl_max;
+    /* What the running step waits for (coll/wait.h nc__poll), and the
+     * team's requests in the order they were started (coll/request.c):
+     * only the head runs. */
+    nc__pend_t pend;
+    struct numacoll_request *rq_head, *rq_tail;
+    unsigned rq_polls;          /* fruitless polls of the head's wait    */
+    _Atomic uint64_t *rq_w;     /* that wait (its word and value)        */
+    uint64_t rq_arg;
+    uint64_t rq_since, rq_check; /* when the head's wait began, when dead
+                                  * peers were last looked for            */
 };
 
 /* Control slot idx of rank r. */
@@ -410,26 +461,6 @@ static inline const nc__choice_t *nc__team_choice(const numacoll_team_t *t,
 const nc__choice_t *nc__team_choice_alg(const numacoll_team_t *t,
                                         nc__coll_t coll, int alg,
                                         size_t nbytes);
-
-/* Bcast of nbytes as the team's rules say (no counter): for numacoll_bcast
- * and for algorithms built on a Bcast. */
-int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
-
-/* Before a pipelined Bcast with bank geometry (f, s, q) of ch: if it
- * differs from the one in force, the root waits until every bank is
- * drained (a reader of the old geometry may still be copying out of
- * buffers the new one places elsewhere); then it is the one in force.
- * Every rank calls it, so all agree on the geometry. */
-int nc__bcast_geometry(numacoll_team_t *t, const nc__choice_t *ch, int root);
-
-/* Algorithms (coll/bcast/, coll/barrier.c). */
-int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
-                        size_t nbytes, int root, nc__io_t *io);
-int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
-                     size_t nbytes, int root, nc__io_t *io);
-int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
-                  int root, nc__io_t *io);
-int nc__barrier_tree(numacoll_team_t *t);
 
 /* Per-team state of Barrier and Reduce/Allreduce, made at team creation
  * (after the localities are known) and freed with the team; fini must

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "coll/op.h"
 #include "coll/wait.h"
 
 static uint64_t now_ms(void)
@@ -56,6 +57,82 @@ static void describe(char *out, size_t len, const numacoll_team_t *t,
                  t->rank, why->what, why->a, why->b);
 }
 
+uint64_t nc__now_ms(void)
+{
+    return now_ms();
+}
+
+/* The checks between polls: abort word and the calls of the awaited ranks
+ * every time, dead peers and the timeout once per 10 ms (*last_check).
+ * NC_AGAIN: keep waiting; OK: the word holds now (*seen); else failed. */
+static int watch(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
+                 uint64_t arg, uint64_t *seen, const nc__wait_why_t *why,
+                 uint64_t start, uint64_t *last_check)
+{
+    char what[160];
+    int st = atomic_load_explicit(&t->hdr->abort_status,
+                                  memory_order_acquire);
+    if (st != 0) {
+        describe(what, sizeof what, t, why);
+        return nc__team_fail(t, NUMACOLL_ERR_ABORTED,
+                             "%s: rank %d aborted the team (%s)", what,
+                             atomic_load_explicit(&t->hdr->abort_rank,
+                                                  memory_order_acquire),
+                             numacoll_strerror(st));
+    }
+    /* a mismatched call waits forever without a timeout: look at the
+     * calls the awaited ranks are in */
+    int cc = nc__call_check(t, why->peer);
+    uint64_t v = atomic_load_explicit(w, memory_order_acquire);
+    if (cc == NC_CALL_AHEAD || cc == NC_CALL_GONE) {
+        /* what it wrote before it went on (or away) is visible now */
+        if (nc__cond_holds(v, c, arg)) {
+            *seen = v;
+            return NUMACOLL_OK;
+        }
+        if (cc == NC_CALL_GONE) {
+            describe(what, sizeof what, t, why);
+            return nc__team_fail(t, NUMACOLL_ERR_ABORTED, "%s, but a "
+                                 "rank it waits for has destroyed the "
+                                 "team", what);
+        }
+        return nc__bcast_lost(t, why->peer, "it has gone on to a later "
+                              "call while this rank waits for its data");
+    }
+    if (cc != NC_CALL_WAIT)
+        return cc;
+    uint64_t now = now_ms();
+    if (now - *last_check < 10)
+        return NC_AGAIN;
+    *last_check = now;
+    int dead = dead_peer(t, why->peer);
+    if (dead >= 0) {
+        nc__team_abort(t, NUMACOLL_ERR_PEER_DEAD);
+        describe(what, sizeof what, t, why);
+        return nc__team_fail(t, NUMACOLL_ERR_PEER_DEAD,
+                             "%s, but rank %d (pid %d) has died", what,
+                             dead, (int)t->loc[dead].pid);
+    }
+    if (t->cfg.timeout_ms && now - start >= t->cfg.timeout_ms) {
+        nc__team_abort(t, NUMACOLL_ERR_TIMEOUT);
+        describe(what, sizeof what, t, why);
+        return nc__team_fail(t, NUMACOLL_ERR_TIMEOUT,
+                             "%s for %u ms without an answer "
+                             "(value %llu)", what, t->cfg.timeout_ms,
+                             (unsigned long long)v);
+    }
+    return NC_AGAIN;
+}
+
+int nc__wait_watch(numacoll_team_t *t, uint64_t since_ms,
+                   uint64_t *last_check)
+{
+    /* a copy: the checks may run a drain, whose steps note their own waits */
+    const nc__pend_t pw = t->pend;
+    uint64_t seen;
+    return watch(t, pw.w, pw.c, pw.arg, &seen, &pw.why, since_ms, last_check);
+}
+
 int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                   uint64_t arg, uint64_t *seen, const nc__wait_why_t *why)
 {
@@ -77,57 +154,26 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
         sched_yield();
         if (n % 64 != 63)
             continue;
-        char what[160];
-        int st = atomic_load_explicit(&t->hdr->abort_status,
-                                      memory_order_acquire);
-        if (st != 0) {
-            describe(what, sizeof what, t, why);
-            return nc__team_fail(t, NUMACOLL_ERR_ABORTED,
-                                 "%s: rank %d aborted the team (%s)", what,
-                                 atomic_load_explicit(&t->hdr->abort_rank,
-                                                      memory_order_acquire),
-                                 numacoll_strerror(st));
-        }
-        /* a mismatched call waits forever without a timeout: look at the
-         * calls the awaited ranks are in */
-        int cc = nc__call_check(t, why->peer);
-        if (cc == NC_CALL_AHEAD || cc == NC_CALL_GONE) {
-            /* what it wrote before it went on (or away) is visible now */
-            v = atomic_load_explicit(w, memory_order_acquire);
-            if (nc__cond_holds(v, c, arg)) {
-                *seen = v;
-                return NUMACOLL_OK;
-            }
-            if (cc == NC_CALL_GONE) {
-                describe(what, sizeof what, t, why);
-                return nc__team_fail(t, NUMACOLL_ERR_ABORTED, "%s, but a "
-                                     "rank it waits for has destroyed the "
-                                     "team", what);
-            }
-            return nc__bcast_lost(t, why->peer, "it has gone on to a later "
-                                  "call while this rank waits for its data");
-        }
-        if (cc != NC_CALL_WAIT)
-            return cc;
-        uint64_t now = now_ms();
-        if (now - last_check < 10)
-            continue;
-        last_check = now;
-        int dead = dead_peer(t, why->peer);
-        if (dead >= 0) {
-            nc__team_abort(t, NUMACOLL_ERR_PEER_DEAD);
-            describe(what, sizeof what, t, why);
-            return nc__team_fail(t, NUMACOLL_ERR_PEER_DEAD,
-                                 "%s, but rank %d (pid %d) has died", what,
-                                 dead, (int)t->loc[dead].pid);
-        }
-        if (t->cfg.timeout_ms && now - start >= t->cfg.timeout_ms) {
-            nc__team_abort(t, NUMACOLL_ERR_TIMEOUT);
-            describe(what, sizeof what, t, why);
-            return nc__team_fail(t, NUMACOLL_ERR_TIMEOUT,
-                                 "%s for %u ms without an answer "
-                                 "(value %llu)", what, t->cfg.timeout_ms,
-                                 (unsigned long long)v);
+        int rc = watch(t, w, c, arg, seen, why, start, &last_check);
+        if (rc != NC_AGAIN)
+            return rc;
+    }
+}
+
+int nc__drive(numacoll_team_t *t, int (*step)(numacoll_team_t *, nc__op_t *),
+              nc__op_t *o)
+{
+    for (;;) {
+        int rc = step(t, o);
+        if (rc != NC_AGAIN)
+            return rc;
+        /* a copy: what the wait's checks run (a drain) notes its own */
+        const nc__pend_t pw = t->pend;
+        uint64_t seen;
+        rc = nc__wait(t, pw.w, pw.c, pw.arg, &seen, &pw.why);
+        if (rc != NUMACOLL_OK) {
+            t->claiming = 0;   /* a root's bank claim failed in its wait */
+            return rc;
         }
     }
 }

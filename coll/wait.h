@@ -14,20 +14,6 @@
 
 #include "coll/team.h"
 
-typedef enum {
-    NC_WAIT_NONZERO,   /* *w != 0                                   */
-    NC_WAIT_EQ,        /* *w == arg                                 */
-    NC_WAIT_GE,        /* (int64_t)(*w - arg) >= 0: rollover-safe   */
-    NC_WAIT_GE32,      /* low 32 bits of *w at or past those of arg,
-                        * rollover-safe (inline Bcast call numbers) */
-} nc__wait_cond_t;
-
-/* What a wait is for, used only to word an error. */
-typedef struct nc__wait_why {
-    int peer;          /* rank waited for; -1: any rank of the team */
-    const char *what;  /* e.g. "control slot"                       */
-    long a, b;         /* slot index, bank, op ... as the text says */
-} nc__wait_why_t;
 
 static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
 {
@@ -39,6 +25,19 @@ static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
     }
     return 0;
 }
+
+/* One acquire load of *w into *seen: whether the condition holds. */
+static inline int nc__ready(_Atomic uint64_t *w, nc__wait_cond_t c,
+                            uint64_t arg, uint64_t *seen)
+{
+    *seen = atomic_load_explicit(w, memory_order_acquire);
+    return nc__cond_holds(*seen, c, arg);
+}
+
+/* A step's answer while what it needs has not come: call it again later
+ * (positive, so never confused with a status). */
+#define NC_AGAIN 1
+
 
 int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                   uint64_t arg, uint64_t *seen, const nc__wait_why_t *why);
@@ -53,13 +52,36 @@ static inline int nc__wait(numacoll_team_t *t, _Atomic uint64_t *w,
                            nc__wait_cond_t c, uint64_t arg, uint64_t *seen,
                            const nc__wait_why_t *why)
 {
-    uint64_t v = atomic_load_explicit(w, memory_order_acquire);
-    if (nc__cond_holds(v, c, arg)) {
-        *seen = v;
+    if (nc__ready(w, c, arg, seen))
         return NUMACOLL_OK;
-    }
     return nc__wait_slow(t, w, c, arg, seen, why);
 }
+
+/*
+ * The wait of a step: one acquire load. If the condition holds, *seen
+ * gets the value and NUMACOLL_OK returns; if not, t->pend notes the wait
+ * and NC_AGAIN returns, for the driver (nc__drive, coll/request.c) to wait
+ * or to come back later.
+ */
+static inline int nc__poll(numacoll_team_t *t, _Atomic uint64_t *w,
+                           nc__wait_cond_t c, uint64_t arg, uint64_t *seen,
+                           const nc__wait_why_t *why)
+{
+    if (nc__ready(w, c, arg, seen))
+        return NUMACOLL_OK;
+    t->pend = (nc__pend_t){w, c, arg, *why};
+    return NC_AGAIN;
+}
+
+/* One look, without waiting, at what makes the pending wait t->pend hopeless
+ * (the checks nc__wait_slow makes between polls); since_ms: when the wait
+ * began (nc__now_ms), for the timeout; *last_check: when dead peers were
+ * last looked for (once per 10 ms). NC_AGAIN: go on waiting; NUMACOLL_OK:
+ * the condition holds now; else the failure (last_error set). */
+int nc__wait_watch(numacoll_team_t *t, uint64_t since_ms,
+                   uint64_t *last_check);
+
+uint64_t nc__now_ms(void);
 
 static inline void nc__cpu_relax(void)
 {

@@ -565,7 +565,11 @@ int numacoll_allreduce_user(numacoll_team_t *team, const void *sendbuf,
  * Progress: a request moves when this rank calls numacoll_test(),
  * numacoll_wait(), numacoll_progress() or any collective on its team; the
  * other ranks' calls never wait for this one to call in, but they cannot
- * finish a collective before this rank has done its part.
+ * finish a collective before this rank has done its part. Only the
+ * team's own requests move in those calls: a program (or an MPI library)
+ * that has requests on several teams and waits on one of them must keep
+ * the others moving too (numacoll_progress() on each), or ranks that
+ * started them in different orders wait for each other forever.
  *
  * Statuses: the start functions return an error (and make no request)
  * when the arguments are refused; the collective's own outcome comes from

@@ -42,5 +42,6 @@ int nct_register_tune_file(void);
 int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);
+int nct_register_request(void);
 
 #endif

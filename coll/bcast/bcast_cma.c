@@ -40,7 +40,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "coll/team.h"
+#include "coll/op.h"
 #include "coll/wait.h"
 
 /* Read n bytes at raddr in pid into dst; 0, or an errno value. */
@@ -63,108 +63,142 @@ static int read_remote(int pid, void *dst, uint64_t raddr, size_t n)
     return 0;
 }
 
-/* Wait until each tree child has counted this call in its fin. */
-static int wait_children(numacoll_team_t *t, int nchild, uint64_t call)
+/* Wait until each tree child has counted this call in its fin (o->b.idx:
+ * children seen so far). */
+static int wait_children(numacoll_team_t *t, nc__op_t *o, int nchild)
 {
-    for (int c = 0; c < nchild; c++) {
+    for (; (int)o->b.idx < nchild; o->b.idx++) {
         uint64_t seen;
-        nc__wait_why_t why = {t->children[c], "single-copy finish", 0,
-                              (long)call};
-        int rc = nc__wait(t, &nc__sync(t, t->children[c])->fin, NC_WAIT_GE,
-                          call, &seen, &why);
+        const int c = t->children[o->b.idx];
+        nc__wait_why_t why = {c, "single-copy finish", 0, (long)o->b.call};
+        int rc = nc__poll(t, &nc__sync(t, c)->fin, NC_WAIT_GE, o->b.call,
+                          &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
     }
     return NUMACOLL_OK;
 }
 
-int nc__bcast_cma(numacoll_team_t *t, const nc__choice_t *ch, size_t nbytes,
-                  int root, nc__io_t *io)
+/* Phases of o (a step returns NC_AGAIN inside one and resumes there). */
+enum { START, OFFER, PIECES, CHILDREN };
+
+static int step(numacoll_team_t *t, nc__op_t *o)
 {
+    const nc__choice_t *ch = o->bc.ch;
+    const size_t nbytes = o->bc.nbytes;
+    const int root = o->bc.root;
     const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     const int parent = nc__tree_parent(tree, root, t->rank);
-    const uint64_t base = t->cma_bytes, call = t->cma_calls + 1;
     const size_t f = ch->f;
+    nc__bcast_pos_t *b = &o->b;
+    nc__io_t *io = &o->bc.io;
     nc__sync_t *me = nc__sync(t, t->rank);
-    unsigned char *buf = io->buf, *tmp = NULL;
-    uint64_t seen;
-    int rc = NUMACOLL_OK;
+    unsigned char *buf = io->buf ? io->buf : b->tmp;
+    int rc;
 
-    /* both totals move now, whatever happens: an error aborts the team */
-    t->cma_bytes += nbytes;
-    t->cma_calls = call;
-    if (!buf) {
-        tmp = malloc(nbytes);
-        if (!tmp)
-            return nc__team_fail(t, NUMACOLL_ERR_NOMEM, "single-copy bcast: "
-                                 "no memory for a %zu-byte packing buffer",
-                                 nbytes);
-        buf = tmp;
-    }
-
-    if (t->rank == root) {
-        if (tmp && io->pack(io->ctx, 0, tmp, nbytes) != 0)
-            io->failed = 1;   /* still serve the call: the others wait */
+    switch (o->phase) {
+    case START:
+        b->base = t->cma_bytes;
+        b->call = t->cma_calls + 1;
+        b->tmp = NULL;
+        b->idx = 0;
+        /* both totals move now, whatever happens: an error aborts the team */
+        t->cma_bytes += nbytes;
+        t->cma_calls = b->call;
+        if (!io->buf) {
+            buf = b->tmp = malloc(nbytes);
+            if (!buf)
+                return nc__team_fail(t, NUMACOLL_ERR_NOMEM, "single-copy "
+                                     "bcast: no memory for a %zu-byte "
+                                     "packing buffer", nbytes);
+        }
+        if (t->rank == root) {
+            if (b->tmp && io->pack(io->ctx, 0, b->tmp, nbytes) != 0)
+                io->failed = 1;   /* still serve the call: the others wait */
+            atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&me->nbytes, nbytes, memory_order_relaxed);
+            atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
+            /* addr and nbytes must be visible before the bytes are offered */
+            atomic_store_explicit(&me->avail, b->base + nbytes,
+                                  memory_order_release);
+            o->phase = CHILDREN;
+            return wait_children(t, o, nchild);
+        }
+        o->phase = OFFER;
+        /* fall through */
+    case OFFER: {
+        nc__wait_why_t why = {parent, "single-copy offer", 0, (long)b->call};
+        nc__sync_t *up = nc__sync(t, parent);
+        rc = nc__poll(t, &up->avail, NC_WAIT_GE, b->base + 1, &b->seen,
+                      &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        /* acquire on avail made the parent's addr and nbytes of this call
+         * visible; they stay until we raise fin */
+        if (atomic_load_explicit(&up->nbytes, memory_order_relaxed) !=
+                nbytes ||
+            atomic_load_explicit(&up->sig, memory_order_relaxed) != t->sig32)
+            return nc__mismatch(t, parent, "its single-copy bcast differs");
         atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf,
                               memory_order_relaxed);
         atomic_store_explicit(&me->nbytes, nbytes, memory_order_relaxed);
         atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
-        /* addr and nbytes must be visible before the bytes are offered */
-        atomic_store_explicit(&me->avail, base + nbytes, memory_order_release);
-        rc = wait_children(t, nchild, call);
-        free(tmp);
-        return rc;
+        b->sent = 0;
+        o->phase = PIECES;
     }
+        /* fall through */
+    case PIECES: {
+        nc__wait_why_t why = {parent, "single-copy offer", 0, (long)b->call};
+        nc__sync_t *up = nc__sync(t, parent);
+        const int pid = t->loc[parent].pid;
+        const uint64_t raddr = atomic_load_explicit(&up->addr,
+                                                    memory_order_relaxed);
+        while (b->sent < nbytes) {
+            const size_t off = b->sent;
+            size_t n = nbytes - off < f ? nbytes - off : f;
+            /* the parent may have offered more than asked: read all it
+             * has, in pieces of at most f so our children can start */
+            if ((int64_t)(b->seen - (b->base + off + n)) < 0) {
+                rc = nc__poll(t, &up->avail, NC_WAIT_GE, b->base + off + n,
+                              &b->seen, &why);
+                if (rc != NUMACOLL_OK)
+                    return rc;
+            }
+            int err = read_remote(pid, buf + off, raddr + off, n);
+            if (err) {
+                rc = nc__team_fail(t, NUMACOLL_ERR_SYS, "single-copy bcast: "
+                                   "process_vm_readv of %zu bytes from rank "
+                                   "%d (pid %d) failed: %s", n, parent, pid,
+                                   strerror(err));
+                nc__team_abort(t, rc);
+                return rc;
+            }
+            b->sent = off + n;
+            /* our copy must be visible before our children may read it */
+            atomic_store_explicit(&me->avail, b->base + b->sent,
+                                  memory_order_release);
+        }
+        /* we no longer read the parent's buffer */
+        atomic_store_explicit(&me->fin, b->call, memory_order_release);
+        if (b->tmp && io->unpack(io->ctx, 0, b->tmp, nbytes) != 0)
+            io->failed = 1;
+        o->phase = CHILDREN;
+    }
+        /* fall through */
+    default:
+        return wait_children(t, o, nchild);
+    }
+}
 
-    nc__sync_t *up = nc__sync(t, parent);
-    const int pid = t->loc[parent].pid;
-    nc__wait_why_t why = {parent, "single-copy offer", 0, (long)call};
-    rc = nc__wait(t, &up->avail, NC_WAIT_GE, base + 1, &seen, &why);
-    if (rc != NUMACOLL_OK)
-        goto out;
-    /* acquire on avail made the parent's addr and nbytes of this call
-     * visible; they stay until we raise fin */
-    const uint64_t raddr = atomic_load_explicit(&up->addr,
-                                                memory_order_relaxed);
-    if (atomic_load_explicit(&up->nbytes, memory_order_relaxed) != nbytes ||
-        atomic_load_explicit(&up->sig, memory_order_relaxed) != t->sig32) {
-        rc = nc__mismatch(t, parent, "its single-copy bcast differs");
-        goto out;
+int nc__bcast_cma_step(numacoll_team_t *t, nc__op_t *o)
+{
+    int rc = step(t, o);
+    /* the packing buffer lives until the op ends, whichever way */
+    if (rc != NC_AGAIN && o->phase != START) {
+        free(o->b.tmp);
+        o->b.tmp = NULL;
     }
-    atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf,
-                          memory_order_relaxed);
-    atomic_store_explicit(&me->nbytes, nbytes, memory_order_relaxed);
-    atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
-    for (size_t off = 0; off < nbytes;) {
-        size_t n = nbytes - off < f ? nbytes - off : f;
-        /* the parent may have offered more than asked: read all it has, in
-         * pieces of at most f so our children can start */
-        if ((int64_t)(seen - (base + off + n)) < 0) {
-            rc = nc__wait(t, &up->avail, NC_WAIT_GE, base + off + n, &seen,
-                          &why);
-            if (rc != NUMACOLL_OK)
-                goto out;
-        }
-        int err = read_remote(pid, buf + off, raddr + off, n);
-        if (err) {
-            rc = nc__team_fail(t, NUMACOLL_ERR_SYS, "single-copy bcast: "
-                               "process_vm_readv of %zu bytes from rank %d "
-                               "(pid %d) failed: %s", n, parent, pid,
-                               strerror(err));
-            nc__team_abort(t, rc);
-            goto out;
-        }
-        off += n;
-        /* our copy must be visible before our children may read it */
-        atomic_store_explicit(&me->avail, base + off, memory_order_release);
-    }
-    /* we no longer read the parent's buffer */
-    atomic_store_explicit(&me->fin, call, memory_order_release);
-    if (tmp && io->unpack(io->ctx, 0, tmp, nbytes) != 0)
-        io->failed = 1;
-    rc = wait_children(t, nchild, call);
-out:
-    free(tmp);
     return rc;
 }

@@ -42,7 +42,7 @@
  */
 
 #include "coll/algs.h"
-#include "coll/team.h"
+#include "coll/op.h"
 #include "coll/wait.h"
 
 /* Lines per chunk: one wait each (see the root's and the reader's loops). */
@@ -90,7 +90,7 @@ static int room(numacoll_team_t *t, uint64_t n)
             nc__wait_why_t why = {r, "inline bcast ack", (long)j,
                                   (long)need};
             uint64_t w;
-            int rc = nc__wait(t, &a->word[j], NC_WAIT_GE32, need, &w, &why);
+            int rc = nc__poll(t, &a->word[j], NC_WAIT_GE32, need, &w, &why);
             if (rc != NUMACOLL_OK)
                 return rc;
             if ((uint32_t)w == (uint32_t)need && w != t->inl_word[j])
@@ -105,9 +105,16 @@ static int room(numacoll_team_t *t, uint64_t n)
     return NUMACOLL_OK;
 }
 
-int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
-                     size_t nbytes, int root, nc__io_t *io)
+/* As steps: a writer's step returns NC_AGAIN in room() (it scans the acks
+ * again when called back: nothing before is written), a reader's at the
+ * first line of chunk o->b.k (the chunks before are forwarded and copied
+ * out). */
+int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
+    const nc__choice_t *ch = o->bc.ch;
+    const size_t nbytes = o->bc.nbytes;
+    const int root = o->bc.root;
+    nc__io_t *io = &o->bc.io;
     if (nbytes > t->inl_max)
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "inline bcast of %zu "
                              "bytes: the team's inline slots hold %zu",
@@ -121,7 +128,7 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     int rc;
 
-    if (nchild > 0 || t->rank == root) {
+    if (o->phase == 0 && (nchild > 0 || t->rank == root)) {
         if ((rc = room(t, n)) != NUMACOLL_OK)
             return rc;
         /* what a reader of another call drains (nc__bcast_mismatch_inline);
@@ -135,6 +142,10 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
                               memory_order_relaxed);
         atomic_store_explicit(&rec->seq, t->call_seq, memory_order_relaxed);
         atomic_store_explicit(&rec->sig32, t->sig32, memory_order_relaxed);
+    }
+    if (o->phase == 0) {
+        o->b.k = 0;
+        o->phase = 1;
     }
     if (t->rank == root) {
         unsigned char tmp[CHUNK * NC_INL_PAYLOAD];
@@ -165,7 +176,8 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
         }
     } else {
         const int parent = nc__tree_parent(tree, root, t->rank);
-        for (unsigned c0 = 0; c0 < lines; c0 += CHUNK) {
+        for (; o->b.k < lines; o->b.k += CHUNK) {
+            const unsigned c0 = o->b.k;
             const unsigned c1 = c0 + CHUNK < lines ? c0 + CHUNK : lines;
             /* One wait per chunk, on its first line (written last): the
              * chunk's misses then overlap. Line 0's signature says whether
@@ -174,7 +186,7 @@ int nc__bcast_inline(numacoll_team_t *t, const nc__choice_t *ch,
             nc__wait_why_t why = {parent, "inline bcast line", (long)c0,
                                   (long)n};
             uint64_t seen;
-            rc = nc__wait(t, &src->word, NC_WAIT_GE32, n, &seen, &why);
+            rc = nc__poll(t, &src->word, NC_WAIT_GE32, n, &seen, &why);
             if (rc != NUMACOLL_OK)
                 return rc;
             if (seen != want)

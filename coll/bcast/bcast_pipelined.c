@@ -25,47 +25,61 @@
  * team's tuning rule for the size (ch); the caller has made (f, s, q) the
  * geometry in force (nc__bcast_geometry).
  */
-#include "coll/team.h"
+#include "coll/op.h"
 #include "coll/wait.h"
 
-int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
-                        size_t nbytes, int root, nc__io_t *io)
+/* Position (o->b): sent bytes, the bank of t->op entered (in_bank) and
+ * its next buffer (idx). A step returns NC_AGAIN at a bank claim (root)
+ * or a control slot (reader) and resumes there. */
+int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
 {
+    const nc__choice_t *ch = o->bc.ch;
     const unsigned q = ch->q, per_bank = ch->s / q;
-    const size_t f = ch->f;
+    const size_t f = ch->f, nbytes = o->bc.nbytes;
+    const int root = o->bc.root;
     const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     const int parent = nc__tree_parent(tree, root, t->rank);
-    size_t sent = 0;
+    nc__bcast_pos_t *b = &o->b;
+    nc__io_t *io = &o->bc.io;
     uint64_t seen;
     int rc;
 
-    while (sent < nbytes) {
+    if (o->phase == 0) {
+        b->sent = 0;
+        b->in_bank = 0;
+        o->phase = 1;
+    }
+    while (b->sent < nbytes) {
         const unsigned set = (unsigned)(t->op % q), first = set * per_bank;
-        if (t->rank == root) {
-            rc = nc__bank_claim(t, set);
-            if (rc != NUMACOLL_OK)
+        if (!b->in_bank) {
+            if (t->rank == root &&
+                (rc = nc__bank_claim(t, set)) != NUMACOLL_OK)
                 return rc;
-            for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
-                 idx++) {
-                size_t n = nbytes - sent < f ? nbytes - sent : f;
-                nc__io_pack(io, sent, nc__buf(t, root, idx, f), n);
+            b->in_bank = 1;
+            b->idx = first;
+        }
+        if (t->rank == root) {
+            for (; b->idx < first + per_bank && b->sent < nbytes; b->idx++) {
+                const unsigned idx = b->idx;
+                size_t n = nbytes - b->sent < f ? nbytes - b->sent : f;
+                nc__io_pack(io, b->sent, nc__buf(t, root, idx, f), n);
                 /* the fragment must be visible before its length */
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
                                           nc__dword(t, n), memory_order_release);
-                sent += n;
+                b->sent += n;
             }
         } else {
-            for (unsigned idx = first; idx < first + per_bank && sent < nbytes;
-                 idx++) {
+            for (; b->idx < first + per_bank && b->sent < nbytes; b->idx++) {
+                const unsigned idx = b->idx;
                 nc__ctrl_t *mine = nc__ctrl(t, t->rank, idx);
                 nc__wait_why_t why = {parent, "control slot", (long)idx,
                                       (long)t->op};
-                rc = nc__wait(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
+                rc = nc__poll(t, &mine->word, NC_WAIT_NONZERO, 0, &seen, &why);
                 if (rc != NUMACOLL_OK)
                     return rc;
-                size_t want = nbytes - sent < f ? nbytes - sent : f;
+                size_t want = nbytes - b->sent < f ? nbytes - b->sent : f;
                 if (seen != nc__dword(t, want))
                     return nc__bcast_mismatch(t, parent, seen,
                                               "its bcast fragment differs");
@@ -76,12 +90,13 @@ int nc__bcast_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
                                           seen, memory_order_release);
-                nc__io_unpack(io, sent, nc__buf(t, root, idx, f), want);
-                sent += want;
+                nc__io_unpack(io, b->sent, nc__buf(t, root, idx, f), want);
+                b->sent += want;
             }
             /* our copies out of the bank are done before the root may reuse it */
             nc__bank_release(t, set);
         }
+        b->in_bank = 0;
         t->op++;
     }
     return NUMACOLL_OK;

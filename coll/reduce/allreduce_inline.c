@@ -57,7 +57,7 @@ static int get_line(void *vp, int j, const void **ptr)
     uint64_t seen;
     nc__wait_why_t why = {j, "inline allreduce line", (long)e->line,
                           (long)e->seq};
-    return nc__wait(e->t, &l->word, NC_WAIT_EQ, nc__dword(e->t, e->seq + 1),
+    return nc__poll(e->t, &l->word, NC_WAIT_EQ, nc__dword(e->t, e->seq + 1),
                     &seen, &why);
 }
 
@@ -66,48 +66,59 @@ static void put_line(void *vp, int j)
     (void)vp, (void)j;   /* reuse is ordered by the parity argument above */
 }
 
-int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
-                         const void *own, void *recv, size_t count)
+/* As steps (o->r): base the call's number, k the line being folded (i
+ * the rank awaited in a call of no data), fold the operands of line k
+ * folded into acc so far. A step returns NC_AGAIN at another rank's line
+ * and resumes there; the lines are written once, in the first step. */
+int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
     struct nc__red *R = t->red;
+    const nc__red_op_t *op = &o->rop;
+    const size_t count = o->count;
+    nc__red_pos_t *P = &o->r;
     const size_t epl = nc__ar_per_line(op->elem),
                  lb = epl * op->elem,
                  nbytes = count * op->elem,
                  lines = nc__ar_lines(count, epl);
-    env_t e = {t, (unsigned)(R->ar_seq & 1), R->ar_seq, 0};
-    R->ar_seq++;
-    const uint64_t word = nc__dword(t, e.seq + 1);
-    for (size_t k = 0; k < lines; k++) {
-        nc__rline_t *mine = nc__arline(t, t->rank, e.par, k);
-        const size_t off = k * lb;
-        if (off < nbytes)
-            memcpy(mine->data, (const unsigned char *)own + off,
-                   nbytes - off < lb ? nbytes - off : lb);
-        /* the payload must be visible before its sequence number */
-        atomic_store_explicit(&mine->word, word, memory_order_release);
+    if (o->phase == 0) {
+        P->base = R->ar_seq++;
+        P->k = 0;
+        P->i = 0;
+        P->fold = 0;
+        const unsigned par = (unsigned)(P->base & 1);
+        const uint64_t word = nc__dword(t, P->base + 1);
+        for (size_t k = 0; k < lines; k++) {
+            nc__rline_t *mine = nc__arline(t, t->rank, par, k);
+            const size_t off = k * lb;
+            if (off < nbytes)
+                memcpy(mine->data, (const unsigned char *)o->own + off,
+                       nbytes - off < lb ? nbytes - off : lb);
+            /* the payload must be visible before its sequence number */
+            atomic_store_explicit(&mine->word, word, memory_order_release);
+        }
+        o->phase = 1;
     }
+    env_t e = {t, (unsigned)(P->base & 1), P->base, 0};
 
     if (count == 0) {
         /* a call of no data: only the lines' signatures meet */
         const void *unused;
-        for (int j = 0; j < t->p; j++) {
-            int rc = get_line(&e, j, &unused);
+        for (; P->i < t->p; P->i++) {
+            int rc = get_line(&e, P->i, &unused);
             if (rc != NUMACOLL_OK)
                 return rc;
         }
         return NUMACOLL_OK;
     }
-    /* a line's fold goes to a private buffer: the user op's inout must be
-     * no operand, and recv may be this rank's own input */
-    _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
-    for (size_t k = 0; k < lines; k++) {
+    for (; P->k < lines; P->k++, P->fold = 0) {
+        const size_t k = P->k;
         const size_t n = count - k * epl < epl ? count - k * epl : epl;
         e.line = k;
-        int rc = nc__fold_run(op, &f, acc, n);
+        int rc = nc__fold_step(op, &f, P->acc, n, &P->fold);
         if (rc != NUMACOLL_OK)
             return rc;
-        memcpy((unsigned char *)recv + k * lb, acc, n * op->elem);
+        memcpy((unsigned char *)o->recv + k * lb, P->acc, n * op->elem);
     }
     return NUMACOLL_OK;
 }

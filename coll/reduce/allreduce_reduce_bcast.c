@@ -18,14 +18,22 @@
  */
 #include "coll/reduce/reduce.h"
 
-int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__choice_t *ch,
-                               const nc__red_op_t *op, const void *own,
-                               void *recv, size_t count)
+/* As steps: o->sub 0 runs the Reduce (to root 0), then o->bc becomes the
+ * Bcast of the result and sub 1 runs it; each resumes where it waited. */
+int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o)
 {
-    int rc = nc__reduce_pipelined(t, ch, op, own, recv, count, 0);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    nc__io_t io = {.buf = recv};
-    /* the Bcast rule for the size (team.c), without counting a Bcast */
-    return nc__bcast_run(t, count * op->elem, 0, &io);
+    if (o->sub == 0) {
+        o->root = 0;
+        int rc = nc__reduce_pipelined_step(t, o);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        /* the Bcast rule for the size (coll/bcast/bcast.c), uncounted */
+        nc__io_t io = {.buf = o->recv};
+        nc__op_t b;
+        nc__bcast_op(t, &b, o->count * o->rop.elem, 0, &io);
+        o->bc = b.bc;
+        o->sub = 1;
+        o->phase = 0;
+    }
+    return nc__bcast_step(t, o);
 }

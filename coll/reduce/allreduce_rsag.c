@@ -114,6 +114,8 @@ static void round_of(const rsag_t *s, size_t r, uint64_t *g, unsigned *x,
     *ne = s->count - *e0 < s->chunk ? s->count - *e0 : s->chunk;
 }
 
+/* Claim slot x of round r and stage our chunk in it (the step resumes at
+ * the claim: nothing is written before it succeeds). */
 static int stage(rsag_t *s, size_t r)
 {
     numacoll_team_t *t = s->t;
@@ -134,7 +136,9 @@ static int stage(rsag_t *s, size_t r)
     return NUMACOLL_OK;
 }
 
-static int combine(rsag_t *s, size_t r)
+/* Wait for every other rank's full (P->i: the peers seen), then fold our
+ * slice; the fold itself never waits. */
+static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
 {
     numacoll_team_t *t = s->t;
     uint64_t g;
@@ -144,8 +148,8 @@ static int combine(rsag_t *s, size_t r)
     slice_of(s, ne, t->red->my_slice, &lo, &hi);
     /* Every full, even with an empty slice of ours: a release may only
      * follow the sight of the use it releases (reduce.h). */
-    for (int i = 1; i < t->p; i++) {
-        int peer = (t->rank + i) % t->p;
+    for (; P->i < t->p; P->i++) {
+        int peer = (t->rank + P->i) % t->p;
         int rc = nc__rslot_wait_full(t, peer, x, g);
         if (rc != NUMACOLL_OK)
             return rc;
@@ -156,11 +160,13 @@ static int combine(rsag_t *s, size_t r)
         unsigned char *out = s->recv + e0 * s->elem + off;
         env_t e = {t, s->own + e0 * s->elem + off, off, x};
         nc__fold_t f = {t->p, get_slice, put_slice, &e, s->cin};
+        int done = 0;
         /* Through memory: fold straight into our receive buffer, then
          * stream the slice into the slot, so the others read it from
          * memory rather than from our cache (where cores are far apart
          * that is the slow path). Else fold into the slot, copy it out. */
-        int rc = nc__fold_run(s->op, &f, s->via_memory ? out : slot, hi - lo);
+        int rc = nc__fold_step(s->op, &f, s->via_memory ? out : slot, hi - lo,
+                               &done);
         if (rc != NUMACOLL_OK)
             return rc;
         if (s->via_memory)
@@ -174,7 +180,9 @@ static int combine(rsag_t *s, size_t r)
     return NUMACOLL_OK;
 }
 
-static int gather(rsag_t *s, size_t r)
+/* Copy every other slice once its owner has published it (P->i: slices
+ * handled), then release every other rank's slot. */
+static int gather(rsag_t *s, size_t r, nc__red_pos_t *P)
 {
     numacoll_team_t *t = s->t;
     struct nc__red *R = t->red;
@@ -183,13 +191,13 @@ static int gather(rsag_t *s, size_t r)
     size_t e0, ne, lo, hi;
     round_of(s, r, &g, &x, &e0, &ne);
     /* start after our own slice so owners are not all read in one order */
-    for (int i = 1; i < t->p; i++) {
-        int j = (R->my_slice + i) % t->p, owner = R->slice_rank[j];
+    for (; P->i < t->p; P->i++) {
+        int j = (R->my_slice + P->i) % t->p, owner = R->slice_rank[j];
         slice_of(s, ne, j, &lo, &hi);
         if (hi == lo)
             continue;
         nc__wait_why_t why = {owner, "reduce slice done", (long)x, (long)g};
-        int rc = nc__wait(t, &nc__rslot(t, owner, x)->done, NC_WAIT_EQ,
+        int rc = nc__poll(t, &nc__rslot(t, owner, x)->done, NC_WAIT_EQ,
                           nc__dword(t, g + 1), &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
@@ -201,35 +209,75 @@ static int gather(rsag_t *s, size_t r)
     return NUMACOLL_OK;
 }
 
-int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
-                       const nc__red_op_t *op, const void *own, void *recv,
-                       size_t count)
+/* The parts of round k (o->r.part), in the order a rank runs them:
+ * combine(k), stage(k+1) while the slowest owner combines, gather(k); with
+ * one slot stage(k+1) after gather(k) (see the top of the file). */
+enum { STAGE0, COMBINE, STAGE_AHEAD, GATHER, STAGE_AFTER, NEXT };
+
+int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
 {
-    const size_t rf = ch->f, elem = op->elem;
-    const size_t line_multiple = elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
-    rsag_t s = {.t = t, .op = op, .own = own, .recv = recv, .count = count,
-                .elem = elem, .base = t->red->ticket, .slots = ch->s,
+    const nc__choice_t *ch = o->ch;
+    const size_t rf = ch->f, elem = o->rop.elem;
+    nc__red_pos_t *P = &o->r;
+    if (o->phase == 0) {
+        const size_t line_multiple =
+            elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
+        /* whole cache lines per unit where a slot holds one, else elements */
+        P->unit = line_multiple <= rf ? line_multiple / elem : 1;
+        P->chunk = rf / elem / P->unit * P->unit;
+        P->rounds = (o->count + P->chunk - 1) / P->chunk;
+        P->base = t->red->ticket;
+        t->red->ticket += P->rounds;
+        P->k = 0;
+        P->part = STAGE0;
+        o->phase = 1;
+    }
+    rsag_t s = {.t = t, .op = &o->rop, .own = o->own, .recv = o->recv,
+                .count = o->count, .elem = elem, .unit = P->unit,
+                .chunk = P->chunk, .base = P->base, .slots = ch->s,
                 .cin = nc__copy_pick(ch->copy, 0),
-                .cout = nc__copy_pick(ch->copy, count * elem),
+                .cout = nc__copy_pick(ch->copy, o->count * elem),
                 /* the fold may not write where it reads (in place) */
                 .via_memory = ch->copy == NC_COPY_NTALL &&
-                              (const unsigned char *)own != recv};
-    /* whole cache lines per unit where a slot holds one, else elements */
-    s.unit = line_multiple <= rf ? line_multiple / elem : 1;
-    s.chunk = rf / elem / s.unit * s.unit;
-    const size_t rounds = (count + s.chunk - 1) / s.chunk;
+                              (const unsigned char *)o->own != o->recv};
     const int ahead = ch->s >= 2;
-    t->red->ticket += rounds;
-
-    int rc = stage(&s, 0);
-    for (size_t r = 0; r < rounds && rc == NUMACOLL_OK; r++) {
-        rc = combine(&s, r);
-        if (rc == NUMACOLL_OK && ahead && r + 1 < rounds)
-            rc = stage(&s, r + 1);
-        if (rc == NUMACOLL_OK)
-            rc = gather(&s, r);
-        if (rc == NUMACOLL_OK && !ahead && r + 1 < rounds)
-            rc = stage(&s, r + 1);
+    int rc;
+    for (;;) {
+        const size_t r = P->k;
+        const int more = r + 1 < P->rounds;
+        switch (P->part) {
+        case STAGE0:
+            if ((rc = stage(&s, 0)) != NUMACOLL_OK)
+                return rc;
+            P->part = COMBINE;
+            P->i = 1;
+            /* fall through */
+        case COMBINE:
+            if ((rc = combine(&s, r, P)) != NUMACOLL_OK)
+                return rc;
+            P->part = STAGE_AHEAD;
+            /* fall through */
+        case STAGE_AHEAD:
+            if (ahead && more && (rc = stage(&s, r + 1)) != NUMACOLL_OK)
+                return rc;
+            P->part = GATHER;
+            P->i = 1;
+            /* fall through */
+        case GATHER:
+            if ((rc = gather(&s, r, P)) != NUMACOLL_OK)
+                return rc;
+            P->part = STAGE_AFTER;
+            /* fall through */
+        case STAGE_AFTER:
+            if (!ahead && more && (rc = stage(&s, r + 1)) != NUMACOLL_OK)
+                return rc;
+            /* fall through */
+        default:
+            if (!more)
+                return NUMACOLL_OK;
+            P->k = r + 1;
+            P->part = COMBINE;
+            P->i = 1;
+        }
     }
-    return rc;
 }

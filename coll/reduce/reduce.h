@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "coll/algs.h"
+#include "coll/op.h"
 #include "coll/reduce/ops.h"
 #include "coll/team.h"
 #include "coll/wait.h"
@@ -67,15 +68,6 @@ struct nc__red {
     int my_slice;         /* the slice this rank owns                     */
 };
 
-/* An op: predefined kernels (impl) or a user callback. */
-typedef struct nc__red_op {
-    size_t elem;                  /* bytes per element                    */
-    int dtype, opn;               /* predefined type and op, -1 for user  */
-    const nc__op_impl_t *impl;    /* predefined, or NULL                  */
-    numacoll_user_op_fn fn;       /* user op when impl is NULL            */
-    void *ctx;
-    int commutative;
-} nc__red_op_t;
 
 /* Slot record x and staging buffer x of rank r; inline Allreduce line k of
  * rank r for call parity par. */
@@ -124,7 +116,8 @@ static inline int nc__ar_inline_fits(const numacoll_team_t *t, size_t count,
     return !count || (epl && nc__ar_lines(count, epl) <= t->red->ar_al);
 }
 
-/* Owner: wait until every reader of slot x's previous uses released it. */
+/* Owner: slot x is free once every reader of its previous uses released
+ * it (a step's poll: NC_AGAIN until then). */
 int nc__rslot_claim(numacoll_team_t *t, unsigned x);
 
 /* Owner: the slot holds ticket g now; `readers` ranks will release it.
@@ -137,13 +130,13 @@ static inline void nc__rslot_publish(numacoll_team_t *t, unsigned x,
                           nc__dword(t, g + 1), memory_order_release);
 }
 
-/* Reader: wait until rank r's slot x holds ticket g (acquire). */
+/* Reader: rank r's slot x holds ticket g (acquire; a step's poll). */
 static inline int nc__rslot_wait_full(numacoll_team_t *t, int r, unsigned x,
                                       uint64_t g)
 {
     uint64_t seen;
     nc__wait_why_t why = {r, "reduce slot", (long)x, (long)g};
-    return nc__wait(t, &nc__rslot(t, r, x)->full.word, NC_WAIT_EQ,
+    return nc__poll(t, &nc__rslot(t, r, x)->full.word, NC_WAIT_EQ,
                     nc__dword(t, g + 1), &seen, &why);
 }
 
@@ -156,8 +149,9 @@ static inline void nc__rslot_release(numacoll_team_t *t, int r, unsigned x)
 
 /*
  * The fold: dest = o_0 op o_1 op ... op o_(n-1), the only place that
- * decides the combination order. get(env, j, &ptr) waits for operand j
- * and returns its address; put(env, j) says operand j is no longer read.
+ * decides the combination order. get(env, j, &ptr) polls for operand j
+ * and gives its address (NC_AGAIN while it has not come); put(env, j)
+ * says operand j is no longer read.
  * Predefined ops fold left to right, ((o_0 op o_1) op o_2) ..., in dest;
  * dest may be o_0 itself (in place), no other operand. User ops fold
  * right to left, o_0 op (o_1 op (... op o_(n-1))), through
@@ -174,22 +168,11 @@ typedef struct nc__fold {
                  * is copied, not combined, into dest */
 } nc__fold_t;
 
-int nc__fold_run(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
-                 size_t nelem);
-
-/* Algorithms. own: this rank's contribution (recvbuf when in place). */
-/* ch: the tuning rule's f (staging bytes), s (slots used), k (radix). */
-int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
-                         const nc__red_op_t *op, const void *own, void *recv,
-                         size_t count, int root);
-int nc__allreduce_inline(numacoll_team_t *t, const nc__red_op_t *op,
-                         const void *own, void *recv, size_t count);
-int nc__allreduce_reduce_bcast(numacoll_team_t *t, const nc__choice_t *ch,
-                               const nc__red_op_t *op, const void *own,
-                               void *recv, size_t count);
-int nc__allreduce_rsag(numacoll_team_t *t, const nc__choice_t *ch,
-                       const nc__red_op_t *op, const void *own, void *recv,
-                       size_t count);
+/* A step of the fold: *done counts the operands consumed (0 at first);
+ * NC_AGAIN when get() had to wait (call again with the same *done and
+ * dest), NUMACOLL_OK once all are in dest. */
+int nc__fold_step(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
+                  size_t nelem, int *done);
 
 /* Allreduce with a chosen algorithm (NC_ALG_ALLREDUCE_*), or -1 to let the
  * size decide as numacoll_allreduce() does; for tests and the benchmark.

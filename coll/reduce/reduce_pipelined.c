@@ -83,12 +83,18 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
-                         const nc__red_op_t *op, const void *own, void *recv,
-                         size_t count, int root)
+/* As steps (o->r): k the fragment in hand, part what of it is done
+ * (0: nothing, 1: own slot claimed, 2: folded and published), fold the
+ * operands folded so far. A step returns NC_AGAIN at a slot claim, a
+ * child's full word or (collect) the top's. */
+int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
 {
     struct nc__red *R = t->red;
-    const int me = t->rank;
+    const nc__choice_t *ch = o->ch;
+    const nc__red_op_t *op = &o->rop;
+    const int me = t->rank, root = o->root;
+    const size_t count = o->count;
+    nc__red_pos_t *P = &o->r;
     const nc__tree_t *tree =
         op->commutative ? nc__team_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k, 1)
                         : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
@@ -115,44 +121,60 @@ int nc__reduce_pipelined(numacoll_team_t *t, const nc__choice_t *ch,
     } else {
         qsort(R->kids, (size_t)nk, sizeof *R->kids, cmp_int);
     }
-    const uint64_t base = R->ticket;
+    if (o->phase == 0) {
+        P->base = R->ticket;
+        R->ticket += nfrags;
+        P->k = 0;
+        P->part = 0;
+        P->fold = 0;
+        o->phase = 1;
+    }
     const int cin = nc__copy_pick(ch->copy, 0),
               cout = nc__copy_pick(ch->copy, count * elem);
-    R->ticket += nfrags;
 
-    for (size_t k = 0; k < nfrags; k++) {
-        const uint64_t g = base + k;
+    for (; P->k < nfrags; P->k++, P->part = 0, P->fold = 0) {
+        const size_t k = P->k;
+        const uint64_t g = P->base + k;
         const unsigned x = (unsigned)(g % rs);
         const size_t e0 = k * fe, ne = count - e0 < fe ? count - e0 : fe;
-        unsigned char *out = to_recv ? (unsigned char *)recv + e0 * elem : NULL;
-        env_t e = {t, R->kids, (const unsigned char *)own + e0 * elem, x, g,
-                   inl};
+        unsigned char *out = to_recv ? (unsigned char *)o->recv + e0 * elem
+                                     : NULL;
+        env_t e = {t, R->kids, (const unsigned char *)o->own + e0 * elem, x,
+                   g, inl};
         nc__fold_t f = {nk + 1, get_operand, put_operand, &e, cin};
         int rc;
         if (to_recv && op->impl) {
-            rc = nc__fold_run(op, &f, out, ne);
+            if (P->part == 0) {
+                rc = nc__fold_step(op, &f, out, ne, &P->fold);
+                if (rc != NUMACOLL_OK)
+                    return rc;
+                P->part = 2;
+            }
         } else {
             /* our slot: the one the parent reads, or the user op's scratch */
-            rc = nc__rslot_claim(t, x);
-            if (rc != NUMACOLL_OK)
-                return rc;
-            unsigned char *dest = inl ? nc__rslot(t, me, x)->full.data
-                                      : nc__rbuf(t, me, x);
-            rc = nc__fold_run(op, &f, dest, ne);
-            if (rc == NUMACOLL_OK) {
+            if (P->part == 0) {
+                if ((rc = nc__rslot_claim(t, x)) != NUMACOLL_OK)
+                    return rc;
+                P->part = 1;
+            }
+            if (P->part == 1) {
+                unsigned char *dest = inl ? nc__rslot(t, me, x)->full.data
+                                          : nc__rbuf(t, me, x);
+                rc = nc__fold_step(op, &f, dest, ne, &P->fold);
+                if (rc != NUMACOLL_OK)
+                    return rc;
                 if (to_recv)
                     nc__copy(cout, out, dest, ne * elem);
                 else /* one reader: the parent, or the root for the top */
                     nc__rslot_publish(t, x, g, 1);
+                P->part = 2;
             }
         }
-        if (rc != NUMACOLL_OK)
-            return rc;
         if (collect) {
             rc = nc__rslot_wait_full(t, top, x, g);
             if (rc != NUMACOLL_OK)
                 return rc;
-            nc__copy(cout, (unsigned char *)recv + e0 * elem,
+            nc__copy(cout, (unsigned char *)o->recv + e0 * elem,
                      slot_data(t, top, x, inl), ne * elem);
             nc__rslot_release(t, top, x);
         }

@@ -1,0 +1,132 @@
+/*
+ * A collective call as a machine of resumable steps (issue 13): what the
+ * call is (its arguments, the tuning rule taken for it) and where it has
+ * got to. Every algorithm is a step function over one of these:
+ *
+ *     rc = step(t, o);   NUMACOLL_OK: done; NC_AGAIN: waiting, call again;
+ *                        anything else: failed (the team's last_error)
+ *
+ * A step never blocks: where the blocking code waited it polls once
+ * (nc__poll) and returns NC_AGAIN, having noted in t->pend what it waits
+ * for, and its position lives in the op, so the next call goes on from
+ * there. Steps may redo what they did before their wait point (they only
+ * ever redo reads and stores of the same values), never what follows.
+ * Blocking calls are the same machines driven to the end (nc__drive:
+ * between steps it waits on t->pend with coll/wait.c's policy), requests
+ * (coll/request.c) drive them from numacoll_test() and friends.
+ *
+ * Only one op of a team runs at a time (the one at the head of its request
+ * queue, or a blocking call after the queue has drained), so the team's
+ * counters (bank uses, tickets, call numbers) advance in the same order on
+ * every rank, as before.
+ */
+#ifndef NUMACOLL_OP_H
+#define NUMACOLL_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/algs.h"
+#include "coll/reduce/ops.h"
+#include "coll/team.h"
+
+/* An op of a reduction: predefined kernels (impl) or a user callback. */
+typedef struct nc__red_op {
+    size_t elem;                  /* bytes per element                    */
+    int dtype, opn;               /* predefined type and op, -1 for user  */
+    const nc__op_impl_t *impl;    /* predefined, or NULL                  */
+    numacoll_user_op_fn fn;       /* user op when impl is NULL            */
+    void *ctx;
+    int commutative;
+} nc__red_op_t;
+
+/* Where a step of an algorithm has got to. Each algorithm owns its
+ * fields (set when its phase is 0) and nothing else reads them. */
+typedef struct nc__bcast_pos {
+    size_t sent;        /* pipelined, cma: bytes moved                     */
+    unsigned idx;       /* pipelined: next buffer of the bank              */
+    int in_bank;        /* pipelined: the bank of t->op is claimed / read  */
+    unsigned k;         /* geometry: banks found drained; inline: chunk    */
+    uint64_t base, call, seen;   /* cma: this call's offer and number      */
+    unsigned char *tmp; /* cma: packing buffer (freed when the op ends)    */
+} nc__bcast_pos_t;
+
+typedef struct nc__red_pos {
+    uint64_t base;      /* first ticket (pipelined, rsag) / inline call    */
+    size_t k;           /* fragment, round or line in hand                 */
+    int part;           /* what of round k is done (per algorithm)         */
+    int i;              /* peers / slices handled within the part          */
+    int fold;           /* operands of the fold consumed (nc__fold_step)   */
+    /* inline Allreduce: the line being folded (a private buffer: the
+     * user op's inout must be no operand, recv may be this rank's input) */
+    _Alignas(NC_CACHE_LINE) unsigned char acc[NC_INL_PAYLOAD];
+    size_t unit, chunk, rounds;   /* rsag: the call's geometry             */
+} nc__red_pos_t;
+
+typedef struct nc__op {
+    /* the call */
+    nc__coll_t coll;
+    int alg;                      /* nc__alg_t that runs it               */
+    const nc__choice_t *ch;       /* its tuning rule                      */
+    int root;                     /* -1: none                             */
+    /* a Bcast: the call's, or the second half of reduce_bcast */
+    struct nc__bcast_call {
+        const nc__choice_t *ch;
+        int alg, root;
+        size_t nbytes;
+        nc__io_t io;              /* where the bytes come and go          */
+        int geo;                  /* the bank geometry is in force        */
+    } bc;
+    nc__red_op_t rop;             /* reductions: op, contribution, result */
+    const void *own;
+    void *recv;
+    size_t count;
+    int bad;                      /* the verdict on the arguments         */
+    /* where it is */
+    int begun;                    /* numbered (nc__call_begin)            */
+    int phase;                    /* the algorithm's: 0 = not started     */
+    int sub;                      /* a composite's part (reduce_bcast)    */
+    nc__bcast_pos_t b;
+    nc__red_pos_t r;
+} nc__op_t;
+
+/* Step of a whole call: numbers it first (refusing it there when bad),
+ * then runs the algorithm's steps; on completion counts it. */
+int nc__op_step(numacoll_team_t *t, nc__op_t *o);
+
+/* Drive a step function to its end, waiting with coll/wait.c's policy
+ * between steps: what every blocking path runs. */
+int nc__drive(numacoll_team_t *t, int (*step)(numacoll_team_t *, nc__op_t *),
+              nc__op_t *o);
+
+/* Algorithm steps (coll/bcast/, coll/barrier.c, coll/reduce/). The Bcast
+ * ones read o->bc; the reduce ones ch, rop, own, recv, count, root. */
+int nc__bcast_step(numacoll_team_t *t, nc__op_t *o);     /* by o->alg */
+int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o);
+int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o);
+int nc__bcast_cma_step(numacoll_team_t *t, nc__op_t *o);
+int nc__barrier_step(numacoll_team_t *t, nc__op_t *o);
+int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o);
+int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o);
+int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o);
+int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o);
+
+/* A Bcast op of the team's rule for nbytes (0 bytes: inline, so that a
+ * mismatch shows), its copy variants picked, not begun: for algorithms
+ * built on a Bcast, for drains and for numacoll_bcast(). */
+void nc__bcast_op(numacoll_team_t *t, nc__op_t *o, size_t nbytes, int root,
+                  const nc__io_t *io);
+
+/* numacoll_bcast() with a forced algorithm (a rule naming it gives the
+ * parameters); for tests and the benchmark. */
+int nc__bcast_with(numacoll_team_t *t, int alg, void *buf, size_t nbytes,
+                   int root);
+
+/* Run every request of the team to its end (coll/request.c): before the
+ * team goes. */
+void nc__rq_finish(numacoll_team_t *t);
+
+/* nc__bcast_op driven to its end (no call numbered, nothing counted). */
+int nc__bcast_run(numacoll_team_t *t, size_t nbytes, int root, nc__io_t *io);
+
+#endif

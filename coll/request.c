@@ -1,0 +1,772 @@
+/*
+ * The public entry points of the collectives, blocking and not, in one
+ * place: argument checks, the op (coll/op.h) each call becomes, the step
+ * that numbers a call and runs its algorithm's steps, and the team's queue
+ * of requests.
+ *
+ * A blocking call is an op on the caller's stack driven to its end
+ * (nc__drive). A nonblocking call is the same op in a request, appended to
+ * the team's queue; only the head runs, so calls run one at a time and in
+ * the order they were made, on every rank alike (the team's counters stay
+ * in step, as the algorithms need), and a blocking call first runs the
+ * queue to its end. numacoll_test() and numacoll_progress() step the head
+ * until it waits, never longer; every 64 fruitless polls they look at what
+ * would make its wait hopeless (nc__wait_watch: abort, mismatch, dead peer,
+ * timeout), as a blocking wait does between its polls. numacoll_wait()
+ * drives the queue with the blocking wait's policy (spin, then yield).
+ *
+ * Arguments a call refuses still number the call on this rank (the other
+ * ranks learn of the refusal from its call line, coll/call.c): a refused
+ * nonblocking call returns its error at once and leaves a detached request
+ * that makes the refusal in its turn.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/op.h"
+#include "coll/reduce/reduce.h"
+#include "coll/wait.h"
+
+struct numacoll_request {
+    /* the op as made (persistent: copied at every start), then running */
+    nc__op_t op;
+    numacoll_team_t *team;
+    struct numacoll_request *next;   /* the team's queue */
+    int persistent;
+    int active;                      /* started, not yet completed */
+    int detached;                    /* freed in flight: nobody waits */
+    int status;                      /* of the last completion */
+    nc__op_t made;                   /* persistent: the op of init */
+};
+
+/* ---- the op of each call ------------------------------------------------ */
+
+/* The call's fields up to `begun` are what a persistent start copies. */
+#define NC_OP_CALL_BYTES offsetof(nc__op_t, begun)
+
+static void op_reset(nc__op_t *o)
+{
+    o->begun = 0;
+    o->phase = 0;
+    o->sub = 0;
+}
+
+static void bcast_make(numacoll_team_t *t, nc__op_t *o, size_t nbytes,
+                       int root, const nc__io_t *io, int bad)
+{
+    if (bad == NUMACOLL_OK && (root < 0 || root >= t->p))
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast root %d is outside "
+                            "the team of %d", root, t->p);
+    nc__bcast_op(t, o, nbytes, root, io);
+    o->bad = bad;
+}
+
+static int bcast_bad(numacoll_team_t *t, void *buf, size_t nbytes)
+{
+    return !buf && nbytes > 0
+               ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast of %zu bytes from "
+                               "a NULL buffer", nbytes)
+               : NUMACOLL_OK;
+}
+
+static int packed_bad(numacoll_team_t *t, size_t nbytes, int root,
+                      numacoll_pack_fn pack, numacoll_unpack_fn unpack)
+{
+    return nbytes > 0 && ((t->rank == root && !pack) ||
+                          (t->rank != root && !unpack))
+               ? nc__team_fail(t, NUMACOLL_ERR_ARG, "bcast_packed needs a "
+                               "%s callback on rank %d",
+                               t->rank == root ? "pack" : "unpack", t->rank)
+               : NUMACOLL_OK;
+}
+
+static void barrier_make(numacoll_team_t *t, nc__op_t *o)
+{
+    o->coll = NC_COLL_BARRIER;
+    o->alg = NC_ALG_BARRIER_TREE;
+    o->ch = nc__team_choice(t, NC_COLL_BARRIER, 0);
+    o->root = -1;
+    o->bad = NUMACOLL_OK;
+    op_reset(o);
+}
+
+/* Common checks; root < 0 means Allreduce. *own gets the contribution. */
+static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                      size_t count, const nc__red_op_t *op, int root,
+                      const void **own)
+{
+    const char *what = root < 0 ? "allreduce" : "reduce";
+    if (root >= t->p)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "reduce root %d is outside the team of %d", root,
+                             t->p);
+    if (count > SIZE_MAX / op->elem)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "%s of %zu elements of %zu bytes overflows", what,
+                             count, op->elem);
+
+    int writes = root < 0 || t->rank == root;
+    if (sendbuf == NUMACOLL_IN_PLACE && !writes)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "NUMACOLL_IN_PLACE on rank %d, which is not the "
+                             "reduce root %d", t->rank, root);
+    int in_place = writes && (sendbuf == NUMACOLL_IN_PLACE ||
+                              sendbuf == recvbuf);
+    *own = in_place ? recvbuf : sendbuf;
+    if (count > 0 && (!*own || (writes && !recvbuf)))
+        return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                             "%s of %zu elements with a NULL %s buffer", what,
+                             count, *own ? "receive" : "send");
+    return nc__team_check_abort(t);
+}
+
+/* An element is never split across staging slots: it must fit the slot of
+ * the call's rule (inline rules stage none). */
+static int check_elem(numacoll_team_t *t, const nc__choice_t *ch,
+                      const nc__red_op_t *op, size_t count, const char *what)
+{
+    if (!ch->f || op->elem <= ch->f)
+        return NUMACOLL_OK;
+    return nc__team_fail(t, NUMACOLL_ERR_ARG,
+                         "%s element of %zu bytes exceeds the %zu-byte "
+                         "staging slot of the tuning rule for %zu bytes "
+                         "(reduce_frag_size)", what, op->elem, ch->f,
+                         count * op->elem);
+}
+
+static void red_fill(nc__op_t *o, nc__coll_t coll, const nc__red_op_t *op,
+                     const void *own, void *recv, size_t count, int root)
+{
+    o->coll = coll;
+    o->rop = *op;
+    o->own = own;
+    o->recv = recv;
+    o->count = count;
+    o->root = root;
+    o->ch = NULL;
+    o->alg = -1;
+    op_reset(o);
+}
+
+/* bad: the verdict on the op (nc__red_op_predef / _user) */
+static void reduce_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
+                        void *recvbuf, size_t count, const nc__red_op_t *op,
+                        int root, int bad)
+{
+    const void *own = NULL;
+    if (bad == NUMACOLL_OK && root < 0)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "reduce root %d is outside "
+                            "the team of %d", root, t->p);
+    if (bad == NUMACOLL_OK)
+        bad = check_args(t, sendbuf, recvbuf, count, op, root, &own);
+    red_fill(o, NC_COLL_REDUCE, op, own, recvbuf, count, root);
+    if (bad == NUMACOLL_OK && count > 0 && t->p > 1) {
+        o->ch = nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
+        o->alg = NC_ALG_REDUCE_PIPELINED;
+        bad = check_elem(t, o->ch, op, count, "reduce");
+    }
+    o->bad = bad;
+}
+
+/* alg < 0: the table's; bad as for reduce_make */
+static void allreduce_make(numacoll_team_t *t, nc__op_t *o, int alg,
+                           const void *sendbuf, void *recvbuf, size_t count,
+                           const nc__red_op_t *op, int bad)
+{
+    const void *own = NULL;
+    if (bad == NUMACOLL_OK)
+        bad = check_args(t, sendbuf, recvbuf, count, op, -1, &own);
+    red_fill(o, NC_COLL_ALLREDUCE, op, own, recvbuf, count, -1);
+    if ((o->bad = bad) != NUMACOLL_OK)
+        return;
+    size_t nbytes = count * op->elem;
+    const nc__choice_t *ch = NULL;
+    if (alg < 0) {
+        ch = nc__team_choice(t, NC_COLL_ALLREDUCE, nbytes);
+        alg = (int)ch->alg;
+        /* elements too large for a line: as a forced reduce_bcast */
+        if (alg == NC_ALG_ALLREDUCE_INLINE &&
+            !nc__ar_inline_fits(t, count, op->elem))
+            alg = NC_ALG_ALLREDUCE_REDUCE_BCAST;
+    }
+    if (!ch || alg != (int)ch->alg) {
+        /* A forced algorithm takes the parameters of the size's rule, or of
+         * the first rule naming it; where no rule names it, the Reduce
+         * rule's f, s and k (every allreduce algorithm reads at most
+         * those). */
+        ch = nc__team_choice_alg(t, NC_COLL_ALLREDUCE, alg, nbytes);
+        if (!ch)
+            ch = nc__team_choice(t, NC_COLL_REDUCE, nbytes);
+    }
+    o->ch = ch;
+    o->alg = alg;
+    bad = check_elem(t, ch, op, count, "allreduce");
+    if (bad == NUMACOLL_OK && alg == NC_ALG_ALLREDUCE_INLINE &&
+        !nc__ar_inline_fits(t, count, op->elem))
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "inline allreduce of %zu "
+                            "elements of %zu bytes: the team's inline lines "
+                            "take %u lines of whole elements of at most %d "
+                            "bytes", count, op->elem, t->red->ar_al,
+                            NC_RED_INLINE);
+    o->bad = bad;
+}
+
+/* ---- numbering, then the algorithm -------------------------------------- */
+
+/* Number the call and publish its signature (coll/call.c), refused or
+ * not, so a call refused on one rank (o->bad) still counts there and the
+ * others learn of it (nc__call_refuse). */
+static int begin(numacoll_team_t *t, nc__op_t *o)
+{
+    nc__call_t c = {.coll = o->coll, .root = o->root, .dtype = -1, .op = -1};
+    if (o->coll == NC_COLL_BCAST) {
+        c.nbytes = o->bc.nbytes;
+    } else if (o->coll != NC_COLL_BARRIER) {
+        c.nbytes = o->count * o->rop.elem;
+        c.count = o->count;
+        c.dtype = o->rop.dtype;
+        c.op = o->rop.opn;
+        c.commutative = o->rop.commutative;
+    }
+    if (o->bad == NUMACOLL_OK)
+        return nc__call_begin(t, &c);
+    /* a refusal says more than a lost or aborted call: keep its sentence */
+    char why[sizeof t->last_error];
+    memcpy(why, t->last_error, sizeof why);
+    int rc = nc__call_begin(t, &c);
+    memcpy(t->last_error, why, sizeof why);
+    if (o->coll == NC_COLL_BCAST)
+        return rc != NUMACOLL_OK
+                   ? nc__call_refuse(t, o->bad, 0)
+                   : nc__bcast_refuse(t, o->bc.nbytes, o->root, o->bad);
+    return nc__call_refuse(t, o->bad, o->root >= 0 && o->root == t->rank);
+}
+
+/* The algorithm's step of a begun call; NUMACOLL_OK at once where this
+ * rank has nothing to exchange. */
+static int run(numacoll_team_t *t, nc__op_t *o)
+{
+    if (t->p == 1) {
+        if (o->coll >= NC_COLL_REDUCE && o->count > 0 && o->own != o->recv)
+            memcpy(o->recv, o->own, o->count * o->rop.elem);
+        return NUMACOLL_OK;
+    }
+    switch (o->coll) {
+    case NC_COLL_BCAST:
+        return nc__bcast_step(t, o);
+    case NC_COLL_BARRIER:
+        return nc__barrier_step(t, o);
+    default:
+        break;
+    }
+    /* a call of no elements still meets the others through the inline
+     * lines, so that a rank whose call says otherwise finds out */
+    if (o->count == 0)
+        return nc__allreduce_inline_step(t, o);
+    switch (o->alg) {
+    case NC_ALG_REDUCE_PIPELINED:
+        return nc__reduce_pipelined_step(t, o);
+    case NC_ALG_ALLREDUCE_INLINE:
+        return nc__allreduce_inline_step(t, o);
+    case NC_ALG_ALLREDUCE_REDUCE_BCAST:
+        return nc__allreduce_reduce_bcast_step(t, o);
+    case NC_ALG_ALLREDUCE_RSAG:
+        return nc__allreduce_rsag_step(t, o);
+    default:
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %d is not an "
+                             "allreduce", o->alg);
+    }
+}
+
+int nc__op_step(numacoll_team_t *t, nc__op_t *o)
+{
+    int rc;
+    if (!o->begun) {
+        if ((rc = begin(t, o)) != NUMACOLL_OK)
+            return rc;
+        o->begun = 1;
+    }
+    if ((rc = run(t, o)) != NUMACOLL_OK)
+        return rc;
+    switch (o->coll) {
+    case NC_COLL_BCAST:
+        t->counters.bcast++;
+        if (o->bc.io.failed)
+            return nc__team_fail(t, NUMACOLL_ERR_CALLBACK, "a %s callback "
+                                 "failed during bcast from root %d",
+                                 t->rank == o->root ? "pack" : "unpack",
+                                 o->root);
+        break;
+    case NC_COLL_BARRIER:
+        t->counters.barrier++;
+        break;
+    case NC_COLL_REDUCE:
+        t->counters.reduce++;
+        break;
+    default:
+        t->counters.allreduce++;
+        break;
+    }
+    return NUMACOLL_OK;
+}
+
+/* ---- the queue ----------------------------------------------------------- */
+
+static void complete(numacoll_team_t *t, int rc)
+{
+    numacoll_request_t *r = t->rq_head;
+    t->rq_head = r->next;
+    if (!t->rq_head)
+        t->rq_tail = NULL;
+    r->next = NULL;
+    r->active = 0;
+    r->status = rc;
+    t->rq_polls = 0;
+    /* a failed wait may have left a root's bank claim pending */
+    if (rc != NUMACOLL_OK)
+        t->claiming = 0;
+    if (r->detached)
+        free(r);
+}
+
+/* Run the head to its end, waiting with the blocking policy. */
+static void drive_head(numacoll_team_t *t)
+{
+    complete(t, nc__drive(t, nc__op_step, &t->rq_head->op));
+}
+
+void nc__rq_finish(numacoll_team_t *t)
+{
+    while (t->rq_head)
+        drive_head(t);
+}
+
+/* Step the queue as far as it goes without waiting. */
+static void progress(numacoll_team_t *t)
+{
+    numacoll_request_t *r;
+    while ((r = t->rq_head)) {
+        int rc = nc__op_step(t, &r->op);
+        if (rc != NC_AGAIN) {
+            complete(t, rc);
+            continue;
+        }
+        /* a new wait: its timeout counts from now */
+        if (t->rq_polls == 0 || t->pend.w != t->rq_w ||
+            t->pend.arg != t->rq_arg) {
+            t->rq_w = t->pend.w;
+            t->rq_arg = t->pend.arg;
+            t->rq_since = t->rq_check = nc__now_ms();
+            t->rq_polls = 0;
+        }
+        if (++t->rq_polls % 64 != 0)
+            return;
+        /* as a blocking wait looks between its polls */
+        rc = nc__wait_watch(t, t->rq_since, &t->rq_check);
+        if (rc == NC_AGAIN)
+            return;
+        if (rc != NUMACOLL_OK)
+            complete(t, rc);
+    }
+}
+
+static void enqueue(numacoll_team_t *t, numacoll_request_t *r)
+{
+    r->active = 1;
+    r->status = NUMACOLL_OK;
+    r->next = NULL;
+    if (t->rq_tail)
+        t->rq_tail->next = r;
+    else
+        t->rq_head = r;
+    t->rq_tail = r;
+    progress(t);
+}
+
+static numacoll_request_t *request_new(numacoll_team_t *t, int persistent)
+{
+    /* the op holds a cache-line aligned buffer */
+    size_t sz = (sizeof(numacoll_request_t) + NC_CACHE_LINE - 1) /
+                NC_CACHE_LINE * NC_CACHE_LINE;
+    numacoll_request_t *r = aligned_alloc(NC_CACHE_LINE, sz);
+    if (!r) {
+        nc__team_fail(t, NUMACOLL_ERR_NOMEM, "no memory for a request of "
+                      "%zu bytes", sz);
+        return NULL;
+    }
+    r->team = t;
+    r->next = NULL;
+    r->persistent = persistent;
+    r->active = 0;
+    r->detached = 0;
+    r->status = NUMACOLL_OK;
+    return r;
+}
+
+/* A blocking call: the queue first, then the op. */
+static int blocking(numacoll_team_t *t, nc__op_t *o)
+{
+    if (t->rq_head)
+        nc__rq_finish(t);
+    return nc__drive(t, nc__op_step, o);
+}
+
+/* A nonblocking call of the op o made on the stack: refused arguments
+ * return at once, and a detached request makes the refusal in turn. */
+static int start_nb(numacoll_team_t *t, const nc__op_t *o,
+                    numacoll_request_t **req)
+{
+    if (!req)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "a nonblocking call "
+                             "without a request pointer");
+    *req = NULL;
+    numacoll_request_t *r = request_new(t, 0);
+    if (!r)
+        return NUMACOLL_ERR_NOMEM;
+    memcpy(&r->op, o, NC_OP_CALL_BYTES);
+    op_reset(&r->op);
+    if (o->bad != NUMACOLL_OK) {
+        /* keep the refusal's sentence over what running it may write */
+        char why[sizeof t->last_error];
+        memcpy(why, t->last_error, sizeof why);
+        r->detached = 1;
+        enqueue(t, r);
+        memcpy(t->last_error, why, sizeof why);
+        return o->bad;
+    }
+    *req = r;
+    enqueue(t, r);
+    return NUMACOLL_OK;
+}
+
+/* A persistent request of the op o, inactive; refused arguments make none. */
+static int make_persistent(numacoll_team_t *t, const nc__op_t *o,
+                           numacoll_request_t **req)
+{
+    if (!req)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "a persistent request "
+                             "without a request pointer");
+    *req = NULL;
+    if (o->bad != NUMACOLL_OK)
+        return o->bad;
+    numacoll_request_t *r = request_new(t, 1);
+    if (!r)
+        return NUMACOLL_ERR_NOMEM;
+    memcpy(&r->made, o, NC_OP_CALL_BYTES);
+    *req = r;
+    return NUMACOLL_OK;
+}
+
+/* ---- public: requests ---------------------------------------------------- */
+
+int numacoll_start(numacoll_request_t *r)
+{
+    if (!r || !r->persistent || r->active)
+        return r ? nc__team_fail(r->team, NUMACOLL_ERR_ARG, "numacoll_start "
+                                 "of a request that is %s",
+                                 r->persistent ? "active" : "not persistent")
+                 : NUMACOLL_ERR_ARG;
+    memcpy(&r->op, &r->made, NC_OP_CALL_BYTES);
+    op_reset(&r->op);
+    enqueue(r->team, r);
+    return NUMACOLL_OK;
+}
+
+/* A completed request's status, once; a nonblocking one is freed. */
+static int reap(numacoll_request_t **req)
+{
+    numacoll_request_t *r = *req;
+    int st = r->status;
+    r->status = NUMACOLL_OK;
+    if (!r->persistent) {
+        free(r);
+        *req = NULL;
+    }
+    return st;
+}
+
+int numacoll_test(numacoll_request_t **req, int *done)
+{
+    if (!req || !done)
+        return NUMACOLL_ERR_ARG;
+    *done = 1;
+    if (!*req)
+        return NUMACOLL_OK;
+    if ((*req)->active)
+        progress((*req)->team);
+    if ((*req)->active) {
+        *done = 0;
+        return NUMACOLL_OK;
+    }
+    return reap(req);
+}
+
+int numacoll_wait(numacoll_request_t **req)
+{
+    if (!req)
+        return NUMACOLL_ERR_ARG;
+    if (!*req)
+        return NUMACOLL_OK;
+    numacoll_team_t *t = (*req)->team;
+    while ((*req)->active)
+        drive_head(t);
+    return reap(req);
+}
+
+int numacoll_request_free(numacoll_request_t **req)
+{
+    if (!req)
+        return NUMACOLL_ERR_ARG;
+    numacoll_request_t *r = *req;
+    if (!r)
+        return NUMACOLL_OK;
+    if (r->active) {
+        if (r->persistent)
+            return nc__team_fail(r->team, NUMACOLL_ERR_ARG, "freeing a "
+                                 "persistent request that is active");
+        r->detached = 1;   /* completes in turn, then frees itself */
+    } else {
+        free(r);
+    }
+    *req = NULL;
+    return NUMACOLL_OK;
+}
+
+int numacoll_progress(numacoll_team_t *t)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    progress(t);
+    int n = 0;
+    for (numacoll_request_t *r = t->rq_head; r; r = r->next)
+        n++;
+    return n;
+}
+
+/* ---- public: Bcast and Barrier ------------------------------------------- */
+
+/* Every public collective is made as an op, then run one of three ways. */
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+
+static int launch(numacoll_team_t *t, nc__op_t *o, int mode,
+                  numacoll_request_t **req)
+{
+    switch (mode) {
+    case BLOCKING:    return blocking(t, o);
+    case NONBLOCKING: return start_nb(t, o, req);
+    default:          return make_persistent(t, o, req);
+    }
+}
+
+static int bcast_any(numacoll_team_t *t, void *buf, size_t nbytes, int root,
+                     int mode, numacoll_request_t **req)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__op_t o;
+    nc__io_t io = {.buf = buf};
+    bcast_make(t, &o, nbytes, root, &io, bcast_bad(t, buf, nbytes));
+    return launch(t, &o, mode, req);
+}
+
+static int packed_any(numacoll_team_t *t, size_t nbytes, int root,
+                      numacoll_pack_fn pack, numacoll_unpack_fn unpack,
+                      void *ctx, int mode, numacoll_request_t **req)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__op_t o;
+    nc__io_t io = {.pack = pack, .unpack = unpack, .ctx = ctx};
+    bcast_make(t, &o, nbytes, root, &io,
+               packed_bad(t, nbytes, root, pack, unpack));
+    return launch(t, &o, mode, req);
+}
+
+static int barrier_any(numacoll_team_t *t, int mode, numacoll_request_t **req)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__op_t o;
+    barrier_make(t, &o);
+    return launch(t, &o, mode, req);
+}
+
+int numacoll_bcast(numacoll_team_t *t, void *buf, size_t nbytes, int root)
+{
+    return bcast_any(t, buf, nbytes, root, BLOCKING, NULL);
+}
+
+int numacoll_ibcast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
+                    numacoll_request_t **req)
+{
+    return bcast_any(t, buf, nbytes, root, NONBLOCKING, req);
+}
+
+int numacoll_bcast_init(numacoll_team_t *t, void *buf, size_t nbytes,
+                        int root, numacoll_request_t **req)
+{
+    return bcast_any(t, buf, nbytes, root, PERSISTENT, req);
+}
+
+int numacoll_bcast_packed(numacoll_team_t *t, size_t nbytes, int root,
+                          numacoll_pack_fn pack, numacoll_unpack_fn unpack,
+                          void *ctx)
+{
+    return packed_any(t, nbytes, root, pack, unpack, ctx, BLOCKING, NULL);
+}
+
+int numacoll_ibcast_packed(numacoll_team_t *t, size_t nbytes, int root,
+                           numacoll_pack_fn pack, numacoll_unpack_fn unpack,
+                           void *ctx, numacoll_request_t **req)
+{
+    return packed_any(t, nbytes, root, pack, unpack, ctx, NONBLOCKING, req);
+}
+
+int numacoll_bcast_packed_init(numacoll_team_t *t, size_t nbytes, int root,
+                               numacoll_pack_fn pack,
+                               numacoll_unpack_fn unpack, void *ctx,
+                               numacoll_request_t **req)
+{
+    return packed_any(t, nbytes, root, pack, unpack, ctx, PERSISTENT, req);
+}
+
+int numacoll_barrier(numacoll_team_t *t)
+{
+    return barrier_any(t, BLOCKING, NULL);
+}
+
+int numacoll_ibarrier(numacoll_team_t *t, numacoll_request_t **req)
+{
+    return barrier_any(t, NONBLOCKING, req);
+}
+
+int numacoll_barrier_init(numacoll_team_t *t, numacoll_request_t **req)
+{
+    return barrier_any(t, PERSISTENT, req);
+}
+
+/* ---- public: Reduce and Allreduce ---------------------------------------- */
+
+/* The op of a predefined (dtype, op), or of a user op; the verdict on it.
+ * Numbered even when refused: the op's fields as the caller gave them. */
+static int predef(numacoll_team_t *t, nc__red_op_t *o, numacoll_dtype_t dtype,
+                  numacoll_op_t op)
+{
+    *o = (nc__red_op_t){.dtype = (int)dtype, .opn = (int)op,
+                        .commutative = 1};
+    return nc__red_op_predef(t, o, dtype, op);
+}
+
+static int user(numacoll_team_t *t, nc__red_op_t *o, size_t elem_size,
+                numacoll_user_op_fn fn, void *ctx, int commutative)
+{
+    *o = (nc__red_op_t){.elem = elem_size, .dtype = -1, .opn = -1,
+                        .commutative = commutative != 0};
+    return nc__red_op_user(t, o, elem_size, fn, ctx, commutative);
+}
+
+static int reduce_any(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                      size_t count, const nc__red_op_t *op, int bad, int root,
+                      int mode, numacoll_request_t **req)
+{
+    /* the op lives in the nc__op_t: reduce_make copies it */
+    nc__op_t o;
+    reduce_make(t, &o, sendbuf, recvbuf, count, op, root, bad);
+    return launch(t, &o, mode, req);
+}
+
+static int allreduce_any(numacoll_team_t *t, const void *sendbuf,
+                         void *recvbuf, size_t count, const nc__red_op_t *op,
+                         int bad, int mode, numacoll_request_t **req)
+{
+    nc__op_t o;
+    allreduce_make(t, &o, -1, sendbuf, recvbuf, count, op, bad);
+    return launch(t, &o, mode, req);
+}
+
+int nc__bcast_with(numacoll_team_t *t, int alg, void *buf, size_t nbytes,
+                   int root)
+{
+    /* the size's rule, or the first rule naming the forced algorithm */
+    const nc__choice_t *ch = nc__team_choice_alg(t, NC_COLL_BCAST, alg,
+                                                 nbytes);
+    if (!ch)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "no rule of the team's "
+                             "tuning table names bcast algorithm %s",
+                             alg >= 0 && alg < NC_ALG_COUNT
+                                 ? nc__algs[alg].name : "?");
+    nc__op_t o;
+    nc__io_t io = {.buf = buf};
+    bcast_make(t, &o, nbytes, root, &io, bcast_bad(t, buf, nbytes));
+    o.bc.ch = o.ch = ch;
+    if (nbytes > 0)
+        o.bc.alg = o.alg = alg;
+    o.bc.io.cin = nc__copy_pick(ch->copy, 0);
+    o.bc.io.cout = nc__copy_pick(ch->copy, nbytes);
+    return blocking(t, &o);
+}
+
+int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
+                       void *recvbuf, size_t count, const nc__red_op_t *op)
+{
+    nc__op_t o;
+    allreduce_make(t, &o, alg, sendbuf, recvbuf, count, op, NUMACOLL_OK);
+    return blocking(t, &o);
+}
+
+/* The four reductions of one mode (blocking, nonblocking, persistent):
+ * their names, and how the request pointer comes and goes. The op's
+ * verdict (predef / user) is an argument, so it is made before the call
+ * reads the op. */
+#define NC_RED_FORMS(red, allred, red_user, allred_user, mode, reqarg,        \
+                     reqparam)                                                \
+    int red(numacoll_team_t *t, const void *sendbuf, void *recvbuf,           \
+            size_t count, numacoll_dtype_t dtype, numacoll_op_t op,           \
+            int root reqparam)                                                \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? reduce_any(t, sendbuf, recvbuf, count, &o,                 \
+                              predef(t, &o, dtype, op), root, mode, reqarg)   \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int allred(numacoll_team_t *t, const void *sendbuf, void *recvbuf,        \
+               size_t count, numacoll_dtype_t dtype,                          \
+               numacoll_op_t op reqparam)                                     \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? allreduce_any(t, sendbuf, recvbuf, count, &o,              \
+                                 predef(t, &o, dtype, op), mode, reqarg)      \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int red_user(numacoll_team_t *t, const void *sendbuf, void *recvbuf,      \
+                 size_t count, size_t elem_size, numacoll_user_op_fn fn,      \
+                 void *ctx, int commutative, int root reqparam)               \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? reduce_any(t, sendbuf, recvbuf, count, &o,                 \
+                              user(t, &o, elem_size, fn, ctx, commutative),   \
+                              root, mode, reqarg)                             \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int allred_user(numacoll_team_t *t, const void *sendbuf, void *recvbuf,   \
+                    size_t count, size_t elem_size, numacoll_user_op_fn fn,   \
+                    void *ctx, int commutative reqparam)                      \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? allreduce_any(t, sendbuf, recvbuf, count, &o,              \
+                                 user(t, &o, elem_size, fn, ctx, commutative),\
+                                 mode, reqarg)                                \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }
+
+#define NC_REQ_PARAM , numacoll_request_t **req
+NC_RED_FORMS(numacoll_reduce, numacoll_allreduce, numacoll_reduce_user,
+             numacoll_allreduce_user, BLOCKING, NULL, )
+NC_RED_FORMS(numacoll_ireduce, numacoll_iallreduce, numacoll_ireduce_user,
+             numacoll_iallreduce_user, NONBLOCKING, req, NC_REQ_PARAM)
+NC_RED_FORMS(numacoll_reduce_init, numacoll_allreduce_init,
+             numacoll_reduce_user_init, numacoll_allreduce_user_init,
+             PERSISTENT, req, NC_REQ_PARAM)
+#undef NC_REQ_PARAM
+#undef NC_RED_FORMS
