@@ -16,6 +16,10 @@
  * byte: a receiver's Bcast buffer must equal the root's, the bytes past
  * it untouched; sums are exact integers computed from every rank's inputs.
  *
+ * A blocking Barrier on one communicator while a large Ibcast on another
+ * is in flight, the root waiting for it only after the Barrier, must not
+ * hang (the blocking call must keep the other request moving).
+ *
  * Persistent collectives exist in MPI 4.0 (MPI_Bcast_init, ...) and, in
  * Open MPI 4.1, as MPIX_Bcast_init etc. of its pcollreq extension
  * (<mpi-ext.h>); the test uses whichever the library has and says so when
@@ -70,6 +74,7 @@ static const char *const ic_names[IC_N] = {
     "coll_numacoll_allreduce_fallback_count"};
 static unsigned long long made[IC_N];   /* calls made, by counter */
 static unsigned long long made_bcast;   /* blocking Bcasts */
+static unsigned long long made_barrier; /* blocking Barriers */
 
 static const size_t bcast_sizes[] = {1, 8, 55, 56, 57, 1000, 8191, 8193,
                                      65536 + 3, 262144, 524289};
@@ -384,6 +389,43 @@ static void rounds(MPI_Comm comms[MPIT_NCOMMS], MPI_Op pair_op)
     free(reqs);
 }
 
+/*
+ * A blocking call on one communicator while a request on another is in
+ * flight, the request waited for at different points: the root after the
+ * blocking call, the others before it. The Ibcast is larger than the
+ * queue, so the root must keep feeding it while it sits in the blocking
+ * Barrier; the Barrier cannot finish before the others have their data.
+ * Without progress of other requests inside blocking calls this hangs.
+ */
+static void cross_progress(MPI_Comm a, MPI_Comm b, int round)
+{
+    int rank;
+    MPI_Comm_rank(a, &rank);
+    const size_t n = (size_t)3 << 20;
+    unsigned char *buf = malloc(n), *want = malloc(n);
+    mpit_fill(want, n, 4242u + (unsigned)round);
+    if (rank == 0)
+        memcpy(buf, want, n);
+    else
+        memset(buf, 0, n);
+    MPI_Request req;
+    MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, a, &req);
+    made_on(a, &made[IC_BCAST]);
+    if (rank == 0) {
+        MPI_Barrier(b);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Barrier(b);
+    }
+    made_on(b, &made_barrier);
+    MPIT_CHECK(memcmp(buf, want, n) == 0, "Ibcast of %zu bytes waited for "
+               "after a blocking Barrier on another communicator: wrong "
+               "data", n);
+    free(buf);
+    free(want);
+}
+
 #ifdef NB_BCAST_INIT
 /* Persistent Bcast, Allreduce, Reduce and Barrier on comm, started
  * together PERSISTENT_STARTS times; data changes every start. */
@@ -458,6 +500,8 @@ int main(int argc, char **argv)
     mpit_named_read(&ic, before);
 
     rounds(comms, pair_op);
+    for (int round = 0; round < 3; round++)
+        cross_progress(comms[round % 2 ? 3 : 0], comms[1], round);
 #ifdef NB_BCAST_INIT
     persistent(comms[1], "dup");
     persistent(comms[3], "reversed");
@@ -469,9 +513,9 @@ int main(int argc, char **argv)
 
     mpit_counters(&b1);
     mpit_named_read(&ic, after);
-    /* the Ibarriers are not Barriers, and the blocking Barrier count is
-     * not exercised here */
-    mpit_check_ran(&b0, &b1, made_bcast, 0, "blocking calls among requests");
+    /* (the Ibarriers and persistent Barriers count as ibarrier) */
+    mpit_check_ran(&b0, &b1, made_bcast, made_barrier,
+                   "blocking calls among requests");
     if (mpit_expect == MPIT_EXPECT_CORE && ic.present)
         for (int k = 0; k < IC_N; k++)
             MPIT_CHECK(after[k] - before[k] == made[k], "%s: %llu, expected "
