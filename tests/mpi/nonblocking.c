@@ -18,7 +18,9 @@
  *
  * A blocking Barrier on one communicator while a large Ibcast on another
  * is in flight, the root waiting for it only after the Barrier, must not
- * hang (the blocking call must keep the other request moving).
+ * hang (the blocking call must keep the other request moving; with single
+ * copy off, as tests/mpi/run.sh runs it once, the root must feed the
+ * pipeline, and a hang here was seen when Barrier took the direct path).
  *
  * Persistent collectives exist in MPI 4.0 (MPI_Bcast_init, ...) and, in
  * Open MPI 4.1, as MPIX_Bcast_init etc. of its pcollreq extension

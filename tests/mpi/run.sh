@@ -180,6 +180,17 @@ for np in $NPS; do
     done
 done
 
+# Nonblocking calls once more without single copy: every large Ibcast is
+# pipelined, so its root must keep feeding it, also while it sits in a
+# blocking Barrier on another communicator (tests/mpi/nonblocking.c,
+# cross_progress), which hangs unless blocking calls keep the other
+# requests moving.
+for np in 2 3; do
+    mpi "numacoll    np=$np nonblocking, single_copy=0" "$WITH_PATH" "$np" \
+        $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
+        "$BIN/nonblocking"
+done
+
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
 # two at once (tests/mpi/sessions.c).
