@@ -195,19 +195,21 @@ static void nc_complete(nc_req_t *r)
         nc_dt_end(&r->dt);
         r->dt_live = false;
     }
-    char what[32];
-    snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
-             r->name);
-    if (r->kind == NC_BCAST)
-        nc_bc_log(r->m, what, r->root, &r->bc, st);
-    else if (r->kind == NC_BARRIER && nc_call_verbose())
-        opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
-                            "coll:numacoll:%s: %s (cid %u): %s", what,
-                            nc_comm_name(r->comm), nc_comm_cid(r->comm),
-                            numacoll_strerror(st));
-    else if (r->kind != NC_BARRIER)
-        nc_red_log(r->comm, what, r->kind == NC_REDUCE ? r->root : -1,
-                   r->count, r->dtype, &r->red, st);
+    if (nc_call_verbose()) {  /* formatting costs as much as a small call */
+        char what[32];
+        snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
+                 r->name);
+        if (r->kind == NC_BCAST)
+            nc_bc_log(r->m, what, r->root, &r->bc, st);
+        else if (r->kind == NC_BARRIER)
+            opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                                "coll:numacoll:%s: %s (cid %u): %s", what,
+                                nc_comm_name(r->comm), nc_comm_cid(r->comm),
+                                numacoll_strerror(st));
+        else
+            nc_red_log(r->comm, what, r->kind == NC_REDUCE ? r->root : -1,
+                       r->count, r->dtype, &r->red, st);
+    }
     if (st == NUMACOLL_OK && r->counter)
         nc_count(r->counter);
     r->super.req.req_status.MPI_ERROR = nc_finish(r->m, r->name, st);
