@@ -73,7 +73,9 @@ typedef mca_coll_numacoll_request_t nc_req_t;
  * where it would not fit.
  */
 extern opal_class_t ompi_coll_base_nbc_request_t_class;
-#define NC_NBC_ROOM 8   /* pointers; the class has 4 after ompi_request_t */
+/* Pointers after the ompi_request_t: 4.1's class has 4, 5.0's 13 (it adds
+ * release arrays); twice that leaves room for a later version. */
+#define NC_NBC_ROOM 32
 
 struct mca_coll_numacoll_request_t {
     struct {

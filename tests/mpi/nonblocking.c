@@ -41,7 +41,9 @@
 #include <mpi-ext.h>
 #endif
 
-#if MPI_VERSION >= 4
+/* Open MPI 5.0 has MPI-4's persistent collectives while it still says
+ * MPI_VERSION 3 (it implements MPI 3.1 and most of 4.0). */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 #define NB_BCAST_INIT MPI_Bcast_init
 #define NB_ALLREDUCE_INIT MPI_Allreduce_init
 #define NB_REDUCE_INIT MPI_Reduce_init
