@@ -62,6 +62,7 @@ LIB_SRCS = \
 	coll/copy.c \
 	coll/call.c \
 	coll/tree.c \
+	coll/team_info.c \
 	coll/team.c \
 	coll/barrier.c \
 	coll/request.c \

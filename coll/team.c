@@ -24,38 +24,6 @@
 #include "shm_seg/seg.h"
 #include "topo/topo.h"
 
-int nc__team_fail(numacoll_team_t *t, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->last_error, sizeof t->last_error, fmt, ap);
-    va_end(ap);
-    if (t->cfg.verbose >= 2)
-        fprintf(stderr, "numacoll: rank %d: %s\n", t->rank, t->last_error);
-    return status;
-}
-
-void nc__team_abort(numacoll_team_t *t, int status)
-{
-    int32_t none = 0;
-    if (atomic_compare_exchange_strong_explicit(&t->hdr->abort_status, &none,
-                                                status, memory_order_acq_rel,
-                                                memory_order_acquire))
-        atomic_store_explicit(&t->hdr->abort_rank, t->rank,
-                              memory_order_release);
-}
-
-int nc__team_check_abort(numacoll_team_t *t)
-{
-    int st = atomic_load_explicit(&t->hdr->abort_status, memory_order_acquire);
-    if (st == 0)
-        return NUMACOLL_OK;
-    return nc__team_fail(t, NUMACOLL_ERR_ABORTED,
-                         "team aborted earlier by rank %d (%s)",
-                         atomic_load_explicit(&t->hdr->abort_rank,
-                                              memory_order_acquire),
-                         numacoll_strerror(st));
-}
 
 /* Gather one status per rank; returns the first failure (lowest rank) or OK.
  * *who gets that rank. */
@@ -394,27 +362,7 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     return rc;
 }
 
-int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len)
-{
-    nc__hier_t h;
-    int n = 0;
-    if (nc__hier_init(&h, t->p, t->cfg.levels, t->doms) == NUMACOLL_OK)
-        n = nc__hier_describe(&h, buf, len);
-    else if (buf && len)
-        n = snprintf(buf, len, "%d ranks", t->p);
-    nc__hier_fini(&h);
-    return n;
-}
 
-const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
-                                int hier)
-{
-    for (int i = 0; i < t->ntrees; i++)
-        if (t->trees[i].kind == kind && t->trees[i].k == k &&
-            t->trees[i].hier == hier)
-            return &t->trees[i].tree;
-    return NULL;
-}
 
 /* FNV-1a, to check that every rank resolved the same rules. */
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -496,14 +444,6 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
                 "run as pipelined copy-in/copy-out\n", t->cma_why);
 }
 
-size_t nc__team_rule_max(const numacoll_team_t *t, int coll, int alg)
-{
-    size_t m = 0;
-    for (int i = 0; i < t->tune.n[coll]; i++)
-        if ((int)t->tune.e[coll][i].ch.alg == alg && t->tune.e[coll][i].hi > m)
-            m = t->tune.e[coll][i].hi;
-    return m < nc__algs[alg].max_bytes ? m : nc__algs[alg].max_bytes;
-}
 
 /*
  * Resolve the team's table for its p and NUMA shape, apply the config's
@@ -1182,50 +1122,4 @@ int numacoll_team_counters(const numacoll_team_t *t, numacoll_counters_t *c)
         return NUMACOLL_ERR_ARG;
     *c = t->counters;
     return NUMACOLL_OK;
-}
-
-int nc__bank_claim(numacoll_team_t *t, unsigned set)
-{
-    nc__bank_t *bank = &t->banks[set];
-    nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
-    uint64_t seen;
-    /* claiming stays set while the driver waits (NC_AGAIN): its checks
-     * read it (nc__call_check); the driver clears it if the wait fails */
-    t->claiming = 1;
-    int rc = nc__poll(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
-    if (rc == NC_AGAIN)
-        return rc;
-    t->claiming = 0;
-    if (rc != NUMACOLL_OK)
-        return rc;
-    /* a compare-and-swap, not a store: two ranks that both think they are
-     * the root (mismatched calls) must not both take the bank */
-    uint64_t zero = 0;
-    if (!atomic_compare_exchange_strong_explicit(
-            &bank->nreaders, &zero, (uint64_t)(t->p - 1),
-            memory_order_relaxed, memory_order_relaxed))
-        return nc__mismatch(t, -1, "another rank took the bank as a root");
-    atomic_store_explicit(&bank->root, (uint64_t)t->rank, memory_order_relaxed);
-    atomic_store_explicit(&bank->coll, (uint64_t)(t->call_desc & 0xff),
-                          memory_order_relaxed);
-    atomic_store_explicit(&bank->seq, t->call_seq, memory_order_relaxed);
-    atomic_store_explicit(&bank->nbytes, t->call_nbytes, memory_order_relaxed);
-    atomic_store_explicit(&bank->sig32, t->sig32, memory_order_relaxed);
-    atomic_store_explicit(&bank->op, t->op, memory_order_release);
-    return NUMACOLL_OK;
-}
-
-/* ---- dispatch -------------------------------------------------------- */
-
-const nc__choice_t *nc__team_choice_alg(const numacoll_team_t *t,
-                                        nc__coll_t coll, int alg,
-                                        size_t nbytes)
-{
-    const nc__choice_t *ch = nc__team_choice(t, coll, nbytes);
-    if ((int)ch->alg == alg)
-        return ch;
-    for (int i = 0; i < t->tune.n[coll]; i++)
-        if ((int)t->tune.e[coll][i].ch.alg == alg)
-            return &t->tune.e[coll][i].ch;
-    return NULL;
 }

@@ -5,18 +5,22 @@
  * How coll/ is layered, bottom up (a file uses only the layers below it,
  * save the one loop named last):
  *  1. this header: the team, the segment's slots and their accessors;
- *     team.c makes and frees teams (shm_seg/, topo/, tune/ below it);
- *     tree.c the trees, copy.c the copy layer, config.c the parameters;
+ *     team_info.c: failure (last_error, the abort word), the trees and
+ *     rules a made team offers; tree.c, copy.c, config.c, algs.c;
  *  2. wait.h / wait.c: the wait policy (spin, then yield), nc__poll for
- *     steps, nc__drive; failure (abort, dead peer, timeout);
+ *     steps, nc__drive; dead peers and timeouts;
  *  3. call.c: call numbers and signatures, mismatches, resynchronisation;
  *  4. op.h and the algorithms, each a step function over an nc__op_t:
  *     bcast/ (bcast.c dispatches by rule), barrier.c, reduce/;
  *  5. request.c: every public collective, blocking, nonblocking and
- *     persistent, and the team's request queue.
- * The loop: a Bcast reader that finds another call's data drains it
- * (call.c runs the Bcast steps), and a wait's checks may start that drain.
- *
+ *     persistent, and the team's request queue;
+ *  6. team.c: making and freeing teams (it sets up the algorithms' state
+ *     and finishes a team's requests before it goes).
+ * The loop: recovering from mismatched calls. A Bcast reader that finds
+ * another call's data drains that call (call.c runs the Bcast steps), and
+ * the checks of a long wait (wait.c) may find such a call or start the
+ * resynchronisation, which waits itself.
+
  * Memory-ordering rules, stated once:
  *  - a control slot's word is written with a release store after the data it
  *    announces (fragment in the root's buffer, or the inline payload) and
@@ -259,6 +263,7 @@ struct numacoll_team {
      * team's requests in the order they were started (coll/request.c):
      * only the head runs. */
     nc__pend_t pend;
+    int blocking;               /* a blocking driver runs the steps      */
     struct numacoll_request *rq_head, *rq_tail;
     unsigned rq_polls;          /* fruitless polls of the head's wait    */
     _Atomic uint64_t *rq_w;     /* that wait (its word and value)        */
@@ -423,13 +428,6 @@ static inline void nc__io_unpack(nc__io_t *io, size_t off, const void *src,
         io->failed = 1;
 }
 
-/*
- * Root side of a bank use: wait until every reader of the bank's previous
- * use is done (nreaders == 0, acquire), then announce p-1 new readers and
- * publish the op number. Readers learn of the use only through release
- * stores the root issues after this, so relaxed is enough for nreaders.
- */
-int nc__bank_claim(numacoll_team_t *t, unsigned set);
 
 /* Reader side: this rank's copies out of the bank are done (release). */
 static inline void nc__bank_release(numacoll_team_t *t, unsigned set)

@@ -163,16 +163,21 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
 int nc__drive(numacoll_team_t *t, int (*step)(numacoll_team_t *, nc__op_t *),
               nc__op_t *o)
 {
+    const int was = t->blocking;
+    t->blocking = 1;
     for (;;) {
         int rc = step(t, o);
-        if (rc != NC_AGAIN)
+        if (rc != NC_AGAIN) {
+            t->blocking = was;
             return rc;
+        }
         /* a copy: what the wait's checks run (a drain) notes its own */
         const nc__pend_t pw = t->pend;
         uint64_t seen;
         rc = nc__wait(t, pw.w, pw.c, pw.arg, &seen, &pw.why);
         if (rc != NUMACOLL_OK) {
             t->claiming = 0;   /* a root's bank claim failed in its wait */
+            t->blocking = was;
             return rc;
         }
     }

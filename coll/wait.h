@@ -60,8 +60,11 @@ static inline int nc__wait(numacoll_team_t *t, _Atomic uint64_t *w,
 /*
  * The wait of a step: one acquire load. If the condition holds, *seen
  * gets the value and NUMACOLL_OK returns; if not, t->pend notes the wait
- * and NC_AGAIN returns, for the driver (nc__drive, coll/request.c) to wait
- * or to come back later.
+ * and NC_AGAIN returns, for the caller of the step (coll/request.c) to
+ * come back later. Under a blocking driver (t->blocking, nc__drive) it
+ * waits in place instead, as nc__wait: the step would return only for the
+ * driver to wait for this very word and call it again, which costs the
+ * small calls tens of nanoseconds.
  */
 static inline int nc__poll(numacoll_team_t *t, _Atomic uint64_t *w,
                            nc__wait_cond_t c, uint64_t arg, uint64_t *seen,
@@ -69,6 +72,9 @@ static inline int nc__poll(numacoll_team_t *t, _Atomic uint64_t *w,
 {
     if (nc__ready(w, c, arg, seen))
         return NUMACOLL_OK;
+    /* a blocking driver would only wait for this word next: wait here */
+    if (t->blocking)
+        return nc__wait_slow(t, w, c, arg, seen, why);
     t->pend = (nc__pend_t){w, c, arg, *why};
     return NC_AGAIN;
 }

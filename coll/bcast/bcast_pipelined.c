@@ -28,6 +28,43 @@
 #include "coll/op.h"
 #include "coll/wait.h"
 
+/*
+ * Root side of a bank use: wait until every reader of the bank's previous
+ * use is done (nreaders == 0, acquire), then announce p-1 new readers and
+ * publish the op number. Readers learn of the use only through release
+ * stores the root issues after this, so relaxed is enough for nreaders.
+ */
+static int nc__bank_claim(numacoll_team_t *t, unsigned set)
+{
+    nc__bank_t *bank = &t->banks[set];
+    nc__wait_why_t why = {-1, "drained bank", (long)set, (long)t->op};
+    uint64_t seen;
+    /* claiming stays set while the driver waits (NC_AGAIN): its checks
+     * read it (nc__call_check); the driver clears it if the wait fails */
+    t->claiming = 1;
+    int rc = nc__poll(t, &bank->nreaders, NC_WAIT_EQ, 0, &seen, &why);
+    if (rc == NC_AGAIN)
+        return rc;
+    t->claiming = 0;
+    if (rc != NUMACOLL_OK)
+        return rc;
+    /* a compare-and-swap, not a store: two ranks that both think they are
+     * the root (mismatched calls) must not both take the bank */
+    uint64_t zero = 0;
+    if (!atomic_compare_exchange_strong_explicit(
+            &bank->nreaders, &zero, (uint64_t)(t->p - 1),
+            memory_order_relaxed, memory_order_relaxed))
+        return nc__mismatch(t, -1, "another rank took the bank as a root");
+    atomic_store_explicit(&bank->root, (uint64_t)t->rank, memory_order_relaxed);
+    atomic_store_explicit(&bank->coll, (uint64_t)(t->call_desc & 0xff),
+                          memory_order_relaxed);
+    atomic_store_explicit(&bank->seq, t->call_seq, memory_order_relaxed);
+    atomic_store_explicit(&bank->nbytes, t->call_nbytes, memory_order_relaxed);
+    atomic_store_explicit(&bank->sig32, t->sig32, memory_order_relaxed);
+    atomic_store_explicit(&bank->op, t->op, memory_order_release);
+    return NUMACOLL_OK;
+}
+
 /* Position (o->b): sent bytes, the bank of t->op entered (in_bank) and
  * its next buffer (idx). A step returns NC_AGAIN at a bank claim (root)
  * or a control slot (reader) and resumes there. */
