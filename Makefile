@@ -120,7 +120,8 @@ BENCH_SRCS = \
 	bench/bench_core.c \
 	bench/bench_report.c \
 	bench/bench_team.c \
-	bench/bench_transfers.c
+	bench/bench_transfers.c \
+	bench/bench_overlap.c
 
 # The built-in tuning table, tune/defaults.txt, compiled in as a string
 # (tune/tune.mk generates its .c).

@@ -87,6 +87,10 @@ typedef struct ncb_target {
     /* 0 if op can run at this size; otherwise writes why into why[len]. */
     int (*applies)(void *ctx, int op, size_t bytes, char *why, size_t len);
     const char *(*last_error)(void *ctx);
+    /* --overlap: start op's nonblocking form, then wait for it; one call
+     * in flight per target. NULL where the mode has no such form. */
+    int (*istart[NCB_OP_COUNT])(void *ctx, const ncb_call_t *c);
+    int (*iwait)(void *ctx);
     void *ctx;
 } ncb_target_t;
 
@@ -171,6 +175,7 @@ typedef struct ncb_opts {
     int align;                   /* >= 0 or NCB_ALIGN_MALLOC/_SWEEP       */
     unsigned loops;              /* NCB_LOOP_* bits; 0 = b2b              */
     int transfers;               /* --transfers: count, do not time       */
+    int overlap;                 /* --overlap: the nonblocking forms      */
 } ncb_opts_t;
 
 /* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
@@ -281,6 +286,17 @@ int ncb_session_open(const ncb_opts_t *o, ncb_world_t *w, size_t max_bytes,
 int ncb_measure_size(ncb_session_t *s, ncb_target_t *t, int ncfg, int op,
                      size_t m, ncb_report_t *rep);
 void ncb_session_close(ncb_session_t *s);
+
+/*
+ * --overlap (bench/bench_overlap.c): per operation, size and configuration
+ * the blocking call, start+wait of the nonblocking one, and start, a dummy
+ * computation of about that long, wait; overlap % as OSU computes it.
+ * Prints its own table on rank 0 (mode and where go into its header) and
+ * writes --csv in its own columns. Returns 0, 1 when a check failed, or
+ * another non-zero status on error.
+ */
+int ncb_measure_overlap(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t,
+                        int ncfg, const char *mode, const char *where);
 
 /* ---- what each build provides (bench_team.c or bench_mpi.c) ----------- */
 

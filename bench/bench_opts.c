@@ -84,6 +84,9 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "      --transfers      time nothing: per configuration and size, count\n"
         "                       the cache lines one Bcast moves across each\n"
         "                       level's domains (from the team's tree and rule)\n"
+        "      --overlap        the nonblocking forms, OSU's way: blocking call,\n"
+        "                       start+wait, and start / compute / wait with the\n"
+        "                       overlap %% (root 0, reused buffers; --csv only)\n"
         "      --list-params    every numacoll parameter with its default\n"
         "  -h, --help\n"
         "Parameters left out come from the team's tuning table: the file named\n"
@@ -381,7 +384,7 @@ enum {
     OPT_NOBIND, OPT_LABEL, OPT_ROOTSHIFT, OPT_CACHE, OPT_NOCHECK, OPT_REPS,
     OPT_ITERS, OPT_SAMPLE, OPT_WARMUP, OPT_CSV, OPT_JSON, OPT_PLOT, OPT_QUIET,
     OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP,
-    OPT_TRANSFERS
+    OPT_TRANSFERS, OPT_OVERLAP
 };
 
 /* --align malloc|sweep|OFF */
@@ -421,7 +424,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         {"merge", 0, 0, OPT_MERGE}, {"list-algs", 0, 0, OPT_LISTALGS},
         {"list-params", 0, 0, OPT_LISTPARAMS}, {"param", 1, 0, OPT_PARAM},
         {"align", 1, 0, OPT_ALIGN}, {"loop", 1, 0, OPT_LOOP},
-        {"transfers", 0, 0, OPT_TRANSFERS},
+        {"transfers", 0, 0, OPT_TRANSFERS}, {"overlap", 0, 0, OPT_OVERLAP},
         {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -553,6 +556,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         case OPT_TOPOLOGY: o->topology = optarg; break;
         case OPT_BIND: o->bind = 1; break;
         case OPT_TRANSFERS: o->transfers = 1; break;
+        case OPT_OVERLAP: o->overlap = 1; break;
         case OPT_NOBIND: o->bind = 0; break;
         case OPT_LABEL:
             if (!*optarg || strlen(optarg) >= NCB_LABEL_MAX ||
@@ -637,6 +641,9 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
     }
     if (optind < argc)
         FAIL("unexpected argument '%s'", argv[optind]);
+    if (o->overlap && (o->json || o->plot || o->transfers))
+        FAIL("--overlap prints its own table and writes --csv only (not "
+             "--json, --plot or --transfers)");
     for (int i = 0; i < ncompare; i++) {
         if (compare_is_trees[i]) {
             char list[1024];

@@ -47,6 +47,7 @@ struct ncb_team {
     tcfg_t c;
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
+    numacoll_request_t *req;   /* --overlap: the call in flight       */
 };
 
 typedef struct trun {
@@ -96,6 +97,42 @@ static int run_barrier(void *ctx, const ncb_call_t *c)
 {
     (void)c;
     return numacoll_barrier(((ncb_team_t *)ctx)->team);
+}
+
+/* --overlap: the nonblocking forms, through the public API (the
+ * library's choice of algorithm; --alg does not apply). */
+static int istart_bcast(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tc = ctx;
+    return numacoll_ibcast(tc->team, c->buf, c->bytes, c->root, &tc->req);
+}
+
+static int istart_reduce(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tc = ctx;
+    return numacoll_ireduce(tc->team, c->sbuf, c->rbuf, c->count,
+                            NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM, c->root,
+                            &tc->req);
+}
+
+static int istart_allreduce(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tc = ctx;
+    return numacoll_iallreduce(tc->team, c->sbuf, c->rbuf, c->count,
+                               NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM,
+                               &tc->req);
+}
+
+static int istart_barrier(void *ctx, const ncb_call_t *c)
+{
+    (void)c;
+    ncb_team_t *tc = ctx;
+    return numacoll_ibarrier(tc->team, &tc->req);
+}
+
+static int iwait(void *ctx)
+{
+    return numacoll_wait(&((ncb_team_t *)ctx)->req);
 }
 
 static int barrier(void *ctx)
@@ -241,6 +278,11 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_REDUCE] = run_reduce;
     t->run[NCB_OP_ALLREDUCE] = run_allreduce;
     t->run[NCB_OP_BARRIER] = run_barrier;
+    t->istart[NCB_OP_BCAST] = istart_bcast;
+    t->istart[NCB_OP_REDUCE] = istart_reduce;
+    t->istart[NCB_OP_ALLREDUCE] = istart_allreduce;
+    t->istart[NCB_OP_BARRIER] = istart_barrier;
+    t->iwait = iwait;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
@@ -313,9 +355,14 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
                     printf("# %s: %s\n", o->cfg[c].label, rep.hier[c]);
                 ncb_print_transfers(o, teams, stdout);
             }
-        } else
+        } else if (o->overlap) {
+            rc = ncb_measure_overlap(o, &w, t, o->ncfg, "standalone",
+                                     rep.where);
+        } else {
             rc = ncb_measure(o, &w, t, o->ncfg, &rep);
-        if (b->rank == 0 && !o->transfers && (rc == 0 || rc == 1) &&
+        }
+        if (b->rank == 0 && !o->transfers && !o->overlap &&
+            (rc == 0 || rc == 1) &&
             ncb_write_outputs(&rep, o))
             rc = rc ? rc : 5;
         ncb_report_free(&rep);

@@ -6,7 +6,7 @@
 # ratios, printed by `numacoll-bench --merge` from the runs' CSV files.
 #
 #   bench/compare-ompi.sh [-n NP] [-r ROUNDS] [-c CONFIGS] [-b BASELINE]
-#                         [-o DIR] [-t SECONDS] [--plot FILE.png]
+#                         [-o DIR] [-t SECONDS] [--plot FILE.png] [--overlap]
 #                         [-- numacoll-bench-mpi options]
 #
 # Configurations (-c, comma-separated; default numacoll,tuned,sm,han):
@@ -17,7 +17,15 @@
 #   sm        --mca coll ^numacoll --mca coll_sm_priority 100
 #   han       --mca coll ^numacoll --mca coll_han_priority 100
 #   basic     --mca coll basic,libnbc,self
-# Ratios are to BASELINE (default tuned). Options after -- go to every run
+#   libnbc    --mca coll ^numacoll, as tuned: Open MPI's default, whose
+#             nonblocking collectives are libnbc's (the name says which
+#             calls are compared)
+# Ratios are to BASELINE (default tuned).
+# --overlap runs numacoll-bench-mpi --overlap (the nonblocking Ibcast,
+# Ireduce, Iallreduce, Ibarrier: blocking, start+wait, start/compute/wait
+# and overlap %, OSU's method) instead, default -c numacoll,libnbc -b
+# libnbc and options --ops bcast,allreduce, and prints the medians over the
+# rounds per configuration, with start+wait's ratio to the baseline. Options after -- go to every run
 # (default: --ops bcast), e.g. --align 16 or --align sweep (where the user
 # buffers start; default malloc, as applications) and --loop app|b2b|both
 # (default both: back-to-back calls, and barrier + one call as OSU and IMB
@@ -26,7 +34,7 @@ set -euo pipefail
 
 me=compare-ompi.sh
 np=2 rounds=3 configs=numacoll,tuned,sm,han baseline=tuned out="" plot=""
-limit=300
+limit=300 overlap=0 configs_set=0 baseline_set=0
 bench_args=()
 # the comment block at the top, however long it grows
 usage() { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -34,8 +42,9 @@ while [ $# -gt 0 ]; do
     case "$1" in
     -n) np=${2:?-n needs a value}; shift 2 ;;
     -r) rounds=${2:?-r needs a value}; shift 2 ;;
-    -c) configs=${2:?-c needs a value}; shift 2 ;;
-    -b) baseline=${2:?-b needs a value}; shift 2 ;;
+    -c) configs=${2:?-c needs a value}; configs_set=1; shift 2 ;;
+    -b) baseline=${2:?-b needs a value}; baseline_set=1; shift 2 ;;
+    --overlap) overlap=1; shift ;;
     -o) out=${2:?-o needs a value}; shift 2 ;;
     -t) limit=${2:?-t needs a value}; shift 2 ;;
     --plot) plot=${2:?--plot needs a value}; shift 2 ;;
@@ -49,6 +58,12 @@ for v in "$np" "$rounds" "$limit"; do
     ''|*[!0-9]*|0) echo "$me: '$v' is not a positive count" >&2; exit 2 ;;
     esac
 done
+if [ $overlap = 1 ]; then
+    [ $configs_set = 1 ] || configs=numacoll,libnbc
+    [ $baseline_set = 1 ] || baseline=libnbc
+    [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast,allreduce)
+    bench_args=(--overlap "${bench_args[@]}")
+fi
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast)
 
 # the buffers' alignment and the timing loops of the runs, for the header
@@ -73,8 +88,8 @@ esac
 IFS=, read -r -a wanted <<<"$configs"
 for c in "${wanted[@]}"; do
     case "$c" in
-    numacoll|tuned|sm|han|basic) ;;
-    *) echo "$me: unknown configuration '$c' (numacoll, tuned, sm, han, basic)" >&2
+    numacoll|tuned|sm|han|basic|libnbc) ;;
+    *) echo "$me: unknown configuration '$c' (numacoll, tuned, sm, han, basic, libnbc)" >&2
        exit 2 ;;
     esac
 done
@@ -87,7 +102,9 @@ if ! command -v mpirun >/dev/null 2>&1; then
     echo "$me: mpirun not found (Debian: apt-get install openmpi-bin libopenmpi-dev)" >&2
     exit 2
 fi
-for f in "$bin" "$merge"; do
+need=("$bin")
+[ $overlap = 1 ] || need+=("$merge")   # the overlap table is merged here
+for f in "${need[@]}"; do
     if [ ! -x "$f" ]; then
         echo "$me: $f not found; build it with 'make'" >&2
         exit 2
@@ -132,7 +149,7 @@ config_args() {
     case "$1" in
     numacoll) env_add=("OMPI_MCA_mca_base_component_path=$ompi_dir:$abs_build")
               mca=(--mca coll numacoll,tuned,libnbc,basic,self) ;;
-    tuned)    env_add=(); mca=(--mca coll ^numacoll) ;;
+    tuned|libnbc) env_add=(); mca=(--mca coll ^numacoll) ;;
     sm)       env_add=(); mca=(--mca coll ^numacoll --mca coll_sm_priority 100) ;;
     han)      env_add=(); mca=(--mca coll ^numacoll --mca coll_han_priority 100) ;;
     basic)    env_add=(); mca=(--mca coll basic,libnbc,self) ;;
@@ -140,7 +157,11 @@ config_args() {
 }
 
 echo "# $me: $(ompi_info --version 2>/dev/null | head -1), np $np, $rounds rounds, results in $out"
-echo "#   buffers: $align; loop: $loop; run options: ${bench_args[*]}"
+if [ $overlap = 1 ]; then
+    echo "#   overlap (OSU's method, root 0, reused buffers); run options: ${bench_args[*]}"
+else
+    echo "#   buffers: $align; loop: $loop; run options: ${bench_args[*]}"
+fi
 for c in "${list[@]}"; do
     config_args "$c"
     echo "#   $c: mpirun -np $np ${place[*]} ${mca[*]}${env_add[*]:+ (${env_add[*]})}"
@@ -180,5 +201,54 @@ for c in "${list[@]}"; do
     for ((r = 1; r <= rounds; r++)); do files+=("$out/$c.$r.csv"); done
 done
 echo "# $((${#list[@]} * rounds)) runs in $(( $(date +%s) - start )) s"
+if [ $overlap = 1 ]; then
+    # Medians over the rounds per (operation, size, configuration), then
+    # one line per size: each configuration's start+wait, total and
+    # overlap %, and start+wait over the baseline's.
+    head -n 1 "${files[0]}" >"$out/merged.csv"
+    for f in "${files[@]}"; do tail -n +2 "$f"; done >>"$out/merged.csv"
+    awk -F, -v base="$baseline" -v cfgs="${list[*]}" '
+    function med(key,   n, i, j, x, v) {
+        n = cnt[key]
+        for (i = 1; i <= n; i++) v[i] = val[key, i]
+        for (i = 2; i <= n; i++)
+            for (j = i; j > 1 && v[j - 1] > v[j]; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
+        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    NR == 1 { next }
+    $13 != "ok" { bad[$2, $5, $3] = $13; next }
+    {
+        if (!(($2, $5) in seen)) { seen[$2, $5] = 1; rows[++nr] = $2 SUBSEP $5 }
+        if (!($2 in opseen)) { opseen[$2] = 1; ops[++nops] = $2 }
+        for (c = 8; c <= 12; c++) { k = $2 SUBSEP $5 SUBSEP $3 SUBSEP c; cnt[k]++; val[k, cnt[k]] = $c }
+    }
+    END {
+        nc = split(cfgs, cf, " ")
+        printf "# medians over the rounds; microseconds; ov%% = overlap %%; x %s = start+wait over %s%s\n", base, base, "'"'"'s"
+        for (o = 1; o <= nops; o++) {
+            printf "#\n# %s\n#%9s", ops[o], "bytes"
+            for (i = 1; i <= nc; i++)
+                printf " | %-10s %9s %9s %9s %6s%s", cf[i], "blocking", "st+wait", "total", "ov%", cf[i] == base ? "" : sprintf(" %8s", "x " base)
+            printf "\n"
+            for (r = 1; r <= nr; r++) {
+                split(rows[r], rk, SUBSEP)
+                if (rk[1] != ops[o]) continue
+                printf "%10s", rk[2]
+                for (i = 1; i <= nc; i++) {
+                    k = rk[1] SUBSEP rk[2] SUBSEP cf[i]
+                    if (!((k SUBSEP 9) in cnt)) { printf " | %-10s %36s", cf[i], "n/a"; continue }
+                    printf " | %-10s %9.3f %9.3f %9.3f %6.1f", "", med(k SUBSEP 8), med(k SUBSEP 9), med(k SUBSEP 11), med(k SUBSEP 12)
+                    if (cf[i] != base) {
+                        kb = rk[1] SUBSEP rk[2] SUBSEP base SUBSEP 9
+                        if (kb in cnt) printf " %8.2f", med(k SUBSEP 9) / med(kb)
+                        else printf " %8s", "n/a"
+                    }
+                }
+                printf "\n"
+            }
+        }
+    }' "$out/merged.csv"
+    exit 0
+fi
 exec "$merge" --merge --baseline "$baseline" --csv "$out/merged.csv" \
     --json "$out/merged.json" ${plot:+--plot "$plot"} "${files[@]}"

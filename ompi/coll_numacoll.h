@@ -20,6 +20,8 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "coll_numacoll_compat.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/datatype/opal_convertor.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -50,6 +52,12 @@ typedef struct mca_coll_numacoll_component_t {
     _Atomic unsigned long long n_reduce_fallback; /* handed to the previous  */
     _Atomic unsigned long long n_allreduce_fallback; /* component instead    */
     _Atomic unsigned n_teams;                     /* teams alive now         */
+    /* Nonblocking calls and persistent starts the core ran, and the
+     * nonblocking calls and persistent inits handed to the previous
+     * component (coll_numacoll_nb.c). */
+    _Atomic unsigned long long n_ibcast, n_ibarrier, n_ireduce, n_iallreduce;
+    _Atomic unsigned long long n_ibcast_fallback, n_ibarrier_fallback,
+        n_ireduce_fallback, n_iallreduce_fallback;
 } mca_coll_numacoll_component_t;
 
 OMPI_DECLSPEC extern mca_coll_numacoll_component_t
@@ -64,6 +72,12 @@ typedef enum {
     MCA_COLL_NUMACOLL_FALLBACK  /* setup failed on some rank: every call goes
                                    to the previous component, for good       */
 } mca_coll_numacoll_state_t;
+
+/* The nonblocking and persistent functions the component installs, by
+ * their names in Open MPI's module struct (coll_numacoll_nb.c). */
+#define NC_NB_LIST(X)                                                         \
+    X(ibcast) X(ibarrier) X(ireduce) X(iallreduce)                            \
+    X(bcast_init) X(barrier_init) X(reduce_init) X(allreduce_init)
 
 /* One module per communicator that selected us. */
 typedef struct mca_coll_numacoll_module_t {
@@ -87,6 +101,24 @@ typedef struct mca_coll_numacoll_module_t {
     mca_coll_base_module_t *prev_reduce_module;
     mca_coll_base_module_allreduce_fn_t prev_allreduce;
     mca_coll_base_module_t *prev_allreduce_module;
+
+    /* The same for the nonblocking and persistent forms; NULL where the
+     * communicator had none, and then ours are not installed either. */
+#define NC_PREV_FIELDS(name)                                                  \
+    mca_coll_base_module_##name##_fn_t prev_##name;                           \
+    mca_coll_base_module_t *prev_##name##_module;
+    NC_NB_LIST(NC_PREV_FIELDS)
+#undef NC_PREV_FIELDS
+
+    /* Requests the core runs for this communicator, oldest first (the
+     * core completes them in that order). The progress callback may run in
+     * any thread, so the queue and every core call while it is not empty
+     * are guarded by nb_lock; nb_next links the component's list of
+     * modules with requests in flight (coll_numacoll_nb.c). */
+    struct mca_coll_numacoll_request_t *nb_head, *nb_tail;
+    struct mca_coll_numacoll_module_t *nb_next;
+    bool nb_listed;
+    _Atomic bool nb_lock;
 } mca_coll_numacoll_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_numacoll_module_t);
@@ -102,6 +134,138 @@ typedef mca_coll_numacoll_module_t nc_module_t;
 #define nc_component mca_coll_numacoll_component
 /* Output stream of the coll framework: --mca coll_base_verbose N. */
 #define NC_OUT (ompi_coll_base_framework.framework_output)
+
+/* ---- shared by coll_numacoll_module.c and coll_numacoll_nb.c ----------
+ * Internal, but not static: the full names are the symbols, the short
+ * ones below what the sources write. The version script keeps them all
+ * local to the .so. */
+
+/* Statistics counters read through MPI_T: nothing is ordered by them. */
+static inline void nc_count(_Atomic unsigned long long *c)
+{
+    atomic_fetch_add_explicit(c, 1ull, memory_order_relaxed);
+}
+
+/* Per-call log lines appear from this coll_base_verbose level on. */
+#define NC_CALL_VERBOSITY 20
+#define nc_call_verbose mca_coll_numacoll_call_verbose
+bool nc_call_verbose(void);
+
+/* True when the core takes this communicator's calls; creates the team on
+ * the first call (collective: every rank makes that call). */
+#define nc_ready mca_coll_numacoll_ready
+bool nc_ready(nc_module_t *m);
+
+/* The MPI error class of a core status, after printing the core's
+ * sentence; op names the MPI call. */
+#define nc_finish mca_coll_numacoll_finish
+int nc_finish(nc_module_t *m, const char *op, int st);
+
+/* A coll function's answer meaning "not the core's: call the previous
+ * component" (no MPI error class is negative). */
+#define NC_DECLINED (-1000)
+
+/* How a Bcast's (buf, count, datatype) reaches the core: contiguous data
+ * straight from ptr, anything else through the convertor. */
+typedef struct nc_bc_plan {
+    size_t nbytes;      /* packed size: what must match between ranks     */
+    bool contig;
+    void *ptr;          /* contig: the first byte (buf + true lower bound) */
+} nc_bc_plan_t;
+#define nc_bc_plan mca_coll_numacoll_bc_plan
+nc_bc_plan_t nc_bc_plan(void *buf, int count, ompi_datatype_t *dtype);
+#define nc_bc_log mca_coll_numacoll_bc_log
+void nc_bc_log(nc_module_t *m, const char *what, int root,
+               const nc_bc_plan_t *p, int st);
+
+/* Convertor state of a non-contiguous Bcast, handed to the core's pack
+ * and unpack callbacks (coll_numacoll_module.c says how elements that
+ * straddle a fragment boundary are carried). It must live until the
+ * call completes. */
+#define NC_CARRY 256    /* holds whole elements: the largest basic one is 32 */
+typedef struct nc_dt_ctx {
+    opal_convertor_t conv;
+    size_t pos;                     /* stream bytes passed to/from the core */
+    unsigned char carry[NC_CARRY];  /* root: packed, not yet passed on      */
+    size_t carry_off, carry_len;
+} nc_dt_ctx_t;
+#define nc_dt_begin mca_coll_numacoll_dt_begin
+#define nc_dt_end mca_coll_numacoll_dt_end
+#define nc_pack mca_coll_numacoll_pack
+#define nc_unpack mca_coll_numacoll_unpack
+/* Construct c for the root (packing) or a reader (unpacking); a core
+ * status. nc_dt_end destructs it, whatever nc_dt_begin returned. */
+int nc_dt_begin(nc_dt_ctx_t *c, bool root, void *buf, int count,
+                ompi_datatype_t *dtype);
+void nc_dt_end(nc_dt_ctx_t *c);
+int nc_pack(void *ctx, size_t offset, void *dst, size_t n);
+int nc_unpack(void *ctx, size_t offset, const void *src, size_t n);
+
+/* How a Reduce/Allreduce's (datatype, op) reaches the core. */
+typedef enum { NC_RED_FALLBACK = 0, NC_RED_PREDEF, NC_RED_USER } nc_red_kind_t;
+typedef struct nc_red_plan {
+    nc_red_kind_t kind;
+    numacoll_dtype_t dt;        /* NC_RED_PREDEF */
+    numacoll_op_t op;           /* NC_RED_PREDEF */
+    size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
+    ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
+} nc_red_plan_t;
+/* A user op's context for nc_user_op; must live until the call completes. */
+typedef struct nc_user_ctx {
+    struct ompi_op_t *op;
+    ompi_datatype_t *dtype;
+    mca_coll_base_module_t *module;
+} nc_user_ctx_t;
+#define nc_red_plan mca_coll_numacoll_red_plan
+#define nc_red_takes mca_coll_numacoll_red_takes
+#define nc_red_bufs mca_coll_numacoll_red_bufs
+#define nc_op_commutes mca_coll_numacoll_op_commutes
+#define nc_user_op mca_coll_numacoll_user_op
+#define nc_red_log mca_coll_numacoll_red_log
+nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
+                          struct ompi_op_t *op);
+/* True when the core takes the planned call: sets the team up on first
+ * use; every rank decides alike. */
+bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
+                  int root);
+/* The core's send and receive pointers of a Reduce (root >= 0) or
+ * Allreduce (root < 0). */
+void nc_red_bufs(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
+                 void *rbuf, int root, const void **send, void **recv);
+int nc_op_commutes(struct ompi_op_t *op);
+void nc_user_op(void *ctx, const void *in, void *inout, size_t count);
+void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
+                int count, ompi_datatype_t *dtype, const nc_red_plan_t *p,
+                int st);
+
+/* ---- coll_numacoll_nb.c: requests --------------------------------------
+ * comm_query installs our functions, enable saves the previous ones (and
+ * withdraws ours where there are none), construct and destruct handle the
+ * module's part. */
+#define nc_nb_install mca_coll_numacoll_nb_install
+#define nc_nb_enable mca_coll_numacoll_nb_enable
+#define nc_nb_construct mca_coll_numacoll_nb_construct
+#define nc_nb_destruct mca_coll_numacoll_nb_destruct
+#define nc_nb_inflight mca_coll_numacoll_nb_inflight
+#define nc_nb_blocking mca_coll_numacoll_nb_blocking
+#define nc_nb_close mca_coll_numacoll_nb_close
+void nc_nb_install(nc_module_t *m);
+void nc_nb_enable(nc_module_t *m, ompi_communicator_t *comm);
+void nc_nb_construct(nc_module_t *m);
+void nc_nb_destruct(nc_module_t *m);
+/* True while the core has requests of this process in flight. */
+bool nc_nb_inflight(void);
+/* The four collectives, as a request records which it runs. */
+typedef enum { NC_BCAST, NC_BARRIER, NC_REDUCE, NC_ALLREDUCE } nc_kind_t;
+/* A blocking call made while requests are in flight: run through a
+ * request and wait on it, so that opal_progress keeps the others moving
+ * (the core's own wait would not). buf: Bcast's buffer, Reduce's and
+ * Allreduce's receive buffer. Returns the MPI status or NC_DECLINED. */
+int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
+                   int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                   int root);
+/* Component close: unregister the progress callback. */
+void nc_nb_close(void);
 
 END_C_DECLS
 

@@ -31,6 +31,7 @@
 
 static int nc_register(void);
 static int nc_open(void);
+static int nc_close(void);
 
 mca_coll_numacoll_component_t mca_coll_numacoll_component = {
     .super = {
@@ -40,6 +41,7 @@ mca_coll_numacoll_component_t mca_coll_numacoll_component = {
             MCA_BASE_MAKE_VERSION(component, NUMACOLL_VERSION_MAJOR,
                                   NUMACOLL_VERSION_MINOR, 0),
             .mca_open_component = nc_open,
+            .mca_close_component = nc_close,
             .mca_register_component_params = nc_register,
         },
         .collm_data = {
@@ -408,6 +410,36 @@ static void nc_register_pvars(void)
          "previous component.",
          MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_allreduce_fallback)},
+        {"ibcast_count", "Number of MPI_Ibcast calls and starts of "
+         "persistent Bcasts this process completed through numacoll, over "
+         "all communicators.", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ibcast)},
+        {"ibarrier_count", "Number of MPI_Ibarrier calls and starts of "
+         "persistent Barriers this process completed through numacoll.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ibarrier)},
+        {"ireduce_count", "Number of MPI_Ireduce calls and starts of "
+         "persistent Reduces this process completed through numacoll "
+         "(count > 0).", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ireduce)},
+        {"iallreduce_count", "Number of MPI_Iallreduce calls and starts of "
+         "persistent Allreduces this process completed through numacoll "
+         "(count > 0).", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_iallreduce)},
+        {"ibcast_fallback_count", "Number of MPI_Ibcast calls and "
+         "persistent Bcast inits on communicators that selected numacoll "
+         "which it handed to the previous component.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ibcast_fallback)},
+        {"ibarrier_fallback_count", "The same for MPI_Ibarrier and "
+         "persistent Barrier inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ibarrier_fallback)},
+        {"ireduce_fallback_count", "The same for MPI_Ireduce and "
+         "persistent Reduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_ireduce_fallback)},
+        {"iallreduce_fallback_count", "The same for MPI_Iallreduce and "
+         "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_iallreduce_fallback)},
         {"teams", "Number of numacoll teams (shared-memory segments) this "
          "process has mapped right now; returns to 0 once their "
          "communicators are freed.",
@@ -496,4 +528,12 @@ static int nc_open(void)
 {
     /* Registration already printed why. */
     return nc_component.config_ok ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
+}
+
+/* The progress callback lives in this .so, which Open MPI unloads after
+ * closing the component. */
+static int nc_close(void)
+{
+    nc_nb_close();
+    return OMPI_SUCCESS;
 }

@@ -30,14 +30,7 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/base/coll_base_functions.h"
 #include "ompi/proc/proc.h"
-#include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
-
-/* Statistics counters read through MPI_T: nothing is ordered by them. */
-static inline void nc_count(_Atomic unsigned long long *c)
-{
-    atomic_fetch_add_explicit(c, 1ull, memory_order_relaxed);
-}
 
 static void nc_module_construct(nc_module_t *m);
 static void nc_module_destruct(nc_module_t *m);
@@ -61,10 +54,8 @@ static int nc_allreduce(const void *sbuf, void *rbuf, int count,
                         mca_coll_base_module_t *module);
 
 /* A log line for every call is too much at level 10, where selection is
- * explained; it appears from this level on. */
-#define NC_CALL_VERBOSITY 20
-
-static bool nc_call_verbose(void)
+ * explained; it appears from NC_CALL_VERBOSITY on. */
+bool nc_call_verbose(void)
 {
     return ompi_coll_base_framework.framework_verbose >= NC_CALL_VERBOSITY;
 }
@@ -112,6 +103,7 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_barrier = nc_barrier;
     m->super.coll_reduce = nc_reduce;
     m->super.coll_allreduce = nc_allreduce;
+    nc_nb_install(m);
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
                         "coll:numacoll:comm_query: %s (cid %u, %d processes "
@@ -173,6 +165,7 @@ static int nc_module_enable(mca_coll_base_module_t *module,
     m->prev_allreduce = c->coll_allreduce;
     m->prev_allreduce_module = c->coll_allreduce_module;
     OBJ_RETAIN(m->prev_allreduce_module);
+    nc_nb_enable(m, comm);
     m->comm = comm;
     return OMPI_SUCCESS;
 }
@@ -194,6 +187,7 @@ static void nc_module_construct(nc_module_t *m)
     m->prev_reduce_module = NULL;
     m->prev_allreduce = NULL;
     m->prev_allreduce_module = NULL;
+    nc_nb_construct(m);
 }
 
 /* Runs while the communicator is destructed (MPI_Comm_free, MPI_Finalize).
@@ -221,6 +215,7 @@ static void nc_module_destruct(nc_module_t *m)
         OBJ_RELEASE(m->prev_reduce_module);
     if (m->prev_allreduce_module)
         OBJ_RELEASE(m->prev_allreduce_module);
+    nc_nb_destruct(m);
 }
 
 /* ---- lazy setup ------------------------------------------------------- */
@@ -344,8 +339,7 @@ static void nc_setup(nc_module_t *m)
     }
 }
 
-/* True when the core takes this call; creates the team on first use. */
-static bool nc_ready(nc_module_t *m)
+bool nc_ready(nc_module_t *m)
 {
     if (m->state == MCA_COLL_NUMACOLL_LAZY)
         nc_setup(m);
@@ -390,7 +384,7 @@ static int nc_mpi_error(numacoll_status_t st)
  * rank waited for which on what) is printed first, unless coll_numacoll_
  * verbose is 0.
  */
-static int nc_finish(nc_module_t *m, const char *op, int st)
+int nc_finish(nc_module_t *m, const char *op, int st)
 {
     if (st == NUMACOLL_OK)
         return MPI_SUCCESS;
@@ -413,15 +407,7 @@ static int nc_finish(nc_module_t *m, const char *op, int st)
  * hands its bytes over across the boundary. Unpacking accepts a partial
  * element and completes it with the next fragment.
  */
-#define NC_CARRY 256    /* holds whole elements: the largest basic one is 32 */
-typedef struct nc_dt_ctx {
-    opal_convertor_t conv;
-    size_t pos;                     /* stream bytes passed to/from the core */
-    unsigned char carry[NC_CARRY];  /* root: packed, not yet passed on      */
-    size_t carry_off, carry_len;
-} nc_dt_ctx_t;
-
-static int nc_pack(void *ctx, size_t offset, void *dst, size_t n)
+int nc_pack(void *ctx, size_t offset, void *dst, size_t n)
 {
     nc_dt_ctx_t *c = ctx;
     unsigned char *d = dst;
@@ -460,7 +446,7 @@ static int nc_pack(void *ctx, size_t offset, void *dst, size_t n)
     return 0;
 }
 
-static int nc_unpack(void *ctx, size_t offset, const void *src, size_t n)
+int nc_unpack(void *ctx, size_t offset, const void *src, size_t n)
 {
     nc_dt_ctx_t *c = ctx;
     /* The convertor only reads through iov_base when unpacking. */
@@ -475,29 +461,69 @@ static int nc_unpack(void *ctx, size_t offset, const void *src, size_t n)
     return 0;
 }
 
+int nc_dt_begin(nc_dt_ctx_t *c, bool root, void *buf, int count,
+                ompi_datatype_t *dtype)
+{
+    int rc;
+    OBJ_CONSTRUCT(&c->conv, opal_convertor_t);
+    c->pos = 0;
+    c->carry_off = c->carry_len = 0;
+    /* All ranks share one node, so the local architecture's convertor is
+     * the right template for both directions. */
+    if (root)
+        rc = opal_convertor_copy_and_prepare_for_send(
+            ompi_mpi_local_convertor, &dtype->super, (size_t)count, buf, 0,
+            &c->conv);
+    else
+        rc = opal_convertor_copy_and_prepare_for_recv(
+            ompi_mpi_local_convertor, &dtype->super, (size_t)count, buf, 0,
+            &c->conv);
+    return rc == OPAL_SUCCESS ? NUMACOLL_OK : NUMACOLL_ERR_CALLBACK;
+}
+
+void nc_dt_end(nc_dt_ctx_t *c)
+{
+    OBJ_DESTRUCT(&c->conv);
+}
+
+nc_bc_plan_t nc_bc_plan(void *buf, int count, ompi_datatype_t *dtype)
+{
+    size_t tsize = 0;
+    ompi_datatype_type_size(dtype, &tsize);
+    nc_bc_plan_t p = {.nbytes = tsize * (size_t)count, .ptr = NULL};
+    p.contig = ompi_datatype_is_contiguous_memory_layout(dtype, count);
+    /* Open MPI's binding returns before us on a count of 0; a type of no
+     * bytes still reaches the core, whose 0-byte Bcast compares the ranks'
+     * calls (a rank whose call says otherwise finds out). The first byte
+     * of contiguous data sits at the true lower bound. */
+    if (p.nbytes > 0 && p.contig)
+        p.ptr = (char *)buf + dtype->super.true_lb;
+    return p;
+}
+
+void nc_bc_log(nc_module_t *m, const char *what, int root,
+               const nc_bc_plan_t *p, int st)
+{
+    if (!nc_call_verbose())
+        return;
+    opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                        "coll:numacoll:%s: %s (cid %u) root %d, %zu bytes, "
+                        "%s: %s", what, nc_comm_name(m->comm),
+                        nc_comm_cid(m->comm), root, p->nbytes,
+                        p->contig ? "contiguous" : "convertor",
+                        numacoll_strerror(st));
+}
+
 static int nc_bcast_convertor(nc_module_t *m, void *buf, int count,
                               ompi_datatype_t *dtype, int root, size_t nbytes)
 {
     nc_dt_ctx_t c;
-    int rc;
-    OBJ_CONSTRUCT(&c.conv, opal_convertor_t);
-    c.pos = 0;
-    c.carry_off = c.carry_len = 0;
-    /* All ranks share one node, so the local architecture's convertor is
-     * the right template for both directions. */
-    if (ompi_comm_rank(m->comm) == root)
-        rc = opal_convertor_copy_and_prepare_for_send(
-            ompi_mpi_local_convertor, &dtype->super, (size_t)count, buf, 0,
-            &c.conv);
-    else
-        rc = opal_convertor_copy_and_prepare_for_recv(
-            ompi_mpi_local_convertor, &dtype->super, (size_t)count, buf, 0,
-            &c.conv);
-    int st = rc == OPAL_SUCCESS
-                 ? numacoll_bcast_packed(m->team, nbytes, root, nc_pack,
-                                         nc_unpack, &c)
-                 : NUMACOLL_ERR_CALLBACK;
-    OBJ_DESTRUCT(&c.conv);
+    int st = nc_dt_begin(&c, ompi_comm_rank(m->comm) == root, buf, count,
+                         dtype);
+    if (st == NUMACOLL_OK)
+        st = numacoll_bcast_packed(m->team, nbytes, root, nc_pack, nc_unpack,
+                                   &c);
+    nc_dt_end(&c);
     return st;
 }
 
@@ -505,47 +531,29 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
                     ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    if (!nc_ready(m)) {
-        nc_count(&nc_component.n_bcast_fallback);
-        return m->prev_bcast(buf, count, dtype, root, comm,
-                             m->prev_bcast_module);
+    int st = NC_DECLINED;
+    if (nc_ready(m) && nc_nb_inflight()) {
+        st = nc_nb_blocking(m, NC_BCAST, NULL, buf, count, dtype, NULL, root);
+        if (st != NC_DECLINED)
+            return st;
+    } else if (m->state == MCA_COLL_NUMACOLL_READY) {
+        nc_bc_plan_t p = nc_bc_plan(buf, count, dtype);
+        if (p.nbytes == 0 || p.contig)
+            st = numacoll_bcast(m->team, p.ptr, p.nbytes, root);
+        else
+            st = nc_bcast_convertor(m, buf, count, dtype, root, p.nbytes);
+        /* UNSUPPORTED: the core decides it from (size, root, config)
+         * before touching shared memory, identically on every rank, so all
+         * ranks take the previous component together. */
+        if (st != NUMACOLL_ERR_UNSUPPORTED) {
+            nc_bc_log(m, "bcast", root, &p, st);
+            if (st == NUMACOLL_OK)
+                nc_count(&nc_component.n_bcast);
+            return nc_finish(m, "MPI_Bcast", st);
+        }
     }
-
-    size_t tsize = 0;
-    ompi_datatype_type_size(dtype, &tsize);
-    size_t nbytes = tsize * (size_t)count;
-    bool contig = ompi_datatype_is_contiguous_memory_layout(dtype, count);
-    int st;
-    if (nbytes == 0) {
-        /* Open MPI's binding returns before us on a count of 0; a type of
-         * no bytes still reaches the core, whose 0-byte Bcast compares the
-         * ranks' calls (a rank whose call says otherwise finds out). */
-        st = numacoll_bcast(m->team, NULL, 0, root);
-    } else if (contig) {
-        /* The first byte of contiguous data sits at the true lower bound. */
-        st = numacoll_bcast(m->team, (char *)buf + dtype->super.true_lb,
-                            nbytes, root);
-    } else {
-        st = nc_bcast_convertor(m, buf, count, dtype, root, nbytes);
-    }
-    if (st == NUMACOLL_ERR_UNSUPPORTED) {
-        /* The core decides this from (size, root, config) before touching
-         * shared memory, identically on every rank, so all ranks take the
-         * previous component together. */
-        nc_count(&nc_component.n_bcast_fallback);
-        return m->prev_bcast(buf, count, dtype, root, comm,
-                             m->prev_bcast_module);
-    }
-    if (nc_call_verbose())
-        opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
-                            "coll:numacoll:bcast: %s (cid %u) root %d, %zu "
-                            "bytes, %s: %s", nc_comm_name(comm),
-                            nc_comm_cid(comm), root, nbytes,
-                            contig ? "contiguous" : "convertor",
-                            numacoll_strerror(st));
-    if (st == NUMACOLL_OK)
-        nc_count(&nc_component.n_bcast);
-    return nc_finish(m, "MPI_Bcast", st);
+    nc_count(&nc_component.n_bcast_fallback);
+    return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
 }
 
 /* ---- Barrier ---------------------------------------------------------- */
@@ -555,6 +563,13 @@ static int nc_barrier(ompi_communicator_t *comm,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_ready(m)) {
+        nc_count(&nc_component.n_barrier_fallback);
+        return m->prev_barrier(comm, m->prev_barrier_module);
+    }
+    if (nc_nb_inflight()) {
+        int rc = nc_nb_blocking(m, NC_BARRIER, NULL, NULL, 0, NULL, NULL, -1);
+        if (rc != NC_DECLINED)
+            return rc;
         nc_count(&nc_component.n_barrier_fallback);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
@@ -589,16 +604,6 @@ static int nc_barrier(ompi_communicator_t *comm,
  *    predefined op, non-contiguous types with a user op, MPI_REPLACE and
  *    MPI_NO_OP) goes to the previous component.
  */
-typedef enum { NC_RED_FALLBACK = 0, NC_RED_PREDEF, NC_RED_USER } nc_red_kind_t;
-
-typedef struct nc_red_plan {
-    nc_red_kind_t kind;
-    numacoll_dtype_t dt;        /* NC_RED_PREDEF */
-    numacoll_op_t op;           /* NC_RED_PREDEF */
-    size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
-    ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
-} nc_red_plan_t;
-
 /* numacoll integer type of a given width and signedness; -1 if none. */
 static int nc_int_dtype(size_t size, bool is_signed)
 {
@@ -697,7 +702,7 @@ static bool nc_op_is_predefined(MPI_Op op)
 /* The plan of a call, from its arguments alone, so it is known before any
  * setup (whether a user op's element fits the staging slot depends on the
  * team's tuning rule: nc_red_call asks once the team exists). */
-static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
+nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
                                  struct ompi_op_t *op)
 {
     nc_red_plan_t p = {.kind = NC_RED_FALLBACK};
@@ -733,22 +738,37 @@ static nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
     return p;
 }
 
-typedef struct nc_user_ctx {
-    struct ompi_op_t *op;
-    ompi_datatype_t *dtype;
-    mca_coll_base_module_t *module;
-} nc_user_ctx_t;
-
 /* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
  * lower-ranked operand, exactly MPI_User_function(invec, inoutvec), which
  * is what MPI_Reduce_local(inbuf, inoutbuf) computes. The core never
  * passes more than one staging slot (at most 16 MiB) of elements, so the
  * count fits an int. */
-static void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
+void nc_user_op(void *ctx, const void *in, void *inout, size_t count)
 {
     nc_user_ctx_t *c = ctx;
     (void)mca_coll_base_reduce_local(in, inout, (int)count, c->dtype, c->op,
                                      c->module);
+}
+
+void nc_red_bufs(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
+                 void *rbuf, int root, const void **send, void **recv)
+{
+    if (sbuf == MPI_IN_PLACE)
+        *send = NUMACOLL_IN_PLACE;
+    else
+        *send = (const char *)sbuf + p->true_lb;
+    if (root >= 0 && ompi_comm_rank(m->comm) != root)
+        *recv = NULL;  /* not touched there; may be NULL in MPI as well */
+    else
+        *recv = (char *)rbuf + p->true_lb;
+}
+
+int nc_op_commutes(struct ompi_op_t *op)
+{
+    int commute = 0;
+    if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
+        commute = 0;  /* rank order is right for every op */
+    return commute;
 }
 
 /* Run a planned Reduce (root >= 0) or Allreduce (root < 0) in the core. */
@@ -756,17 +776,9 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                       void *rbuf, int count, ompi_datatype_t *dtype,
                       struct ompi_op_t *op, int root)
 {
-    int rank = ompi_comm_rank(m->comm);
     const void *send;
     void *recv;
-    if (sbuf == MPI_IN_PLACE)
-        send = NUMACOLL_IN_PLACE;
-    else
-        send = (const char *)sbuf + p->true_lb;
-    if (root >= 0 && rank != root)
-        recv = NULL;  /* not touched there; may be NULL in MPI as well */
-    else
-        recv = (char *)rbuf + p->true_lb;
+    nc_red_bufs(m, p, sbuf, rbuf, root, &send, &recv);
     if (p->kind == NC_RED_PREDEF)
         return root >= 0
                    ? numacoll_reduce(m->team, send, recv, (size_t)count,
@@ -774,9 +786,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                    : numacoll_allreduce(m->team, send, recv, (size_t)count,
                                         p->dt, p->op);
     nc_user_ctx_t c = {op, dtype, &m->super};
-    int commute = 0;
-    if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS)
-        commute = 0;  /* rank order is right for every op */
+    int commute = nc_op_commutes(op);
     return root >= 0
                ? numacoll_reduce_user(m->team, send, recv, (size_t)count,
                                       p->elem_size, nc_user_op, &c, commute,
@@ -786,7 +796,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                                          commute);
 }
 
-static void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
+void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
                        int count, ompi_datatype_t *dtype,
                        const nc_red_plan_t *p, int st)
 {
@@ -805,26 +815,35 @@ static void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
                         numacoll_strerror(st));
 }
 
+bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
+                  int root)
+{
+    /* Only calls the core would take create the team. */
+    if (p->kind == NC_RED_FALLBACK || !nc_ready(m))
+        return false;
+    /* Same arguments and (checked at setup) same rules on every rank, so
+     * every rank declines alike. */
+    return p->kind != NC_RED_USER ||
+           p->elem_size <= numacoll_team_max_elem(m->team, root < 0,
+                                                  (size_t)count *
+                                                      p->elem_size);
+}
+
 /* Reduce (root >= 0) or Allreduce (root -1) in the core. Returns the MPI
- * status, or NC_RED_DECLINED when the call must go to the fallback. */
-#define NC_RED_DECLINED (-1000)
+ * status, or NC_DECLINED when the call must go to the fallback. */
 static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
                        const void *sbuf, void *rbuf, int count,
                        ompi_datatype_t *dtype, struct ompi_op_t *op, int root)
 {
-    /* Only calls the core would take create the team. */
     nc_red_plan_t p = nc_red_plan(count, dtype, op);
-    if (p.kind == NC_RED_FALLBACK || !nc_ready(m))
-        return NC_RED_DECLINED;
-    /* Same arguments and (checked at setup) same rules on every rank, so
-     * every rank declines alike. */
-    if (p.kind == NC_RED_USER &&
-        p.elem_size > numacoll_team_max_elem(m->team, root < 0,
-                                             (size_t)count * p.elem_size))
-        return NC_RED_DECLINED;
+    if (!nc_red_takes(m, &p, count, root))
+        return NC_DECLINED;
+    if (nc_nb_inflight())
+        return nc_nb_blocking(m, root >= 0 ? NC_REDUCE : NC_ALLREDUCE, sbuf,
+                              rbuf, count, dtype, op, root);
     int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
     if (st == NUMACOLL_ERR_UNSUPPORTED)
-        return NC_RED_DECLINED;  /* decided before shared memory, on every rank */
+        return NC_DECLINED;  /* decided before shared memory, on every rank */
     nc_red_log(comm, root >= 0 ? "reduce" : "allreduce", root, count, dtype,
                &p, st);
     if (st == NUMACOLL_OK)
@@ -844,7 +863,7 @@ static int nc_reduce(const void *sbuf, void *rbuf, int count,
     if (count == 0)
         return MPI_SUCCESS;
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, root);
-    if (rc != NC_RED_DECLINED)
+    if (rc != NC_DECLINED)
         return rc;
     nc_count(&nc_component.n_reduce_fallback);
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
@@ -860,7 +879,7 @@ static int nc_allreduce(const void *sbuf, void *rbuf, int count,
     if (count == 0)     /* as in nc_reduce */
         return MPI_SUCCESS;
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, -1);
-    if (rc != NC_RED_DECLINED)
+    if (rc != NC_DECLINED)
         return rc;
     nc_count(&nc_component.n_allreduce_fallback);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,

@@ -496,6 +496,45 @@ static void test_mpi_all_ops(void)
     CU_ASSERT(contains("CHECK FAILED"));
 }
 
+/* --overlap in both modes: every nonblocking operation checked and timed,
+ * its CSV rows, and compare-ompi.sh --overlap's table. Timings are not
+ * judged, only that every row is there and says ok. */
+static void test_overlap(void)
+{
+    char csv[160];
+    snprintf(csv, sizeof csv, "%s/ovl.csv", scratch());
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --overlap --ops all "
+                        "--sizes 4,8196,100000 --reps 2 --iters 2 --csv %s",
+                        csv), 0);
+    CU_ASSERT(contains("# ibcast, p = 3"));
+    CU_ASSERT(contains("# ibarrier, p = 3"));
+    CU_ASSERT(contains("overlap%"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    /* 3 sizes x 3 sized operations + the barrier, all ok */
+    CU_ASSERT_EQUAL(run("grep -c ',ok,' %s", csv), 0);
+    CU_ASSERT(contains("10"));
+    CU_ASSERT_EQUAL(run(BENCH " --overlap --json x.json"), 2);
+    CU_ASSERT(contains("--overlap prints its own table"));
+    if (!have_mpi())
+        return;
+    CU_ASSERT_EQUAL(run(MPIRUN BENCH_MPI " --overlap --ops all --sizes "
+                        "4,8196 --reps 2 --iters 2"), 0);
+    CU_ASSERT(contains("# iallreduce, p = 2"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    /* libnbc against basic's (the same libnbc): the component need not
+     * be built for the table to be checked */
+    CU_ASSERT_EQUAL(run("OMPI_ALLOW_RUN_AS_ROOT=1 "
+                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                        "ASAN_OPTIONS=detect_leaks=0 NC_BUILD=" NCT_BUILD_DIR
+                        " timeout 300 bench/compare-ompi.sh --overlap -n 2 "
+                        "-r 2 -c libnbc,basic -t 120 -o %s/ovc -- --sizes 8,4k "
+                        "--reps 2 --iters 2", scratch()), 0);
+    CU_ASSERT(contains("round 2/2"));
+    CU_ASSERT(contains("x libnbc"));
+    CU_ASSERT(contains("# ibcast"));
+    CU_ASSERT(contains("# iallreduce"));
+}
+
 /* ---- --merge and compare-ompi.sh ------------------------------------------ */
 
 static const char *const HDR =
@@ -631,6 +670,7 @@ int nct_register_bench(void)
         {"--merge: medians of medians, bad files", test_merge},
         {"compare-ompi.sh: table of two configurations", test_compare_script},
         {"--plot writes a PNG", test_plot},
+        {"--overlap: both modes, compare-ompi.sh --overlap", test_overlap},
         {NULL, NULL}};
     return nct_add_suite("bench", tests);
 }

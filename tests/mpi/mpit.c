@@ -86,6 +86,49 @@ void mpit_counters(mpit_counters_t *c)
         c->present = 0;
 }
 
+void mpit_named_open(mpit_named_t *s, const char *const *names, int n)
+{
+    int provided, count;
+    memset(s, 0, sizeof *s);
+    if (n > MPIT_NAMED_MAX ||
+        MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    s->t_ok = 1;
+    if (MPI_T_pvar_session_create(&s->session) != MPI_SUCCESS)
+        return;
+    for (; s->n < n; s->n++) {
+        int idx;
+        if (MPI_T_pvar_get_index(names[s->n], MPI_T_PVAR_CLASS_COUNTER,
+                                 &idx) != MPI_SUCCESS ||
+            MPI_T_pvar_handle_alloc(s->session, idx, NULL,
+                                    &s->handle[s->n], &count) != MPI_SUCCESS)
+            return;
+        (void)MPI_T_pvar_start(s->session, s->handle[s->n]);
+    }
+    s->present = 1;
+}
+
+void mpit_named_read(mpit_named_t *s, unsigned long long *v)
+{
+    for (int i = 0; i < s->n; i++) {
+        v[i] = 0;
+        if (s->present)
+            MPI_T_pvar_read(s->session, s->handle[i], &v[i]);
+    }
+}
+
+void mpit_named_close(mpit_named_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        MPI_T_pvar_handle_free(s->session, &s->handle[i]);
+    if (s->t_ok) {
+        MPI_T_pvar_session_free(&s->session);
+        MPI_T_finalize();
+    }
+    s->n = 0;
+    s->present = s->t_ok = 0;
+}
+
 void mpit_check_ran(const mpit_counters_t *b, const mpit_counters_t *a,
                     unsigned long long bcasts, unsigned long long barriers,
                     const char *what)

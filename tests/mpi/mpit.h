@@ -70,6 +70,20 @@ void mpit_check_ran(const mpit_counters_t *before, const mpit_counters_t *after,
                     unsigned long long bcasts, unsigned long long barriers,
                     const char *what);
 
+/* Any of numacoll's MPI_T counters, by name, in a session of their own
+ * (MPI_T may be initialised more than once). present is 0 when a name is
+ * missing (component not loaded); reads then give 0. */
+#define MPIT_NAMED_MAX 16
+typedef struct mpit_named {
+    int present, t_ok, n;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle[MPIT_NAMED_MAX];
+} mpit_named_t;
+
+void mpit_named_open(mpit_named_t *s, const char *const *names, int n);
+void mpit_named_read(mpit_named_t *s, unsigned long long *v);
+void mpit_named_close(mpit_named_t *s);
+
 /* Fill n bytes with a pattern that depends on seed and on the position
  * (8 bytes of a splitmix64 stream at a time): two different seeds, or a
  * shifted copy, never compare equal by accident. */

@@ -33,48 +33,11 @@ static const char *const rc_names[RC_N] = {
     "coll_numacoll_reduce_count", "coll_numacoll_allreduce_count",
     "coll_numacoll_reduce_fallback_count",
     "coll_numacoll_allreduce_fallback_count"};
-static MPI_T_pvar_session rc_session;
-static MPI_T_pvar_handle rc_handle[RC_N];
-static int rc_present, rc_t_ok;
-
-static void rc_open(void)
-{
-    int provided, count;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return;
-    rc_t_ok = 1;
-    if (MPI_T_pvar_session_create(&rc_session) != MPI_SUCCESS)
-        return;
-    for (int i = 0; i < RC_N; i++) {
-        int idx;
-        if (MPI_T_pvar_get_index(rc_names[i], MPI_T_PVAR_CLASS_COUNTER,
-                                 &idx) != MPI_SUCCESS ||
-            MPI_T_pvar_handle_alloc(rc_session, idx, NULL, &rc_handle[i],
-                                    &count) != MPI_SUCCESS)
-            return;
-        (void)MPI_T_pvar_start(rc_session, rc_handle[i]);
-    }
-    rc_present = 1;
-}
-
-static void rc_close(void)
-{
-    if (rc_present)
-        for (int i = 0; i < RC_N; i++)
-            MPI_T_pvar_handle_free(rc_session, &rc_handle[i]);
-    if (rc_t_ok) {
-        MPI_T_pvar_session_free(&rc_session);
-        MPI_T_finalize();
-    }
-}
+static mpit_named_t rc;
 
 static void rc_read(unsigned long long v[RC_N])
 {
-    for (int i = 0; i < RC_N; i++) {
-        v[i] = 0;
-        if (rc_present)
-            MPI_T_pvar_read(rc_session, rc_handle[i], &v[i]);
-    }
+    mpit_named_read(&rc, v);
 }
 
 /* Calls made, by kind, on communicators numacoll accepts. */
@@ -613,7 +576,7 @@ static void on_comm(MPI_Comm comm, const char *cname, MPI_Datatype mat_dt,
 int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "reduce_ops");
-    rc_open();
+    mpit_named_open(&rc, rc_names, RC_N);
     types_init();
     extra_pairs[0] = (tdesc_t){"short_int", MPI_SHORT_INT, K_PAIR,
                                sizeof(p_short_int), 4};
@@ -637,11 +600,11 @@ int main(int argc, char **argv)
     rc_read(after);
 
     if (mpit_expect == MPIT_EXPECT_CORE) {
-        MPIT_CHECK(rc_present, "numacoll's Reduce counters are missing "
+        MPIT_CHECK(rc.present, "numacoll's Reduce counters are missing "
                    "(component not loaded?)");
         const char *what[RC_N] = {"Reduce", "Allreduce", "Reduce fallback",
                                   "Allreduce fallback"};
-        for (int i = 0; i < RC_N && rc_present; i++) {
+        for (int i = 0; i < RC_N && rc.present; i++) {
             unsigned long long want = made[i] + fb_made[i];
             MPIT_CHECK(after[i] - before[i] == want, "%s: numacoll counted "
                        "%llu calls, expected %llu", what[i],
@@ -652,6 +615,6 @@ int main(int argc, char **argv)
     MPI_Comm_free(&rev);
     MPI_Op_free(&mat_op_h);
     MPI_Type_free(&mat_dt);
-    rc_close();
+    mpit_named_close(&rc);
     return mpit_finish();
 }

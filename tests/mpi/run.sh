@@ -26,7 +26,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
@@ -178,6 +178,17 @@ for np in $NPS; do
         mpi "numacoll    np=$np $t" "$WITH_PATH" "$np" $FORCE \
             -x NUMACOLL_EXPECT=core "$BIN/$t"
     done
+done
+
+# Nonblocking calls once more without single copy: every large Ibcast is
+# pipelined, so its root must keep feeding it, also while it sits in a
+# blocking Barrier on another communicator (tests/mpi/nonblocking.c,
+# cross_progress), which hangs unless blocking calls keep the other
+# requests moving.
+for np in 2 3; do
+    mpi "numacoll    np=$np nonblocking, single_copy=0" "$WITH_PATH" "$np" \
+        $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
+        "$BIN/nonblocking"
 done
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
