@@ -450,7 +450,8 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
  * overrides, check what they combine to, build every tree the rules name
  * and size the geometry for the largest rule: the Bcast buffers are laid
  * out as *s_out buffers of *f_out bytes. *hash identifies the result.
- * nodes, ppn: NUMA nodes the team spans, most ranks on one of them.
+ * nodes, ppn: NUMA nodes the team spans, most ranks on one of them; the
+ * other levels' shapes come from t->doms.
  */
 static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                       uint64_t *hash, unsigned *s_out, size_t *f_out,
@@ -458,7 +459,15 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
 {
     nc__tune_table_t tmp = {0};
     const nc__tune_table_t *tab = pick_table(t, &tmp);
-    int rc = nc__tune_resolve(tab, (unsigned)t->p, nodes, ppn, &t->tune)
+    /* The shape at every level the machine reports, whatever `levels`
+     * names: a rule may key on the L3 shape of a team whose trees follow
+     * NUMA only. The doms came with the locality exchange, so every rank
+     * sees the same shape. */
+    nc__tune_shape_t sh = {.p = (unsigned)t->p, .nodes = nodes, .ppn = ppn};
+    for (int l = NUMACOLL_LEVEL_L1; l < NUMACOLL_LEVEL_END; l++)
+        if (l != NUMACOLL_LEVEL_NUMA)
+            sh.dom[l] = nc__topo_level_shape(t->doms, t->p, l, &sh.rpd[l]);
+    int rc = nc__tune_resolve_shape(tab, &sh, &t->tune)
                  ? NUMACOLL_ERR_NOMEM : NUMACOLL_OK;
     nc__tune_free(&tmp);
     if (rc != NUMACOLL_OK)

@@ -57,6 +57,10 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            a->size_lo == b->size_lo && a->size_hi == b->size_hi &&
            a->nodes_lo == b->nodes_lo && a->nodes_hi == b->nodes_hi &&
            a->ppn_lo == b->ppn_lo && a->ppn_hi == b->ppn_hi &&
+           memcmp(a->lv_lo, b->lv_lo, sizeof a->lv_lo) == 0 &&
+           memcmp(a->lv_hi, b->lv_hi, sizeof a->lv_hi) == 0 &&
+           memcmp(a->rpd_lo, b->rpd_lo, sizeof a->rpd_lo) == 0 &&
+           memcmp(a->rpd_hi, b->rpd_hi, sizeof a->rpd_hi) == 0 &&
            a->ch.alg == b->ch.alg && a->ch.f == b->ch.f && a->ch.s == b->ch.s &&
            a->ch.q == b->ch.q && a->ch.tree == b->ch.tree &&
            a->ch.k == b->ch.k && a->ch.copy == b->ch.copy && a->gain == b->gain;
@@ -403,10 +407,12 @@ static void test_errors_tokens(void)
                 "t.txt:1:11: expected key=value, found '=3'\n");
     EXPECT_ERRS("bcast p=1 size=0 radix=2" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k, gain or copy), found 'radix'\n");
+                "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package "
+                "or packageppd), found 'radix'\n");
     EXPECT_ERRS("bcast p=1 size=0 P=1" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k, gain or copy), found 'P'\n");
+                "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package "
+                "or packageppd), found 'P'\n");
     EXPECT_ERRS("bcast p=1 size=0 p=2" IN,
                 "t.txt:1:18: expected each key once per rule, found 'p'\n");
     EXPECT_ERRS("bcast p=1 size=0" IN " k=2",
@@ -633,7 +639,8 @@ static void test_errors_lines(void)
                 "t.txt:2:50: expected a tree (flat, chain, kary, knomial or "
                 "numa), found 'oak'\n"
                 "t.txt:2:58: expected a key (p, size, nodes, ppn, alg, f, s, "
-                "q, tree, k, gain or copy), found 'z'\n"
+                "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package "
+                "or packageppd), found 'z'\n"
                 "t.txt:4:24: expected k from 2 to 64 (barrier_radix), found "
                 "'1'\n");
 
