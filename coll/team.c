@@ -341,7 +341,8 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
         ch->tree = tree;
 }
 
-/* Build tree (kind, k, hier) unless the team has it already. */
+/* Build tree (kind, k, hier) unless the team has it already; hier is the
+ * radix between heads, 0 for none (nc__team_tree_t). */
 static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
 {
     if (nc__team_tree(t, kind, k, hier))
@@ -354,7 +355,7 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
     /* numa trees, and every hier one, follow the team's levels */
     int rc = hier || kind == NUMACOLL_TREE_NUMA
-                 ? nc__tree_init_levels(&e->tree, t->p, k, hier ? k : 0,
+                 ? nc__tree_init_levels(&e->tree, t->p, k, hier,
                                         t->cfg.levels, t->doms)
                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
     if (rc == NUMACOLL_OK)
@@ -496,6 +497,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             h = fnv(h, &ch->q, sizeof ch->q);
             h = fnv(h, &ch->tree, sizeof ch->tree);
             h = fnv(h, &ch->k, sizeof ch->k);
+            h = fnv(h, &ch->ku, sizeof ch->ku);
             h = fnv(h, &ch->copy, sizeof ch->copy);
             if (nc__alg_takes((int)ch->alg, "q") &&
                 (ch->q > ch->s || ch->s % ch->q != 0)) {
@@ -534,7 +536,8 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                 }
             } else if (c == NC_COLL_REDUCE || c == NC_COLL_ALLREDUCE) {
                 if (nc__alg_takes((int)ch->alg, "k")) {
-                    rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k, 1);
+                    rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
+                                   (int)(ch->ku ? ch->ku : ch->k));
                     if (rc == NUMACOLL_OK)
                         rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
                 }

@@ -8,6 +8,7 @@
  * measures on synthetic machines with injected PUs (the records
  * test_levels.c builds trees from).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +116,8 @@ static void test_errors(void)
             "t.txt:1:25: expected each key once per rule, found 'l3'\n");
     REFUSED("bcast p=1-* size=0 l4=2" IN,
             "t.txt:1:20: expected a key (p, size, nodes, ppn, alg, f, s, q, "
-            "tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package or "
-            "packageppd), found 'l4'\n");
+            "tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
+            "packageppd or ku), found 'l4'\n");
 }
 
 static void test_overlap_unreachable(void)
@@ -314,6 +315,72 @@ static int team_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
+/* ku=: the radix between heads of Reduce's tree, apart from k. */
+static void test_ku(void)
+{
+    nc__tune_table_t t;
+    char errs[4096];
+    CU_ASSERT_EQUAL_FATAL(parse("reduce p=1-* size=* alg=pipelined f=1K s=2 "
+                                "k=2 ku=4\n"
+                                "allreduce p=1-* size=* alg=reduce_bcast f=1K "
+                                "s=2 ku=3 k=4\n",
+                                &t, errs, sizeof errs), 0);
+    CU_ASSERT_EQUAL(t.rules[0].ch.k, 2);
+    CU_ASSERT_EQUAL(t.rules[0].ch.ku, 4);
+    CU_ASSERT_EQUAL(t.rules[1].ch.ku, 3);
+    char line[512];
+    nc__tune_format_rule(&t.rules[1], line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " k=4 ku=3"));
+    nc__tune_free(&t);
+    REFUSED("bcast p=1-* size=0 ku=2" IN,
+            "t.txt:1:20: expected ku= only with k= of reduce or allreduce (the "
+            "radix between the heads of the levels), found 'ku'\n");
+    REFUSED("allreduce p=1-* size=* alg=rsag f=1K s=2 ku=2\n",
+            "t.txt:1:42: expected ku= only with k= of reduce or allreduce (the "
+            "radix between the heads of the levels), found 'ku'\n");
+    REFUSED("reduce p=1-* size=* alg=pipelined f=1K s=2 k=2 ku=1\n",
+            "t.txt:1:51: expected ku from 2 to 64 (reduce_radix), found '1'\n");
+}
+
+/* A Reduce whose rule gives ku=3 runs on the tree with radix 2 inside the
+ * L3 domains and 3 between heads, and sums right, at p = 8 under levels
+ * l3,numa,package (p = 8 on PUs 0-7: 4 L3 in 2 NUMA in 1 package). */
+static int ku_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.topology = M16;
+    cfg.pu = b->rank;
+    cfg.verbose = 0;
+    cfg.levels = numacoll_levels_parse("l3,numa,package");
+    cfg.tuning_text =
+        "reduce p=1-* size=* alg=pipelined f=1K s=2 k=2 ku=3\n";
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    int bad = !nc__team_tree(team, NUMACOLL_TREE_NUMA, 2, 3);
+    int64_t in[300], out[300];
+    for (int root = 0; root < b->size && !bad; root += 3) {
+        for (int i = 0; i < 300; i++)
+            in[i] = i * 5 + b->rank;
+        if (numacoll_reduce(team, in, out, 300, NUMACOLL_DTYPE_INT64,
+                            NUMACOLL_OP_SUM, root) != NUMACOLL_OK)
+            bad = 2;
+        for (int i = 0; !bad && b->rank == root && i < 300; i++)
+            if (out[i] != (int64_t)i * 5 * b->size +
+                              (int64_t)b->size * (b->size - 1) / 2)
+                bad = 3;
+    }
+    numacoll_team_destroy(team);
+    return bad;
+}
+
+static void test_ku_team(void)
+{
+    CU_ASSERT_EQUAL(nct_run(8, ku_body, NULL), 0);
+}
+
 static void test_team(void)
 {
     int stride = 1;
@@ -332,6 +399,8 @@ int nct_register_tune_levels(void)
         {"team shape per level on a synthetic machine", test_shape},
         {"rules resolve by the shape per level", test_resolve},
         {"a team takes the rule of its shape per level", test_team},
+        {"ku=: parse, print back, errors", test_ku},
+        {"ku=: a Reduce on radix 2 inside, 3 between heads", test_ku_team},
         {NULL, NULL},
     };
     return nct_add_suite("tune_levels", tests);

@@ -58,13 +58,15 @@ typedef enum {
     K_COPY,
     /* the level keys: domains, then ranks per domain, for each level
      * LEVEL_KEYS lists (NUMA has nodes and ppn) */
-    K_L1, K_L1PPD, K_L2, K_L2PPD, K_L3, K_L3PPD, K_PKG, K_PKGPPD, K_COUNT
+    K_L1, K_L1PPD, K_L2, K_L2PPD, K_L3, K_L3PPD, K_PKG, K_PKGPPD,
+    K_KU,   /* optional radix between the heads of the levels (Reduce's) */
+    K_COUNT
 } tkey_t;
 
 static const char *const key_names[K_COUNT] = {
     "p", "size", "nodes", "ppn", "alg", "f", "s", "q", "tree", "k", "gain",
     "copy", "l1", "l1ppd", "l2", "l2ppd", "l3", "l3ppd", "package",
-    "packageppd",
+    "packageppd", "ku",
 };
 
 /* The level of each pair of level keys, in key order. */
@@ -520,6 +522,8 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
     }
     if (mask & (1u << K_K))
         o += snprintf(line + o, sizeof line - (size_t)o, " k=%u", r->ch.k);
+    if (r->ch.ku)
+        o += snprintf(line + o, sizeof line - (size_t)o, " ku=%u", r->ch.ku);
     if (r->ch.copy != NC_COPY_AUTO && nc__copy_name(r->ch.copy))
         o += snprintf(line + o, sizeof line - (size_t)o, " copy=%s",
                       nc__copy_name(r->ch.copy));
@@ -926,6 +930,25 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
                               NC_COPY_COUNT, v, vn);
             else
                 r.ch.copy = kind;
+            break;
+        }
+        case K_KU: {
+            /* optional; only where a Reduce tree has heads to join */
+            int red = coll == NC_COLL_REDUCE || coll == NC_COLL_ALLREDUCE;
+            if (!red || (alg >= 0 && !(alg_mask & (1u << K_K)))) {
+                expect(es, L, t->col,
+                       "ku= only with k= of reduce or allreduce (the radix "
+                       "between the heads of the levels)", t->s, kn);
+                break;
+            }
+            key_bounds(PRM_reduce_radix, K_K, &lo, &hi);
+            st = parse_num(v, vn, 0, UINT_MAX, &x);
+            if (st != NUM_OK || x < lo || x > hi) {
+                snprintf(what, sizeof what, "ku from %llu to %llu "
+                         "(reduce_radix)", lo, hi);
+                expect(es, L, vcol, what, v, vn);
+            } else
+                r.ch.ku = (unsigned)x;
             break;
         }
         case K_GAIN: {

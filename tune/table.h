@@ -46,6 +46,8 @@ typedef struct nc__choice {
     unsigned k;        /* radix                                            */
     int copy;          /* copy-layer variant, nc__copy_kind_t (copy=; 0 is
                         * auto, the default of every rule)                */
+    unsigned ku;       /* Reduce, Allreduce (reduce_bcast): radix between
+                        * the heads of the levels (ku=); 0: k, the default */
 } nc__choice_t;
 
 /* One line of a table. Ranges are inclusive; an absent nodes/ppn key is
