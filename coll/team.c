@@ -216,6 +216,8 @@ static int copy_table(const nc__tune_table_t *from, nc__tune_table_t *to)
 {
     *to = (nc__tune_table_t){0};
     snprintf(to->source, sizeof to->source, "%s", from->source);
+    to->levels = from->levels;
+    to->levels_line = from->levels_line;
     if (from->n == 0)
         return 0;
     to->rules = malloc((size_t)from->n * sizeof *to->rules);
@@ -460,6 +462,11 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
 {
     nc__tune_table_t tmp = {0};
     const nc__tune_table_t *tab = pick_table(t, &tmp);
+    /* The table's level list (numacoll-tune measured it) replaces the
+     * parameter's default only: a team asked for other levels keeps
+     * them. Before any tree is built, Barrier's included. */
+    if (tab->levels && t->cfg.levels == NUMACOLL_LEVEL_NUMA)
+        t->cfg.levels = tab->levels;
     /* The shape at every level the machine reports, whatever `levels`
      * names: a rule may key on the L3 shape of a team whose trees follow
      * NUMA only. The doms came with the locality exchange, so every rank
@@ -481,6 +488,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
     t->rf_max = 64;
     t->geo_f = 0;
     uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv(h, &t->cfg.levels, sizeof t->cfg.levels);
     for (int c = 0; c < NC_COLL_COUNT && rc == NUMACOLL_OK; c++) {
         for (int i = 0; i < t->tune.n[c] && rc == NUMACOLL_OK; i++) {
             nc__tune_entry_t *e = &t->tune.e[c][i];

@@ -381,6 +381,76 @@ static void test_ku_team(void)
     CU_ASSERT_EQUAL(nct_run(8, ku_body, NULL), 0);
 }
 
+/* The table-wide "levels" line: parsed once, written first, errors. */
+static void test_levels_line(void)
+{
+    nc__tune_table_t t;
+    char errs[4096];
+    CU_ASSERT_EQUAL_FATAL(parse("# tuned\nlevels l3,numa   # measured\n"
+                                "barrier p=1-* alg=tree k=2\n",
+                                &t, errs, sizeof errs), 0);
+    CU_ASSERT_EQUAL(t.levels, numacoll_levels_parse("l3,numa"));
+    CU_ASSERT_EQUAL(t.levels_line, 2);
+    char *buf = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&buf, &blen);
+    CU_ASSERT_EQUAL_FATAL(nc__tune_write(&t, NULL, f), 0);
+    fclose(f);
+    CU_ASSERT_EQUAL(strncmp(buf, "levels     l3,numa\nbarrier", 26), 0);
+    nc__tune_table_t u;
+    CU_ASSERT_EQUAL(parse(buf, &u, errs, sizeof errs), 0);
+    CU_ASSERT_EQUAL(u.levels, t.levels);
+    free(buf);
+    nc__tune_free(&u);
+    nc__tune_free(&t);
+    CU_ASSERT_EQUAL(t.levels, 0);
+    REFUSED("levels\n", "t.txt:1:7: expected a level list after levels (e.g. "
+                        "l3,numa), found 'end of line'\n");
+    REFUSED("levels l4,numa\n",
+            "t.txt:1:8: expected a level list (l1, l2, l3, numa, package, "
+            "comma-separated, innermost first), found 'l4,numa'\n");
+    REFUSED("levels numa p=1\n",
+            "t.txt:1:13: expected end of line after the level list, found "
+            "'p=1'\n");
+    REFUSED("levels numa\n\nlevels l3,numa\n",
+            "t.txt:3:1: expected one levels line (line 1 has one), found "
+            "'levels'\n");
+}
+
+/* A team takes the table's level list unless its levels parameter says
+ * otherwise. */
+static int levels_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const char *param = arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.topology = M16;
+    cfg.pu = b->rank;
+    cfg.verbose = 0;
+    if (param)
+        cfg.levels = numacoll_levels_parse(param);
+    cfg.tuning_text = "levels l3,numa,package\n";
+    numacoll_team_t *team;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    int want = numacoll_levels_parse(param ? param : "l3,numa,package");
+    int bad = team->cfg.levels != want;
+    char buf[8] = {0};
+    if (b->rank == 0)
+        memcpy(buf, "table", 6);
+    if (numacoll_bcast(team, buf, sizeof buf, 0) != NUMACOLL_OK ||
+        strcmp(buf, "table") != 0 || numacoll_barrier(team) != NUMACOLL_OK)
+        bad = 1;
+    numacoll_team_destroy(team);
+    return bad;
+}
+
+static void test_levels_team(void)
+{
+    CU_ASSERT_EQUAL(nct_run(8, levels_body, NULL), 0);
+    CU_ASSERT_EQUAL(nct_run(8, levels_body, (void *)"l3"), 0);
+}
+
 static void test_team(void)
 {
     int stride = 1;
@@ -400,6 +470,8 @@ int nct_register_tune_levels(void)
         {"rules resolve by the shape per level", test_resolve},
         {"a team takes the rule of its shape per level", test_team},
         {"ku=: parse, print back, errors", test_ku},
+        {"the levels line: parse, print back, errors", test_levels_line},
+        {"a team takes the table's levels unless set", test_levels_team},
         {"ku=: a Reduce on radix 2 inside, 3 between heads", test_ku_team},
         {NULL, NULL},
     };

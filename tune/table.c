@@ -553,6 +553,12 @@ int nc__tune_write(const nc__tune_table_t *tab, const char *header, FILE *to)
                 h++;
         }
     }
+    if (tab && tab->levels) {
+        char lv[64];
+        if (numacoll_levels_format(tab->levels, lv, sizeof lv) != 0)
+            return -1;
+        fprintf(to, "levels     %s\n", lv);
+    }
     for (int i = 0; tab && i < tab->n; i++) {
         char line[512];
         if (nc__tune_format_rule(&tab->rules[i], line, sizeof line) < 0)
@@ -571,6 +577,7 @@ void nc__tune_free(nc__tune_table_t *tab)
     free(tab->rules);
     tab->rules = NULL;
     tab->n = tab->cap = 0;
+    tab->levels = tab->levels_line = 0;
 }
 
 int nc__tune_add(nc__tune_table_t *tab, const nc__tune_rule_t *r)
@@ -1035,6 +1042,40 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
         ps->oom = 1;
 }
 
+/* "levels <list>": the table's level list, once per table. */
+static void parse_levels(parser_t *ps, const tok_t *tk, int nt)
+{
+    errsink_t *es = ps->es;
+    const int L = ps->line;
+    if (nt < 2) {
+        expect(es, L, tk[0].col + 6, "a level list after levels (e.g. "
+               "l3,numa)", "end of line", 11);
+        return;
+    }
+    char list[64];
+    int lv = -1;
+    if (tk[1].n < sizeof list) {
+        memcpy(list, tk[1].s, tk[1].n);
+        list[tk[1].n] = '\0';
+        lv = numacoll_levels_parse(list);
+    }
+    if (lv <= 0)
+        expect(es, L, tk[1].col, "a level list (l1, l2, l3, numa, package, "
+               "comma-separated, innermost first)", tk[1].s, tk[1].n);
+    else if (nt > 2)
+        expect(es, L, tk[2].col, "end of line after the level list",
+               tk[2].s, tk[2].n);
+    else if (ps->out->levels_line) {
+        char what[64];
+        snprintf(what, sizeof what, "one levels line (line %d has one)",
+                 ps->out->levels_line);
+        expect(es, L, tk[0].col, what, tk[0].s, tk[0].n);
+    } else {
+        ps->out->levels = lv;
+        ps->out->levels_line = L;
+    }
+}
+
 static void parse_line(parser_t *ps, const char *s, size_t n)
 {
     errsink_t *es = ps->es;
@@ -1071,7 +1112,9 @@ static void parse_line(parser_t *ps, const char *s, size_t n)
         nt++;
         i = j;
     }
-    if (nt)
+    if (nt && tk[0].n == 6 && memcmp(tk[0].s, "levels", 6) == 0)
+        parse_levels(ps, tk, nt);
+    else if (nt)
         parse_rule(ps, tk, nt);
 }
 

@@ -5,6 +5,7 @@
  * docs/tuning.md, one rule per line:
  *
  *   # comment
+ *   levels    l3,numa            # at most one: the level list (optional)
  *   bcast     p=2-*  size=57-*   alg=pipelined f=8K s=64 q=2 tree=kary k=2
  *   allreduce p=1-*  size=0-56   nodes=1-2 ppn=1-*  alg=inline  # comment
  *
@@ -73,6 +74,11 @@ typedef struct nc__tune_rule {
 typedef struct nc__tune_table {
     nc__tune_rule_t *rules;
     int n, cap;
+    /* The table-wide line "levels l3,numa" (numacoll-tune writes the level
+     * list it measured fastest): packed list, 0 if the table has none. A
+     * team whose levels parameter is at its default (numa) builds its
+     * trees by it; see docs/tuning.md. */
+    int levels, levels_line;
     char source[256];  /* "built-in" or the file's path                   */
 } nc__tune_table_t;
 
