@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "coll/team.h"
 #include "nct.h"
@@ -459,6 +461,74 @@ static void test_team(void)
     CU_ASSERT_EQUAL(nct_run(4, team_body, &stride), 0);
 }
 
+/* numacoll-tune --quick, Barrier only (a few seconds), on a synthetic
+ * machine: output (stdout and stderr) into out; the exit status, or -1. */
+#define TUNER "build/numacoll-tune"
+static int tuner(const char *args, const char *table, char *out, size_t len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "( timeout 120 " TUNER " --quick --ops barrier "
+             "%s -o %s ) 2>&1", args, table);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* On a machine whose level lists differ the tuner measures them and the
+ * table it writes says what it found (and parses, levels line or not);
+ * where they coincide it says so and skips. The winner itself is left to
+ * the machine: no timing is asserted. */
+static void test_tuner_levels(void)
+{
+    if (access(TUNER, X_OK) != 0) {
+        CU_FAIL("build/numacoll-tune is not built: run make first");
+        return;
+    }
+    char table[64] = "/tmp/nct-tune-levels-XXXXXX", out[8192];
+    int fd = mkstemp(table);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    int rc = tuner("--budget 20s -p 4 --topology '" M16 "'", table, out,
+                   sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    const char *want = "p=4: levels, time against numa over 1 point: numa "
+                       "x1.00 (4 ranks); l3,numa x";
+    if (!strstr(out, want))
+        fprintf(stderr, "\n  tuner output lacks '%s':\n%s\n", want, out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(2 L3 > 4 ranks)"));
+    nc__tune_table_t t;
+    char errs[2048];
+    CU_ASSERT_EQUAL(nc__tune_load(table, &t, errs, sizeof errs), 0);
+    CU_ASSERT(t.levels == 0 || t.levels == numacoll_levels_parse("l3,numa"));
+    nc__tune_free(&t);
+    FILE *f = fopen(table, "r");
+    char head[8192] = "";
+    if (f) {
+        head[fread(head, 1, sizeof head - 1, f)] = '\0';
+        fclose(f);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(head, "# levels p=4: levels, time against "
+                                        "numa"));
+
+    rc = tuner("--budget 10s -p 2 --topology 'synthetic:numa:1 core:2 pu:1'",
+               table, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    want = "p=2: every level list gives one hierarchy here (2 ranks): levels "
+           "not tuned";
+    if (!strstr(out, want))
+        fprintf(stderr, "\n  tuner output lacks '%s':\n%s\n", want, out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_EQUAL(nc__tune_load(table, &t, errs, sizeof errs), 0);
+    CU_ASSERT_EQUAL(t.levels, 0);
+    nc__tune_free(&t);
+    remove(table);
+}
+
 int nct_register_tune_levels(void)
 {
     static const nct_test_t tests[] = {
@@ -472,6 +542,8 @@ int nct_register_tune_levels(void)
         {"ku=: parse, print back, errors", test_ku},
         {"the levels line: parse, print back, errors", test_levels_line},
         {"a team takes the table's levels unless set", test_levels_team},
+        {"numacoll-tune --quick measures level lists, or says they coincide",
+         test_tuner_levels},
         {"ku=: a Reduce on radix 2 inside, 3 between heads", test_ku_team},
         {NULL, NULL},
     };
