@@ -594,10 +594,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             for (int i = 0; i < t->tune.n[c]; i++) {
                 const nc__tune_entry_t *e = &t->tune.e[c][i];
                 fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
-                        "q=%u tree=%d k=%u (%s line %d)\n",
+                        "q=%u tree=%d k=%u ku=%u (%s line %d)\n",
                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
                         nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
-                        e->ch.tree, e->ch.k,
+                        e->ch.tree, e->ch.k, e->ch.ku,
                         e->builtin ? "built-in" : t->tune_source, e->line);
             }
     *hash = h;

@@ -6,7 +6,9 @@
  * them overlap exactly when their ranges meet; a rule no team can match is
  * refused; and resolution follows the shape that nc__topo_level_shape
  * measures on synthetic machines with injected PUs (the records
- * test_levels.c builds trees from).
+ * test_levels.c builds trees from). Also ku= (Reduce's radix between
+ * heads), the table-wide "levels" line a team takes when its parameter is
+ * at its default, and numacoll-tune --quick trying level lists.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -448,7 +448,7 @@ static int fmt_levels(char *b, size_t len, const nc__tune_rule_t *r)
 {
     int o = 0;
     b[0] = '\0';
-    for (int k = K_L1; k < K_COUNT && (size_t)o < len; k++) {
+    for (int k = K_L1; k <= K_PKGPPD && (size_t)o < len; k++) {
         int rpd, l = key_level(k, &rpd);
         unsigned lo = rpd ? r->rpd_lo[l] : r->lv_lo[l];
         unsigned hi = rpd ? r->rpd_hi[l] : r->lv_hi[l];

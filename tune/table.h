@@ -12,8 +12,9 @@
  * Rules of one collective must not overlap (every key range intersecting is
  * an error), so the order of lines never matters. The built-in defaults
  * (tune/defaults.txt) are such a table, compiled in and parsed by the same
- * code. A team resolves the table once, at creation, for its own p and NUMA
- * shape into sorted size ranges per collective (nc__tune_team_t); a call
+ * code. A team resolves the table once, at creation, for its own p and its
+ * shape at every level (NUMA nodes, L3 domains, ... and the most ranks in
+ * one) into sorted size ranges per collective (nc__tune_team_t); a call
  * then finds its choice by binary search and never touches text.
  */
 #ifndef NUMACOLL_TUNE_TABLE_H
