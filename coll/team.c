@@ -216,6 +216,8 @@ static int copy_table(const nc__tune_table_t *from, nc__tune_table_t *to)
 {
     *to = (nc__tune_table_t){0};
     snprintf(to->source, sizeof to->source, "%s", from->source);
+    to->levels = from->levels;
+    to->levels_line = from->levels_line;
     if (from->n == 0)
         return 0;
     to->rules = malloc((size_t)from->n * sizeof *to->rules);
@@ -341,7 +343,8 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
         ch->tree = tree;
 }
 
-/* Build tree (kind, k, hier) unless the team has it already. */
+/* Build tree (kind, k, hier) unless the team has it already; hier is the
+ * radix between heads, 0 for none (nc__team_tree_t). */
 static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
 {
     if (nc__team_tree(t, kind, k, hier))
@@ -354,7 +357,7 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
     /* numa trees, and every hier one, follow the team's levels */
     int rc = hier || kind == NUMACOLL_TREE_NUMA
-                 ? nc__tree_init_levels(&e->tree, t->p, k, hier ? k : 0,
+                 ? nc__tree_init_levels(&e->tree, t->p, k, hier,
                                         t->cfg.levels, t->doms)
                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
     if (rc == NUMACOLL_OK)
@@ -450,7 +453,8 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
  * overrides, check what they combine to, build every tree the rules name
  * and size the geometry for the largest rule: the Bcast buffers are laid
  * out as *s_out buffers of *f_out bytes. *hash identifies the result.
- * nodes, ppn: NUMA nodes the team spans, most ranks on one of them.
+ * nodes, ppn: NUMA nodes the team spans, most ranks on one of them; the
+ * other levels' shapes come from t->doms.
  */
 static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                       uint64_t *hash, unsigned *s_out, size_t *f_out,
@@ -458,7 +462,20 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
 {
     nc__tune_table_t tmp = {0};
     const nc__tune_table_t *tab = pick_table(t, &tmp);
-    int rc = nc__tune_resolve(tab, (unsigned)t->p, nodes, ppn, &t->tune)
+    /* The table's level list (numacoll-tune measured it) replaces the
+     * parameter's default only: a team asked for other levels keeps
+     * them. Before any tree is built, Barrier's included. */
+    if (tab->levels && t->cfg.levels == NUMACOLL_LEVEL_NUMA)
+        t->cfg.levels = tab->levels;
+    /* The shape at every level the machine reports, whatever `levels`
+     * names: a rule may key on the L3 shape of a team whose trees follow
+     * NUMA only. The doms came with the locality exchange, so every rank
+     * sees the same shape. */
+    nc__tune_shape_t sh = {.p = (unsigned)t->p, .nodes = nodes, .ppn = ppn};
+    for (int l = NUMACOLL_LEVEL_L1; l < NUMACOLL_LEVEL_END; l++)
+        if (l != NUMACOLL_LEVEL_NUMA)
+            sh.dom[l] = nc__topo_level_shape(t->doms, t->p, l, &sh.rpd[l]);
+    int rc = nc__tune_resolve_shape(tab, &sh, &t->tune)
                  ? NUMACOLL_ERR_NOMEM : NUMACOLL_OK;
     nc__tune_free(&tmp);
     if (rc != NUMACOLL_OK)
@@ -471,6 +488,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
     t->rf_max = 64;
     t->geo_f = 0;
     uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv(h, &t->cfg.levels, sizeof t->cfg.levels);
     for (int c = 0; c < NC_COLL_COUNT && rc == NUMACOLL_OK; c++) {
         for (int i = 0; i < t->tune.n[c] && rc == NUMACOLL_OK; i++) {
             nc__tune_entry_t *e = &t->tune.e[c][i];
@@ -487,6 +505,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             h = fnv(h, &ch->q, sizeof ch->q);
             h = fnv(h, &ch->tree, sizeof ch->tree);
             h = fnv(h, &ch->k, sizeof ch->k);
+            h = fnv(h, &ch->ku, sizeof ch->ku);
             h = fnv(h, &ch->copy, sizeof ch->copy);
             if (nc__alg_takes((int)ch->alg, "q") &&
                 (ch->q > ch->s || ch->s % ch->q != 0)) {
@@ -525,7 +544,8 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                 }
             } else if (c == NC_COLL_REDUCE || c == NC_COLL_ALLREDUCE) {
                 if (nc__alg_takes((int)ch->alg, "k")) {
-                    rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k, 1);
+                    rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
+                                   (int)(ch->ku ? ch->ku : ch->k));
                     if (rc == NUMACOLL_OK)
                         rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
                 }
@@ -574,10 +594,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             for (int i = 0; i < t->tune.n[c]; i++) {
                 const nc__tune_entry_t *e = &t->tune.e[c][i];
                 fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
-                        "q=%u tree=%d k=%u (%s line %d)\n",
+                        "q=%u tree=%d k=%u ku=%u (%s line %d)\n",
                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
                         nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
-                        e->ch.tree, e->ch.k,
+                        e->ch.tree, e->ch.k, e->ch.ku,
                         e->builtin ? "built-in" : t->tune_source, e->line);
             }
     *hash = h;

@@ -173,8 +173,9 @@ typedef struct nc__pend {
 } nc__pend_t;
 
 /* A tree of the team, built at creation for every (kind, radix) its
- * tuning rules name. hier: the numa shape with radix k between the
- * leaders too (nc__tree_init_hier), as Reduce and Barrier use it. */
+ * tuning rules name. hier: 0, or the numa shape with a knomial of radix
+ * hier between the heads of the levels (nc__tree_init_levels'
+ * leader_radix), as Reduce uses it: k unless a rule gives ku=. */
 typedef struct nc__team_tree {
     int kind, k, hier;
     nc__tree_t tree;

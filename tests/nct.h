@@ -39,6 +39,7 @@ int nct_register_copy(void);
 int nct_register_align(void);
 int nct_register_mismatch(void);
 int nct_register_tune_file(void);
+int nct_register_tune_levels(void);
 int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);

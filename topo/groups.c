@@ -160,6 +160,32 @@ void nc__topo_doms(const numacoll_locality_t *loc, const int32_t *caches,
     d->id[NUMACOLL_LEVEL_PACKAGE] = loc->package;
 }
 
+/* O(p^2) without memory: it runs once per level at team creation, and a
+ * node's team is at most a few hundred ranks. */
+unsigned nc__topo_level_shape(const nc__doms_t *doms, int p, int code,
+                              unsigned *most)
+{
+    unsigned nd = 0, top = 0;
+    if (doms && p >= 1 && code >= NUMACOLL_LEVEL_L1 &&
+        code < NUMACOLL_LEVEL_END)
+        for (int r = 0; r < p; r++) {
+            int first = 1;
+            for (int e = 0; e < r && first; e++)
+                first = doms[e].id[code] != doms[r].id[code];
+            if (!first)
+                continue;
+            unsigned n = 0;   /* r is its domain's lowest rank: count it */
+            for (int e = r; e < p; e++)
+                n += doms[e].id[code] == doms[r].id[code];
+            nd++;
+            if (n > top)
+                top = n;
+        }
+    if (most)
+        *most = top;
+    return nd;
+}
+
 /* ---- hierarchies -------------------------------------------------------- */
 
 void nc__hier_fini(nc__hier_t *h)

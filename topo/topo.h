@@ -54,6 +54,14 @@ void nc__topo_doms(const numacoll_locality_t *loc, const int32_t *caches,
  * -1 if levels is no valid list (a code out of range, a gap, a repeat). */
 int nc__levels_unpack(int levels, int codes[NUMACOLL_LEVELS_MAX]);
 
+/* The team's shape at one level (code), for the tuning table's level
+ * keys: returns the number of domains the p ranks span at that level
+ * (hwloc's domains, not nested; ranks whose id is unknown, -1, count as
+ * one domain together, as unknown NUMA nodes do) and puts the most ranks
+ * in one of them in *most. 0 for p < 1, an invalid code or no doms. */
+unsigned nc__topo_level_shape(const nc__doms_t *doms, int p, int code,
+                              unsigned *most);
+
 /* Short plural name of a level for "2 packages > 4 NUMA > 64 ranks". */
 const char *nc__level_label(int code);
 

@@ -27,7 +27,8 @@
 static int same_choice(const nc__choice_t *a, const nc__choice_t *b)
 {
     return a->alg == b->alg && a->f == b->f && a->s == b->s && a->q == b->q &&
-           a->tree == b->tree && a->k == b->k && a->copy == b->copy;
+           a->tree == b->tree && a->k == b->k && a->copy == b->copy &&
+           a->ku == b->ku;
 }
 
 static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
@@ -36,6 +37,10 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            a->size_lo == b->size_lo && a->size_hi == b->size_hi &&
            a->nodes_lo == b->nodes_lo && a->nodes_hi == b->nodes_hi &&
            a->ppn_lo == b->ppn_lo && a->ppn_hi == b->ppn_hi &&
+           memcmp(a->lv_lo, b->lv_lo, sizeof a->lv_lo) == 0 &&
+           memcmp(a->lv_hi, b->lv_hi, sizeof a->lv_hi) == 0 &&
+           memcmp(a->rpd_lo, b->rpd_lo, sizeof a->rpd_lo) == 0 &&
+           memcmp(a->rpd_hi, b->rpd_hi, sizeof a->rpd_hi) == 0 &&
            same_choice(&a->ch, &b->ch) && a->gain == b->gain;
 }
 

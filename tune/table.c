@@ -55,12 +55,39 @@ static const prm_t prms[PRM_COUNT] = {
 
 typedef enum {
     K_P, K_SIZE, K_NODES, K_PPN, K_ALG, K_F, K_S, K_Q, K_TREE, K_K, K_GAIN,
-    K_COPY, K_COUNT
+    K_COPY,
+    /* the level keys: domains, then ranks per domain, for each level
+     * LEVEL_KEYS lists (NUMA has nodes and ppn) */
+    K_L1, K_L1PPD, K_L2, K_L2PPD, K_L3, K_L3PPD, K_PKG, K_PKGPPD,
+    K_KU,   /* optional radix between the heads of the levels (Reduce's) */
+    K_COUNT
 } tkey_t;
 
 static const char *const key_names[K_COUNT] = {
     "p", "size", "nodes", "ppn", "alg", "f", "s", "q", "tree", "k", "gain",
-    "copy",
+    "copy", "l1", "l1ppd", "l2", "l2ppd", "l3", "l3ppd", "package",
+    "packageppd", "ku",
+};
+
+/* The level of each pair of level keys, in key order. */
+static const int level_keys[] = {
+    NUMACOLL_LEVEL_L1, NUMACOLL_LEVEL_L2, NUMACOLL_LEVEL_L3,
+    NUMACOLL_LEVEL_PACKAGE,
+};
+#define N_LEVEL_KEYS ((int)(sizeof level_keys / sizeof level_keys[0]))
+
+/* Level code of a level key (K_L1 .. K_PKGPPD); *rpd: a ranks-per-domain
+ * key. */
+static int key_level(int key, int *rpd)
+{
+    *rpd = (key - K_L1) % 2;
+    return level_keys[(key - K_L1) / 2];
+}
+
+/* Short names for messages ("L3 domains", "ranks per L3 domain"). */
+static const char *const level_nouns[NUMACOLL_LEVEL_END] = {
+    [NUMACOLL_LEVEL_L1] = "L1", [NUMACOLL_LEVEL_L2] = "L2",
+    [NUMACOLL_LEVEL_L3] = "L3", [NUMACOLL_LEVEL_PACKAGE] = "package",
 };
 
 /* The parameter whose range a key shares, per collective; -1: none (the
@@ -415,8 +442,27 @@ static void fmt_gain(char *b, size_t len, double g)
     *o = '\0';
 }
 
-/* "p=.. size=..", then nodes/ppn when they narrow the rule: the part of a
- * rule that says where it applies. */
+/* " l3=2-* l3ppd=1-8 ..." for the level keys a rule has, in key order;
+ * returns the bytes written (b always terminated). */
+static int fmt_levels(char *b, size_t len, const nc__tune_rule_t *r)
+{
+    int o = 0;
+    b[0] = '\0';
+    for (int k = K_L1; k <= K_PKGPPD && (size_t)o < len; k++) {
+        int rpd, l = key_level(k, &rpd);
+        unsigned lo = rpd ? r->rpd_lo[l] : r->lv_lo[l];
+        unsigned hi = rpd ? r->rpd_hi[l] : r->lv_hi[l];
+        if (hi == 0)
+            continue;
+        char v[32];
+        fmt_urange(v, sizeof v, lo, hi);
+        o += snprintf(b + o, len - (size_t)o, " %s=%s", key_names[k], v);
+    }
+    return (size_t)o < len ? o : (int)len - 1;
+}
+
+/* "p=.. size=..", then nodes/ppn and the level keys when they narrow the
+ * rule: the part of a rule that says where it applies. */
 static void fmt_where(char *b, size_t len, const nc__tune_rule_t *r)
 {
     char p[32], z[64], nd[32], pp[32];
@@ -429,8 +475,10 @@ static void fmt_where(char *b, size_t len, const nc__tune_rule_t *r)
     }
     if (r->ppn_lo != 1 || r->ppn_hi != NC_TUNE_ANY_U) {
         fmt_urange(pp, sizeof pp, r->ppn_lo, r->ppn_hi);
-        snprintf(b + o, len - (size_t)o, " ppn=%s", pp);
+        o += snprintf(b + o, len - (size_t)o, " ppn=%s", pp);
     }
+    if ((size_t)o < len)
+        fmt_levels(b + o, len - (size_t)o, r);
 }
 
 int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
@@ -455,6 +503,7 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
         fmt_urange(pp, sizeof pp, r->ppn_lo, r->ppn_hi);
         o += snprintf(line + o, sizeof line - (size_t)o, " ppn=%s", pp);
     }
+    o += fmt_levels(line + o, sizeof line - (size_t)o, r);
     o += snprintf(line + o, sizeof line - (size_t)o, " alg=%s",
                   nc__algs[r->ch.alg].name);
     unsigned mask = alg_key_mask(r->ch.alg);
@@ -473,6 +522,8 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
     }
     if (mask & (1u << K_K))
         o += snprintf(line + o, sizeof line - (size_t)o, " k=%u", r->ch.k);
+    if (r->ch.ku)
+        o += snprintf(line + o, sizeof line - (size_t)o, " ku=%u", r->ch.ku);
     if (r->ch.copy != NC_COPY_AUTO && nc__copy_name(r->ch.copy))
         o += snprintf(line + o, sizeof line - (size_t)o, " copy=%s",
                       nc__copy_name(r->ch.copy));
@@ -502,6 +553,12 @@ int nc__tune_write(const nc__tune_table_t *tab, const char *header, FILE *to)
                 h++;
         }
     }
+    if (tab && tab->levels) {
+        char lv[64];
+        if (numacoll_levels_format(tab->levels, lv, sizeof lv) != 0)
+            return -1;
+        fprintf(to, "levels     %s\n", lv);
+    }
     for (int i = 0; tab && i < tab->n; i++) {
         char line[512];
         if (nc__tune_format_rule(&tab->rules[i], line, sizeof line) < 0)
@@ -520,6 +577,7 @@ void nc__tune_free(nc__tune_table_t *tab)
     free(tab->rules);
     tab->rules = NULL;
     tab->n = tab->cap = 0;
+    tab->levels = tab->levels_line = 0;
 }
 
 int nc__tune_add(nc__tune_table_t *tab, const nc__tune_rule_t *r)
@@ -561,32 +619,63 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* The "why" of an unreachable rule, or NULL. A team of p ranks on `nodes`
- * nodes with at most `ppn` on one has nodes <= p, ppn <= p,
- * nodes - 1 + ppn <= p (the fullest node and one rank on each other) and
- * p <= nodes * ppn. */
-static const char *unreachable(const nc__tune_rule_t *r, char *why, size_t len)
+/* Why no team of p = plo..phi ranks spans dlo..dhi domains of one level
+ * with at most rlo..rhi ranks in one (keys dk, rk), or NULL. Such a team
+ * has domains <= p, most <= p, domains - 1 + most <= p (the fullest domain
+ * and one rank in each other) and p <= domains * most. */
+static const char *shape_unreachable(const char *p, unsigned plo,
+                                     unsigned phi, const char *dk,
+                                     unsigned dlo, unsigned dhi,
+                                     const char *rk, unsigned rlo,
+                                     unsigned rhi, char *why, size_t len)
 {
-    char p[32], nd[32], pp[32], z[64];
-    fmt_urange(p, sizeof p, r->p_lo, r->p_hi);
-    fmt_urange(nd, sizeof nd, r->nodes_lo, r->nodes_hi);
-    fmt_urange(pp, sizeof pp, r->ppn_lo, r->ppn_hi);
-    if (r->coll == NC_COLL_BARRIER && r->size_lo > 0) {
-        fmt_zrange(z, sizeof z, r->size_lo, r->size_hi);
-        snprintf(why, len, "barrier looks up size 0 only, not size=%s", z);
-    } else if (r->nodes_lo > r->p_hi)
-        snprintf(why, len, "no team of p=%s spans nodes=%s", p, nd);
-    else if (r->ppn_lo > r->p_hi)
-        snprintf(why, len, "no team of p=%s has ppn=%s", p, pp);
-    else if ((unsigned long long)r->nodes_lo + r->ppn_lo - 1 > r->p_hi)
-        snprintf(why, len, "no team of p=%s spans nodes=%s with ppn=%s", p, nd,
-                 pp);
-    else if ((unsigned long long)r->nodes_hi * r->ppn_hi < r->p_lo)
-        snprintf(why, len, "no team of p=%s fits nodes=%s with ppn=%s", p, nd,
-                 pp);
+    char d[32], m[32];
+    fmt_urange(d, sizeof d, dlo, dhi);
+    fmt_urange(m, sizeof m, rlo, rhi);
+    if (dlo > phi)
+        snprintf(why, len, "no team of p=%s spans %s=%s", p, dk, d);
+    else if (rlo > phi)
+        snprintf(why, len, "no team of p=%s has %s=%s", p, rk, m);
+    else if ((unsigned long long)dlo + rlo - 1 > phi)
+        snprintf(why, len, "no team of p=%s spans %s=%s with %s=%s", p, dk, d,
+                 rk, m);
+    else if ((unsigned long long)dhi * rhi < plo)
+        snprintf(why, len, "no team of p=%s fits %s=%s with %s=%s", p, dk, d,
+                 rk, m);
     else
         return NULL;
     return why;
+}
+
+/* The "why" of an unreachable rule, or NULL: by size for Barrier, then by
+ * the team's shape at NUMA (nodes, ppn) and at each level it names (an
+ * absent key of a pair is 1-*). */
+static const char *unreachable(const nc__tune_rule_t *r, char *why, size_t len)
+{
+    char p[32], z[64];
+    fmt_urange(p, sizeof p, r->p_lo, r->p_hi);
+    if (r->coll == NC_COLL_BARRIER && r->size_lo > 0) {
+        fmt_zrange(z, sizeof z, r->size_lo, r->size_hi);
+        snprintf(why, len, "barrier looks up size 0 only, not size=%s", z);
+        return why;
+    }
+    if (shape_unreachable(p, r->p_lo, r->p_hi, "nodes", r->nodes_lo,
+                          r->nodes_hi, "ppn", r->ppn_lo, r->ppn_hi, why, len))
+        return why;
+    for (int i = 0; i < N_LEVEL_KEYS; i++) {
+        int l = level_keys[i];
+        if (!r->lv_hi[l] && !r->rpd_hi[l])
+            continue;
+        unsigned dlo = r->lv_hi[l] ? r->lv_lo[l] : 1,
+                 dhi = r->lv_hi[l] ? r->lv_hi[l] : NC_TUNE_ANY_U,
+                 rlo = r->rpd_hi[l] ? r->rpd_lo[l] : 1,
+                 rhi = r->rpd_hi[l] ? r->rpd_hi[l] : NC_TUNE_ANY_U;
+        if (shape_unreachable(p, r->p_lo, r->p_hi, key_names[K_L1 + 2 * i],
+                              dlo, dhi, key_names[K_L1 + 2 * i + 1], rlo, rhi,
+                              why, len))
+            return why;
+    }
+    return NULL;
 }
 
 /* "a, b or c" from a list of names. */
@@ -717,7 +806,7 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
             if (strlen(key_names[k]) == kn && memcmp(key_names[k], t->s, kn) == 0)
                 key = k;
         if (key < 0) {
-            char names[128];
+            char names[256];
             name_list(names, sizeof names, key_names, K_COUNT);
             snprintf(what, sizeof what, "a key (%s)", names);
             expect(es, L, t->col, what, t->s, kn);
@@ -740,14 +829,23 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
         switch (key) {
         case K_P:
         case K_NODES:
-        case K_PPN: {
+        case K_PPN:
+        case K_L1: case K_L1PPD: case K_L2: case K_L2PPD:
+        case K_L3: case K_L3PPD: case K_PKG: case K_PKGPPD: {
             static const char *const noun[] = {
                 [K_P] = "ranks", [K_NODES] = "NUMA nodes",
                 [K_PPN] = "ranks per NUMA node"};
+            char lnoun[64];
+            int rpd = 0, lev = key >= K_L1 ? key_level(key, &rpd) : 0;
+            if (key >= K_L1)
+                snprintf(lnoun, sizeof lnoun, rpd ? "ranks per %s domain"
+                                                  : "%s domains",
+                         level_nouns[lev]);
             st = parse_range(v, vn, 0, 1, UINT_MAX, &lo, &hi);
             if (st == NUM_SYNTAX) {
                 snprintf(what, sizeof what,
-                         "a range of %s (n, lo-hi, lo-* or *)", noun[key]);
+                         "a range of %s (n, lo-hi, lo-* or *)",
+                         key >= K_L1 ? lnoun : noun[key]);
                 expect(es, L, vcol, what, v, vn);
             } else if (st == NUM_OVERFLOW) {
                 snprintf(what, sizeof what, "numbers at most %u", UINT_MAX);
@@ -763,9 +861,15 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
             } else if (key == K_NODES) {
                 r.nodes_lo = (unsigned)lo;
                 r.nodes_hi = (unsigned)hi;
-            } else {
+            } else if (key == K_PPN) {
                 r.ppn_lo = (unsigned)lo;
                 r.ppn_hi = (unsigned)hi;
+            } else if (rpd) {
+                r.rpd_lo[lev] = (unsigned)lo;
+                r.rpd_hi[lev] = (unsigned)hi;
+            } else {
+                r.lv_lo[lev] = (unsigned)lo;
+                r.lv_hi[lev] = (unsigned)hi;
             }
             break;
         }
@@ -833,6 +937,25 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
                               NC_COPY_COUNT, v, vn);
             else
                 r.ch.copy = kind;
+            break;
+        }
+        case K_KU: {
+            /* optional; only where a Reduce tree has heads to join */
+            int red = coll == NC_COLL_REDUCE || coll == NC_COLL_ALLREDUCE;
+            if (!red || (alg >= 0 && !(alg_mask & (1u << K_K)))) {
+                expect(es, L, t->col,
+                       "ku= only with k= of reduce or allreduce (the radix "
+                       "between the heads of the levels)", t->s, kn);
+                break;
+            }
+            key_bounds(PRM_reduce_radix, K_K, &lo, &hi);
+            st = parse_num(v, vn, 0, UINT_MAX, &x);
+            if (st != NUM_OK || x < lo || x > hi) {
+                snprintf(what, sizeof what, "ku from %llu to %llu "
+                         "(reduce_radix)", lo, hi);
+                expect(es, L, vcol, what, v, vn);
+            } else
+                r.ch.ku = (unsigned)x;
             break;
         }
         case K_GAIN: {
@@ -919,6 +1042,40 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
         ps->oom = 1;
 }
 
+/* "levels <list>": the table's level list, once per table. */
+static void parse_levels(parser_t *ps, const tok_t *tk, int nt)
+{
+    errsink_t *es = ps->es;
+    const int L = ps->line;
+    if (nt < 2) {
+        expect(es, L, tk[0].col + 6, "a level list after levels (e.g. "
+               "l3,numa)", "end of line", 11);
+        return;
+    }
+    char list[64];
+    int lv = -1;
+    if (tk[1].n < sizeof list) {
+        memcpy(list, tk[1].s, tk[1].n);
+        list[tk[1].n] = '\0';
+        lv = numacoll_levels_parse(list);
+    }
+    if (lv <= 0)
+        expect(es, L, tk[1].col, "a level list (l1, l2, l3, numa, package, "
+               "comma-separated, innermost first)", tk[1].s, tk[1].n);
+    else if (nt > 2)
+        expect(es, L, tk[2].col, "end of line after the level list",
+               tk[2].s, tk[2].n);
+    else if (ps->out->levels_line) {
+        char what[64];
+        snprintf(what, sizeof what, "one levels line (line %d has one)",
+                 ps->out->levels_line);
+        expect(es, L, tk[0].col, what, tk[0].s, tk[0].n);
+    } else {
+        ps->out->levels = lv;
+        ps->out->levels_line = L;
+    }
+}
+
 static void parse_line(parser_t *ps, const char *s, size_t n)
 {
     errsink_t *es = ps->es;
@@ -955,7 +1112,9 @@ static void parse_line(parser_t *ps, const char *s, size_t n)
         nt++;
         i = j;
     }
-    if (nt)
+    if (nt && tk[0].n == 6 && memcmp(tk[0].s, "levels", 6) == 0)
+        parse_levels(ps, tk, nt);
+    else if (nt)
         parse_rule(ps, tk, nt);
 }
 
@@ -965,12 +1124,28 @@ static int ranges_meet(unsigned long long alo, unsigned long long ahi,
     return alo <= bhi && blo <= ahi;
 }
 
+/* A level key's range, 1-* where absent (hi == 0). */
+static int opt_meet(unsigned alo, unsigned ahi, unsigned blo, unsigned bhi)
+{
+    return ranges_meet(ahi ? alo : 1, ahi ? ahi : NC_TUNE_ANY_U, bhi ? blo : 1,
+                       bhi ? bhi : NC_TUNE_ANY_U);
+}
+
 static int rules_meet(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
 {
-    return a->coll == b->coll && ranges_meet(a->p_lo, a->p_hi, b->p_lo, b->p_hi) &&
-           ranges_meet(a->size_lo, a->size_hi, b->size_lo, b->size_hi) &&
-           ranges_meet(a->nodes_lo, a->nodes_hi, b->nodes_lo, b->nodes_hi) &&
-           ranges_meet(a->ppn_lo, a->ppn_hi, b->ppn_lo, b->ppn_hi);
+    if (!(a->coll == b->coll &&
+          ranges_meet(a->p_lo, a->p_hi, b->p_lo, b->p_hi) &&
+          ranges_meet(a->size_lo, a->size_hi, b->size_lo, b->size_hi) &&
+          ranges_meet(a->nodes_lo, a->nodes_hi, b->nodes_lo, b->nodes_hi) &&
+          ranges_meet(a->ppn_lo, a->ppn_hi, b->ppn_lo, b->ppn_hi)))
+        return 0;
+    for (int i = 0; i < N_LEVEL_KEYS; i++) {
+        int l = level_keys[i];
+        if (!opt_meet(a->lv_lo[l], a->lv_hi[l], b->lv_lo[l], b->lv_hi[l]) ||
+            !opt_meet(a->rpd_lo[l], a->rpd_hi[l], b->rpd_lo[l], b->rpd_hi[l]))
+            return 0;
+    }
+    return 1;
 }
 
 int nc__tune_parse(const char *text, size_t len, const char *source,
@@ -1006,7 +1181,7 @@ int nc__tune_parse(const char *text, size_t len, const char *source,
     for (int j = 1; j < out->n; j++)
         for (int i = 0; i < j; i++)
             if (rules_meet(&out->rules[i], &out->rules[j])) {
-                char where[160];
+                char where[320];
                 fmt_where(where, sizeof where, &out->rules[i]);
                 sink_add(&es, "%s:%d: rule overlaps line %d (%s %s)", source,
                          out->rules[j].line, out->rules[i].line,
@@ -1169,11 +1344,26 @@ const nc__tune_table_t *nc__tune_builtin(void)
 
 /* ---- resolution -------------------------------------------------------- */
 
-static int rule_matches(const nc__tune_rule_t *r, unsigned p, unsigned nodes,
-                        unsigned ppn)
+/* v in a level key's range; an absent key (hi == 0) takes anything, an
+ * unknown shape (v == 0) only that. */
+static int opt_in(unsigned v, unsigned lo, unsigned hi)
 {
-    return p >= r->p_lo && p <= r->p_hi && nodes >= r->nodes_lo &&
-           nodes <= r->nodes_hi && ppn >= r->ppn_lo && ppn <= r->ppn_hi;
+    return hi == 0 || (v >= lo && v <= hi);
+}
+
+static int rule_matches(const nc__tune_rule_t *r, const nc__tune_shape_t *sh)
+{
+    if (!(sh->p >= r->p_lo && sh->p <= r->p_hi && sh->nodes >= r->nodes_lo &&
+          sh->nodes <= r->nodes_hi && sh->ppn >= r->ppn_lo &&
+          sh->ppn <= r->ppn_hi))
+        return 0;
+    for (int i = 0; i < N_LEVEL_KEYS; i++) {
+        int l = level_keys[i];
+        if (!opt_in(sh->dom[l], r->lv_lo[l], r->lv_hi[l]) ||
+            !opt_in(sh->rpd[l], r->rpd_lo[l], r->rpd_hi[l]))
+            return 0;
+    }
+    return 1;
 }
 
 static int by_size_lo(const void *a, const void *b)
@@ -1226,13 +1416,13 @@ static int evec_fill(evec_t *v, size_t lo, size_t hi,
  * for overlaps, so a later range starts where the previous one ended.
  */
 static int resolve_coll(const nc__tune_table_t *tab, nc__coll_t coll,
-                        unsigned p, unsigned nodes, unsigned ppn, int builtin,
+                        const nc__tune_shape_t *sh, int builtin,
                         const nc__tune_entry_t *fill, int nfill, evec_t *v)
 {
     int m = 0;
     for (int i = 0; i < tab->n; i++)
         if (tab->rules[i].coll == coll &&
-            rule_matches(&tab->rules[i], p, nodes, ppn))
+            rule_matches(&tab->rules[i], sh))
             m++;
     const nc__tune_rule_t **sel = NULL;
     if (m) {
@@ -1242,7 +1432,7 @@ static int resolve_coll(const nc__tune_table_t *tab, nc__coll_t coll,
         m = 0;
         for (int i = 0; i < tab->n; i++)
             if (tab->rules[i].coll == coll &&
-                rule_matches(&tab->rules[i], p, nodes, ppn))
+                rule_matches(&tab->rules[i], sh))
                 sel[m++] = &tab->rules[i];
         qsort(sel, (size_t)m, sizeof *sel, by_size_lo);
     }
@@ -1283,7 +1473,14 @@ void nc__tune_team_free(nc__tune_team_t *tt)
 int nc__tune_resolve(const nc__tune_table_t *tab, unsigned p, unsigned nodes,
                      unsigned ppn, nc__tune_team_t *out)
 {
-    if (!out)
+    nc__tune_shape_t sh = {.p = p, .nodes = nodes, .ppn = ppn};
+    return nc__tune_resolve_shape(tab, &sh, out);
+}
+
+int nc__tune_resolve_shape(const nc__tune_table_t *tab,
+                           const nc__tune_shape_t *sh, nc__tune_team_t *out)
+{
+    if (!out || !sh)
         return -1;
     memset(out, 0, sizeof *out);
     const nc__tune_table_t *bt = nc__tune_builtin();
@@ -1294,9 +1491,9 @@ int nc__tune_resolve(const nc__tune_table_t *tab, unsigned p, unsigned nodes,
         evec_t b = {0}, v = {0};
         int rc = 0;
         if (!from_builtin)
-            rc = resolve_coll(bt, (nc__coll_t)c, p, nodes, ppn, 1, NULL, 0, &b);
+            rc = resolve_coll(bt, (nc__coll_t)c, sh, 1, NULL, 0, &b);
         if (rc == 0)
-            rc = resolve_coll(tab, (nc__coll_t)c, p, nodes, ppn, from_builtin,
+            rc = resolve_coll(tab, (nc__coll_t)c, sh, from_builtin,
                               from_builtin ? NULL : b.e, b.n, &v);
         free(b.e);
         if (rc != 0) {

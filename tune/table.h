@@ -5,14 +5,16 @@
  * docs/tuning.md, one rule per line:
  *
  *   # comment
+ *   levels    l3,numa            # at most one: the level list (optional)
  *   bcast     p=2-*  size=57-*   alg=pipelined f=8K s=64 q=2 tree=kary k=2
  *   allreduce p=1-*  size=0-56   nodes=1-2 ppn=1-*  alg=inline  # comment
  *
  * Rules of one collective must not overlap (every key range intersecting is
  * an error), so the order of lines never matters. The built-in defaults
  * (tune/defaults.txt) are such a table, compiled in and parsed by the same
- * code. A team resolves the table once, at creation, for its own p and NUMA
- * shape into sorted size ranges per collective (nc__tune_team_t); a call
+ * code. A team resolves the table once, at creation, for its own p and its
+ * shape at every level (NUMA nodes, L3 domains, ... and the most ranks in
+ * one) into sorted size ranges per collective (nc__tune_team_t); a call
  * then finds its choice by binary search and never touches text.
  */
 #ifndef NUMACOLL_TUNE_TABLE_H
@@ -25,6 +27,7 @@
 
 #include "coll/algs.h"
 #include "coll/copy.h"
+#include "numacoll.h"
 
 #define NC_TUNE_ANY_U UINT_MAX   /* "*" as the upper end of p/nodes/ppn */
 #define NC_TUNE_ANY_Z SIZE_MAX   /* "*" as the upper end of size        */
@@ -45,16 +48,25 @@ typedef struct nc__choice {
     unsigned k;        /* radix                                            */
     int copy;          /* copy-layer variant, nc__copy_kind_t (copy=; 0 is
                         * auto, the default of every rule)                */
+    unsigned ku;       /* Reduce, Allreduce (reduce_bcast): radix between
+                        * the heads of the levels (ku=); 0: k, the default */
 } nc__choice_t;
 
 /* One line of a table. Ranges are inclusive; an absent nodes/ppn key is
- * 1-*. */
+ * 1-*. The level keys (l1= l1ppd= l2= l2ppd= l3= l3ppd= package=
+ * packageppd=) narrow the rule by the team's shape at another level:
+ * lv_* the domains it spans there, rpd_* the most ranks in one of them,
+ * indexed by numacoll_level_t. hi == 0 means the key is absent (any), so a
+ * rule built with its other fields set and these zeroed applies to every
+ * shape; NUMA's slots are unused (nodes/ppn say it). */
 typedef struct nc__tune_rule {
     nc__coll_t coll;
     unsigned p_lo, p_hi;
     size_t size_lo, size_hi;
     unsigned nodes_lo, nodes_hi;
     unsigned ppn_lo, ppn_hi;
+    unsigned lv_lo[NUMACOLL_LEVEL_END], lv_hi[NUMACOLL_LEVEL_END];
+    unsigned rpd_lo[NUMACOLL_LEVEL_END], rpd_hi[NUMACOLL_LEVEL_END];
     nc__choice_t ch;
     double gain;       /* the tuner's measured gain (gain=1.23), 0 if none */
     int line;          /* line in the source, for messages; 0 if built    */
@@ -63,6 +75,11 @@ typedef struct nc__tune_rule {
 typedef struct nc__tune_table {
     nc__tune_rule_t *rules;
     int n, cap;
+    /* The table-wide line "levels l3,numa" (numacoll-tune writes the level
+     * list it measured fastest): packed list, 0 if the table has none. A
+     * team whose levels parameter is at its default (numa) builds its
+     * trees by it; see docs/tuning.md. */
+    int levels, levels_line;
     char source[256];  /* "built-in" or the file's path                   */
 } nc__tune_table_t;
 
@@ -121,12 +138,25 @@ typedef struct nc__tune_team {
     int n[NC_COLL_COUNT];                 /* covering 0 .. SIZE_MAX      */
 } nc__tune_team_t;
 
+/* A team's shape as the rules see it: p ranks spanning `nodes` NUMA nodes
+ * with at most `ppn` on one, and at every other level (numacoll_level_t)
+ * dom[l] domains with at most rpd[l] ranks in one (nc__topo_level_shape).
+ * dom[l] == 0: unknown; a rule that narrows level l then never matches. */
+typedef struct nc__tune_shape {
+    unsigned p, nodes, ppn;
+    unsigned dom[NUMACOLL_LEVEL_END], rpd[NUMACOLL_LEVEL_END];
+} nc__tune_shape_t;
+
 /*
- * The rules of tab matching a team of p ranks spanning `nodes` NUMA nodes
- * with at most `ppn` ranks on one node, as sorted size ranges per
+ * The rules of tab matching a team of shape *sh, as sorted size ranges per
  * collective. Sizes tab does not cover take the built-in table's rules
  * (entry.builtin = 1). Returns 0, or -1 when out of memory.
  */
+int nc__tune_resolve_shape(const nc__tune_table_t *tab,
+                           const nc__tune_shape_t *sh, nc__tune_team_t *out);
+
+/* The same for a team known only by p, nodes and ppn (its other levels
+ * unknown: rules with level keys do not match). */
 int nc__tune_resolve(const nc__tune_table_t *tab, unsigned p, unsigned nodes,
                      unsigned ppn, nc__tune_team_t *out);
 void nc__tune_team_free(nc__tune_team_t *tt);

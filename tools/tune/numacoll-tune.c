@@ -354,6 +354,17 @@ int main(int argc, char **argv)
         fprintf(stderr, ME ": out of memory building the table\n");
         return 4;
     }
+    /* One level list per table (docs/autotuner.md says why): the largest
+     * p's, whose team spans the most of the machine. */
+    for (int i = nruns - 1; i >= 0; i--)
+        if (runs[i]->levels_note[0]) {
+            tab.levels = runs[i]->levels_win;
+            break;
+        }
+    for (int i = 0; i < nruns; i++)
+        if (runs[i]->levels_note[0])
+            fprintf(stderr, ME ": p=%d: %s\n", runs[i]->p,
+                    runs[i]->levels_note);
 
     /* written beside its destination and checked before it replaces
      * anything */

@@ -49,6 +49,10 @@
 #define TN_SAMPLE_FULL   2000.0
 #define TN_CANDS_QUICK   3
 #define TN_CANDS_FULL    8
+/* A level list replaces numa only when its calls took less time
+ * (geometric mean over the points) by this much, or by more than two numa
+ * teams differed, whichever is larger (tuner_run.c, measure_levels). */
+#define TN_LEVELS_MARGIN 0.05
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -166,6 +170,11 @@ typedef struct tn_report {
     int npoints, skipped;       /* skipped: points left out for the budget */
     char skipped_list[256];
     tn_point_t pt[TN_MAX_POINTS];
+    /* level lists (tuner_run.c, measure_levels): the one the points were
+     * measured under and the table names (0: numa, nothing written), and
+     * what was measured, for the header and the summary */
+    int levels_win;
+    char levels_note[640];
     int status;                 /* rank 0's exit status                     */
     char where[160];            /* what rank 0 was doing last              */
 } tn_report_t;

@@ -35,6 +35,7 @@
 
 #include "coll/team.h"
 #include "tools/tune/tuner.h"
+#include "tune/defaults.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -529,6 +530,165 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
     return 0;
 }
 
+/* ---- level lists ---------------------------------------------------------- */
+
+/* The lists tried, numa (the parameter's default) first. Lists the
+ * machine does not tell apart give the same hierarchy and are measured
+ * once. */
+static const char *const level_lists[] = {
+    "numa", "l3,numa", "numa,package", "l3,numa,package",
+    "l2,l3,numa,package",
+};
+#define N_LEVEL_LISTS ((int)(sizeof level_lists / sizeof level_lists[0]))
+
+/*
+ * Bcast, Reduce, Allreduce (8 B and 64 KiB, as far as --sizes and the
+ * session allow) and Barrier under one team per distinct level list, the
+ * built-in rules in each; the list whose calls took least time (geometric
+ * mean of the ratios to numa) wins when by more than TN_LEVELS_MARGIN, and
+ * the points are then measured under it (S->base.levels). Rank 0 writes
+ * what it saw to rep->levels_note. 0, or 4 when a team or a call failed.
+ */
+static int measure_levels(rstate_t *S, size_t maxm)
+{
+    const tn_opts_t *o = S->o;
+    tn_report_t *rep = S->job->rep;
+    static const int auto_alg[NCB_OP_COUNT] = {-1, -1, -1, -1};
+    /* one more: numa a second time, as its own team, for the noise */
+    ncb_team_t *tm[N_LEVEL_LISTS + 1] = {0};
+    ncb_target_t tg[N_LEVEL_LISTS + 1];
+    char hier[N_LEVEL_LISTS][160];
+    int idx[N_LEVEL_LISTS], n = 0, rc = 0;
+    for (int i = 0; i < N_LEVEL_LISTS && !rc; i++) {
+        numacoll_config_t cfg = S->base;
+        cfg.levels = numacoll_levels_parse(level_lists[i]);
+        /* the built-in rules, whatever $NUMACOLL_TUNING_FILE says */
+        cfg.tuning_text = nc__tune_defaults_txt;
+        char err[200] = "";
+        if (ncb_team_open(S->b, &cfg, auto_alg, &tm[n], &tg[n], err,
+                          sizeof err) != 0) {
+            fprintf(stderr, "numacoll-tune: rank %d: levels %s: %s\n",
+                    S->w.rank, level_lists[i], err);
+            rc = 4;
+            break;
+        }
+        /* the same on every rank: the domains came with the exchange */
+        nc__team_hierarchy(ncb_team_handle(tm[n]), hier[n], sizeof hier[n]);
+        int dup = 0;
+        for (int j = 0; j < n && !dup; j++)
+            dup = strcmp(hier[j], hier[n]) == 0;
+        if (dup) {
+            ncb_team_close(tm[n]);
+            tm[n] = NULL;
+        } else
+            idx[n++] = i;
+    }
+    if (!rc && n >= 2) {
+        numacoll_config_t cfg = S->base;
+        cfg.tuning_text = nc__tune_defaults_txt;
+        char err[200] = "";
+        if (ncb_team_open(S->b, &cfg, auto_alg, &tm[n], &tg[n], err,
+                          sizeof err) != 0) {
+            fprintf(stderr, "numacoll-tune: rank %d: levels numa: %s\n",
+                    S->w.rank, err);
+            rc = 4;
+        }
+    }
+    if (rc || n < 2) {
+        if (!rc && S->w.rank == 0)
+            snprintf(rep->levels_note, sizeof rep->levels_note,
+                     "every level list gives one hierarchy here (%s): "
+                     "levels not tuned", hier[0]);
+        for (int i = 0; i < n; i++)
+            ncb_team_close(tm[i]);
+        if (!rc && o->verbose)
+            say(S, "p=%d: %s", S->w.p, rep->levels_note);
+        return rc;
+    }
+    static const struct { int op; size_t m; } pts[] = {
+        {NCB_OP_BCAST, 8},      {NCB_OP_BCAST, 64 * KIB},
+        {NCB_OP_REDUCE, 8},     {NCB_OP_REDUCE, 64 * KIB},
+        {NCB_OP_ALLREDUCE, 8},  {NCB_OP_ALLREDUCE, 64 * KIB},
+        {NCB_OP_BARRIER, 0},
+    };
+    double logsum[N_LEVEL_LISTS] = {0}, noise = 0;
+    int npts = 0;
+    S->mo.ncfg = n + 1;
+    S->mo.reps = S->reps;
+    for (int i = 0; i <= n; i++)
+        snprintf(S->mo.cfg[i].label, sizeof S->mo.cfg[i].label, "levels %s",
+                 level_lists[i < n ? idx[i] : 0]);
+    for (size_t k = 0; k < sizeof pts / sizeof pts[0] && !rc; k++) {
+        size_t m = pts[k].m;
+        if (!(o->ops & (1u << pts[k].op)) || m > maxm ||
+            (m && (m < o->size_lo || m > o->size_hi)))
+            continue;
+        S->rows.nrows = 0;
+        rc = ncb_measure_size(S->sess, tg, n + 1, pts[k].op, m, &S->rows);
+        if (rc || S->w.rank != 0)
+            continue;
+        double t[N_LEVEL_LISTS + 1];
+        int ok = 0;
+        for (int r = 0; r < S->rows.nrows; r++) {
+            const ncb_row_t *row = &S->rows.rows[r];
+            if (row->cfg >= 0 && row->cfg <= n && row->status == NCB_ROW_OK &&
+                row->med > 0) {
+                t[row->cfg] = row->med;
+                ok++;
+            }
+        }
+        if (ok != n + 1)
+            continue;   /* a list that failed its check counts nowhere */
+        for (int i = 0; i < n; i++)
+            logsum[i] += log(t[i] / t[0]);
+        noise += fabs(log(t[n] / t[0]));
+        npts++;
+    }
+    for (int i = 0; i <= n; i++)
+        ncb_team_close(tm[i]);
+    if (rc)
+        return 4;
+    double win[1] = {0};
+    if (S->w.rank == 0) {
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (logsum[i] < logsum[best])
+                best = i;
+        double ratio = npts ? exp(logsum[best] / npts) : 1;
+        /* the margin: TN_LEVELS_MARGIN, or what two numa teams differed
+         * by (geometric mean), whichever is larger */
+        double nz = npts ? exp(noise / npts) - 1 : 0;
+        double margin = nz > TN_LEVELS_MARGIN ? nz : TN_LEVELS_MARGIN;
+        if (best && ratio < 1 - margin)
+            win[0] = idx[best];
+        size_t l = (size_t)snprintf(rep->levels_note, sizeof rep->levels_note,
+                                    "levels, time against numa over %d "
+                                    "point%s:", npts, npts == 1 ? "" : "s");
+        for (int i = 0; i < n && l < sizeof rep->levels_note; i++)
+            l += (size_t)snprintf(rep->levels_note + l,
+                                  sizeof rep->levels_note - l,
+                                  "%s %s x%.2f (%s)", i ? ";" : "",
+                                  level_lists[idx[i]],
+                                  npts ? exp(logsum[i] / npts) : 1.0, hier[i]);
+        if (l < sizeof rep->levels_note)
+            snprintf(rep->levels_note + l, sizeof rep->levels_note - l,
+                     "; two numa teams differed by %.1f%%; %s", nz * 100,
+                     win[0] ? "the fastest is written"
+                            : "numa kept (none faster by more than that, "
+                              "or 5%)");
+        if (o->verbose)
+            say(S, "p=%d: %s", S->w.p, rep->levels_note);
+    }
+    if (from_rank0(S, win, 1) != 0)
+        return 4;
+    if (win[0] > 0) {
+        S->base.levels = numacoll_levels_parse(level_lists[(int)win[0]]);
+        if (S->w.rank == 0)
+            rep->levels_win = S->base.levels;
+    }
+    return 0;
+}
+
 /* ---- the run ------------------------------------------------------------- */
 
 /* Constants for when the fit fails: a plausible machine, so the candidate
@@ -697,6 +857,8 @@ static int run(rstate_t *S)
     S->mo.ncfg = 1;
     ncb_report_init(&S->rows, &S->mo, "tune", p);
     rc = ncb_session_open(&S->mo, &S->w, maxm, &S->sess);
+    if (!rc)
+        rc = measure_levels(S, maxm);
 
     for (int i = 0; i < S->nu && !rc; i++) {
         tn_point_t pt;

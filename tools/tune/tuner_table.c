@@ -344,6 +344,23 @@ char *tn_header(const tn_opts_t *o, const tn_machine_t *mc,
         "to *\n");
     if (not_run && *not_run)
         put(&b, "  not run: %s\n", not_run);
+    int lv_at = -1;   /* the run whose level list the table names */
+    for (int i = 0; i < nruns; i++)
+        if (runs[i]->levels_note[0])
+            lv_at = i;
+    for (int i = 0; i < nruns; i++)
+        if (runs[i]->levels_note[0]) {
+            char lv[64] = "numa";
+            if (runs[i]->levels_win)
+                numacoll_levels_format(runs[i]->levels_win, lv, sizeof lv);
+            put(&b, "levels p=%d: %s\n  its points were measured under "
+                "levels %s%s\n", runs[i]->p, runs[i]->levels_note, lv,
+                i == lv_at ? "; the table's levels line is this run's"
+                : runs[i]->levels_win != runs[lv_at]->levels_win
+                    ? ", not the list this table names: its rules may "
+                      "serve the table's list less well"
+                    : "");
+        }
     put(&b, "run: %s, budget %s, used %s\n", o->quick ? "--quick" : "full",
         mmss(o->budget_s, t1, sizeof t1), mmss(used_s, t2, sizeof t2));
     for (int i = 0; i < nruns; i++)
