@@ -63,10 +63,11 @@ typedef struct nc__red_pos {
     size_t unit, chunk, rounds;   /* rsag: the call's geometry             */
 } nc__red_pos_t;
 
-/* The gathers (coll/gather/): round in hand, rounds of the call, own
- * entries staged ahead, and the peers (or destinations) done in the
- * round. */
+/* The gathers (coll/gather/): the call's first entry number, round in
+ * hand, rounds of the call, own entries staged ahead, and the peers (or
+ * destinations) done in the round. */
 typedef struct nc__ga_pos {
+    uint64_t base;
     size_t r, rounds, staged;
     int i;
 } nc__ga_pos_t;

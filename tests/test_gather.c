@@ -236,7 +236,7 @@ static void test_exact(void)
         CU_ASSERT_EQUAL(nct_run(p, sweep_body, &L), 0);
 }
 
-/* ---- geometry: small fragments, few slots, with reductions between -------- */
+/* ---- geometry: small fragments, few slots, reductions between ------- */
 
 static int geometry_body(const numacoll_bootstrap_t *b, void *arg)
 {
@@ -572,7 +572,7 @@ static void test_mismatch(void)
         }
 }
 
-/* ---- refused arguments ---------------------------------------------------- */
+/* ---- refused arguments ------------------------------------------------ */
 
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
 {

@@ -4,7 +4,8 @@
  * copies it out from there. There is no root; every rank does the same.
  *
  * Block j has n_j = ceil(b_j / f) fragments (one if empty), the call
- * R = max_j n_j rounds. In round r every rank
+ * R = max_j n_j rounds (entry numbers here count from the call's first,
+ * gather.h). In round r every rank
  *  stage: publishes fragment r of its block (if it has one) as its entry r,
  *         in its slot r % s, for p - 1 readers (gather.h), and then, as far
  *         as its slots are free without waiting, its later fragments
@@ -54,7 +55,7 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
          * for it); later ones only where a slot is free already */
         while (P->staged < n_me) {
             const int must = P->staged <= P->r;
-            nc__ga_frag_t fr = {P->staged, P->staged,
+            nc__ga_frag_t fr = {P->base + P->staged, P->staged,
                                 nc__ga_frag_len(mine, f, P->staged), mine,
                                 cin};
             rc = nc__ga_put(t, s, f, &fr, nc__ga_at(src, P->staged * f),
@@ -70,8 +71,8 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
             const size_t bj = nc__ga_count(o, j);
             if (P->r >= nc__ga_frags(bj, f))
                 continue;
-            nc__ga_frag_t fr = {P->r, P->r, nc__ga_frag_len(bj, f, P->r), bj,
-                                cout};
+            nc__ga_frag_t fr = {P->base + P->r, P->r,
+                                nc__ga_frag_len(bj, f, P->r), bj, cout};
             rc = nc__ga_take(t, j, s, f, &fr,
                              nc__ga_at(o->ga.recv,
                                        nc__ga_displ(o, j) + P->r * f),

@@ -6,16 +6,19 @@
  * Entries. The writer of a block (its owner; the root for Scatter) cuts it
  * into fragments of f bytes (the rule's f; a block of 0 bytes is one empty
  * fragment, so that every reader still meets its writer) and publishes
- * them as *entries* of its slots, numbered per call from 0: entry e goes
- * to the writer's slot e % s (the rule's s) with the full word
- * sig32 << 32 | (e + 1), stored with release after the fragment. A reader
+ * them as *entries* of its slots, numbered from the team's ticket at the
+ * call's start (equal on every rank; each call takes one ticket, so back
+ * to back calls start in different slots): entry e goes to the writer's
+ * slot e % s (the rule's s) with the full word sig32 << 32 | (e + 1),
+ * stored with release after the fragment. A reader
  * waits for that exact word (acquire), copies the fragment out and
  * releases the slot (rel += 1, release). The reuse rule is reduce.h's: the
  * writer adds the entry's readers to its expect[x] and rewrites slot x only
  * once rel has reached it (acquire), so the same slot may serve a Reduce
- * ticket before and an Allgather entry after. Entry numbers restart with
- * every call; the call's signature in the word's high half keeps a reader
- * from taking a previous call's entry of the same number.
+ * ticket before and an Allgather entry after. Entry numbers of successive
+ * calls overlap (a call takes one ticket and may publish many entries);
+ * the call's signature in the word's high half keeps a reader from taking
+ * a previous call's entry of the same number.
  *
  * Small fragments (NC_GA_INLINE bytes or less) ride in the full line
  * itself, before the word: one line transfer, no staging buffer. The
@@ -81,9 +84,10 @@ typedef struct nc__ga_frag {
 /* A call's first step (o->phase 0): this rank's own block copied between
  * its buffers where it sees every block (not in place), the rounds (the
  * most fragments of any block but the root's, whose block does not
- * travel; a non-root: its own block's), the position at round 0. Never
- * waits; with p = 1 it is the whole call. */
-void nc__ga_begin(const numacoll_team_t *t, nc__op_t *o);
+ * travel; a non-root: its own block's), the first entry number (the
+ * team's ticket, which it advances by one), the position at round 0.
+ * Never waits; with p = 1 it is the whole call. */
+void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
 
 /* Writer: publish fragment fr (n bytes at src) as its entry, in the slot
  * of s that it names, for `readers` readers. must: poll for the slot

@@ -2,6 +2,7 @@
  * Gather (and Gatherv) through the staging slots: every non-root rank
  * writes its block once, into its own NUMA-local slots, and the root
  * copies every block out from there.
+ * (Entry numbers here count from the call's first, gather.h.)
  *
  *  non-root: publishes its block's n = ceil(b / f) fragments (one if
  *            empty) as its entries 0 .. n - 1, entry e in its slot e % s,
@@ -42,7 +43,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
         const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
         const int cin = nc__copy_pick(o->ch->copy, 0);
         for (; P->staged < n_me; P->staged++) {
-            nc__ga_frag_t fr = {P->staged, P->staged,
+            nc__ga_frag_t fr = {P->base + P->staged, P->staged,
                                 nc__ga_frag_len(mine, f, P->staged), mine,
                                 cin};
             rc = nc__ga_put(t, s, f, &fr,
@@ -58,7 +59,8 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
             const size_t bj = nc__ga_count(o, j);
             if (P->r >= nc__ga_frags(bj, f))
                 continue;
-            nc__ga_frag_t fr = {P->r, P->r, nc__ga_frag_len(bj, f, P->r), bj,
+            nc__ga_frag_t fr = {P->base + P->r, P->r,
+                                nc__ga_frag_len(bj, f, P->r), bj,
                                 nc__copy_pick(o->ch->copy, bj)};
             rc = nc__ga_take(t, j, s, f, &fr,
                              nc__ga_at(o->ga.recv,

@@ -2,6 +2,7 @@
  * Scatter (and Scatterv) through the staging slots: the root writes every
  * other rank's block once, into its own NUMA-local slots, and each rank
  * copies out its own.
+ * (Entry numbers here count from the call's first, gather.h.)
  *
  * Block j has n_j = ceil(b_j / f) fragments (one if empty). The root's
  * entries go round by round, destination by destination: fragment r of
@@ -50,7 +51,9 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
         const int d = (me - root - 1 + p) % p;
         const int cout = nc__copy_pick(o->ch->copy, mine);
         for (; P->r < n_me; P->r++) {
-            nc__ga_frag_t fr = {P->r * (uint64_t)(p - 1) + (uint64_t)d, P->r,
+            nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
+                                    (uint64_t)d,
+                                P->r,
                                 nc__ga_frag_len(mine, f, P->r), mine, cout};
             rc = nc__ga_take(t, root, s, f, &fr,
                              nc__ga_at(o->ga.recv, P->r * f), "scatter");
@@ -66,7 +69,8 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
             const size_t bj = nc__ga_count(o, j);
             if (P->r >= nc__ga_frags(bj, f))
                 continue;
-            nc__ga_frag_t fr = {P->r * (uint64_t)(p - 1) + (uint64_t)P->i,
+            nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
+                                    (uint64_t)P->i,
                                 P->r, nc__ga_frag_len(bj, f, P->r), bj, cin};
             rc = nc__ga_put(t, s, f, &fr,
                             nc__ga_at(o->ga.send,

@@ -11,7 +11,7 @@
  * entry's line (plain bytes, ordered by the word's release store). */
 #define META_OFF NC_GA_INLINE
 
-void nc__ga_begin(const numacoll_team_t *t, nc__op_t *o)
+void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
 {
     const size_t f = o->ch->f;
     const int me = t->rank, all = o->coll == NC_COLL_ALLGATHER ||
@@ -35,6 +35,10 @@ void nc__ga_begin(const numacoll_team_t *t, nc__op_t *o)
                 memcpy(at, o->ga.send, mine);
         }
     }
+    /* Entries number from the team's ticket (equal on every rank), one
+     * ticket per call: back-to-back calls start in different slots, so a
+     * small call does not wait for the readers of the one before. */
+    P->base = t->red->ticket++;
     P->r = P->staged = 0;
     /* the peers of a round start after this rank (Scatter: destinations
      * counted from 0) */
