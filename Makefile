@@ -80,6 +80,7 @@ LIB_SRCS = \
 	coll/gather/allgather_staged.c \
 	coll/gather/gather_staged.c \
 	coll/gather/scatter_staged.c \
+	coll/gather/alltoall_staged.c \
 	topo/topo.c \
 	topo/groups.c \
 	shm_seg/layout.c \

@@ -20,7 +20,8 @@
     X(ALLREDUCE, "allreduce")                                                  \
     X(ALLGATHER, "allgather")                                                  \
     X(GATHER, "gather")                                                        \
-    X(SCATTER, "scatter")
+    X(SCATTER, "scatter")                                                      \
+    X(ALLTOALL, "alltoall")
 
 typedef enum {
 #define X(id, name) NC_COLL_##id,
@@ -77,7 +78,11 @@ typedef enum {
     X(SCATTER, STAGED, "staged", "f s", SIZE_MAX,                             \
       "the root stages every rank's block in fragments of f bytes in its "    \
       "NUMA-local staging slots (s deep), round by round; each rank copies "  \
-      "out its own")
+      "out its own")                                                          \
+    X(ALLTOALL, STAGED, "staged", "f s", SIZE_MAX,                            \
+      "round by round, every rank stages one piece of each of its p - 1 "     \
+      "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
+      "every other rank copies out its piece")
 
 typedef enum {
 #define X(coll, id, name, keys, max, desc) NC_ALG_##coll##_##id,

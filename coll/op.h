@@ -135,6 +135,7 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
 
 /* A Bcast op of the team's rule for nbytes (0 bytes: inline, so that a
  * mismatch shows), its copy variants picked, not begun: for algorithms

@@ -235,17 +235,19 @@ typedef struct ga_args {
 
 static const char *ga_name(const ga_args_t *a)
 {
-    static const char *const names[2][3] = {
-        {"allgather", "gather", "scatter"},
-        {"allgatherv", "gatherv", "scatterv"}};
+    static const char *const names[2][4] = {
+        {"allgather", "gather", "scatter", "alltoall"},
+        {"allgatherv", "gatherv", "scatterv", "alltoallv"}};
     return names[a->v][a->coll == NC_COLL_ALLGATHER ? 0
-                       : a->coll == NC_COLL_GATHER  ? 1 : 2];
+                       : a->coll == NC_COLL_GATHER  ? 1
+                       : a->coll == NC_COLL_SCATTER ? 2 : 3];
 }
 
-/* Whether this rank sees every block (Allgather: all; else the root). */
+/* Whether this rank sees every block (Allgather, Alltoall: all; else the
+ * root). */
 static int ga_sees_all(const numacoll_team_t *t, const ga_args_t *a)
 {
-    return a->coll == NC_COLL_ALLGATHER || t->rank == a->root;
+    return a->root < 0 || t->rank == a->root;
 }
 
 /* The checks of the blocks a rank that sees them all is given: arrays
@@ -283,14 +285,16 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
     const int me = t->rank, all = ga_sees_all(t, a);
     const int gather = a->coll != NC_COLL_SCATTER;
     *total = *largest = 0;
-    if (a->coll != NC_COLL_ALLGATHER && (a->root < 0 || a->root >= t->p))
+    const int rooted = a->coll == NC_COLL_GATHER ||
+                       a->coll == NC_COLL_SCATTER;
+    if (rooted && (a->root < 0 || a->root >= t->p))
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s root %d is outside the "
                              "team of %d", what, a->root, t->p);
     /* in place: MPI's rules, the marker in the buffer the rank would
      * otherwise copy its own block from or to */
     const void *marker = gather ? a->send : a->recv;
     if (marker == NUMACOLL_IN_PLACE) {
-        if (a->coll != NC_COLL_ALLGATHER && me != a->root)
+        if (rooted && me != a->root)
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "NUMACOLL_IN_PLACE on "
                                  "rank %d, which is not the %s root %d", me,
                                  what, a->root);
@@ -330,23 +334,25 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
     int bad = ga_check(t, a, &total, &largest);
     const int all = ga_sees_all(t, a);
     o->coll = a->coll;
-    o->root = a->coll == NC_COLL_ALLGATHER ? -1 : a->root;
+    o->root = a->root;
     o->own = NULL;
     o->recv = NULL;
     o->count = 0;
     o->ga = (struct nc__ga_call){
-        .send = a->in_place && a->coll == NC_COLL_ALLGATHER ? NULL : a->send,
+        .send = a->in_place && a->root < 0 ? NULL : a->send,
         .recv = a->recv, .each = a->each, .own = a->own,
         .counts = a->v && all ? a->counts : NULL,
         .displs = a->v && all ? a->displs : NULL,
         .in_place = a->in_place,
         /* all ranks know an Allgather's blocks; elsewhere only the root
          * does, and entry 0 of each block checks its size (gather.h) */
-        .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total : 0};
+        .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total
+                     : a->coll == NC_COLL_ALLTOALL ? a->each : 0};
     /* Every rank must take the same rule (f and s place the entries):
      * by the largest block where all know it, the uniform block size,
      * else (gatherv, scatterv) the rule of the largest size. */
     size_t key = a->coll == NC_COLL_ALLGATHER ? largest
+                 : a->coll == NC_COLL_ALLTOALL  ? a->each
                  : a->v                       ? SIZE_MAX
                                               : a->each;
     o->ch = nc__team_choice(t, a->coll, key);
@@ -416,6 +422,8 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
         return nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:
         return nc__scatter_staged_step(t, o);
+    case NC_COLL_ALLTOALL:
+        return nc__alltoall_staged_step(t, o);
     default:
         break;
     }
@@ -971,8 +979,8 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
     return launch(t, &o, mode, req);
 }
 
-/* The six gathers of one mode (blocking, nonblocking, persistent). */
-#define NC_GA_FORMS(ag, agv, ga, gav, sc, scv, mode, reqarg, reqparam)        \
+/* The seven gathers of one mode (blocking, nonblocking, persistent). */
+#define NC_GA_FORMS(ag, agv, ga, gav, sc, scv, a2a, mode, reqarg, reqparam)   \
     int ag(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
            size_t nbytes reqparam)                                            \
     {                                                                         \
@@ -1023,17 +1031,26 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
                        .send = sendbuf, .recv = recvbuf, .own = recvbytes,    \
                        .counts = sendbytes, .displs = displs};                \
         return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int a2a(numacoll_team_t *t, const void *sendbuf, void *recvbuf,           \
+            size_t nbytes reqparam)                                           \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLTOALL, .root = -1,                  \
+                       .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
+                       .each = nbytes};                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
     }
 
 #define NC_REQ_PARAM , numacoll_request_t **req
 NC_GA_FORMS(numacoll_allgather, numacoll_allgatherv, numacoll_gather,
-            numacoll_gatherv, numacoll_scatter, numacoll_scatterv, BLOCKING,
-            NULL, )
+            numacoll_gatherv, numacoll_scatter, numacoll_scatterv,
+            numacoll_alltoall, BLOCKING, NULL, )
 NC_GA_FORMS(numacoll_iallgather, numacoll_iallgatherv, numacoll_igather,
             numacoll_igatherv, numacoll_iscatter, numacoll_iscatterv,
-            NONBLOCKING, req, NC_REQ_PARAM)
+            numacoll_ialltoall, NONBLOCKING, req, NC_REQ_PARAM)
 NC_GA_FORMS(numacoll_allgather_init, numacoll_allgatherv_init,
             numacoll_gather_init, numacoll_gatherv_init, numacoll_scatter_init,
-            numacoll_scatterv_init, PERSISTENT, req, NC_REQ_PARAM)
+            numacoll_scatterv_init, numacoll_alltoall_init, PERSISTENT, req,
+            NC_REQ_PARAM)
 #undef NC_REQ_PARAM
 #undef NC_GA_FORMS

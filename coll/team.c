@@ -325,6 +325,7 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
     case NC_COLL_ALLGATHER:   /* the staging slots are the Reduce's */
     case NC_COLL_GATHER:
     case NC_COLL_SCATTER:
+    case NC_COLL_ALLTOALL:
         f = c->reduce_frag_size, s = c->reduce_depth, k = c->reduce_radix;
         break;
     case NC_COLL_BARRIER:

@@ -718,8 +718,17 @@ int numacoll_scatterv(numacoll_team_t *team, const void *sendbuf,
                       const size_t *sendbytes, const size_t *displs,
                       void *recvbuf, size_t recvbytes, int root);
 
-/* The gathers, nonblocking (as numacoll_ibcast) and persistent (as
- * numacoll_bcast_init). */
+/*
+ * Alltoall: block d of rank j's sendbuf (nbytes at sendbuf + d * nbytes)
+ * lands at recvbuf + j * nbytes on rank d. sendbuf NUMACOLL_IN_PLACE: the
+ * blocks to send are in recvbuf, and are replaced by those received.
+ */
+NUMACOLL_API
+int numacoll_alltoall(numacoll_team_t *team, const void *sendbuf,
+                      void *recvbuf, size_t nbytes);
+
+/* The gathers and Alltoall, nonblocking (as numacoll_ibcast) and
+ * persistent (as numacoll_bcast_init). */
 NUMACOLL_API
 int numacoll_iallgather(numacoll_team_t *team, const void *sendbuf,
                         void *recvbuf, size_t nbytes,
@@ -748,6 +757,9 @@ int numacoll_iscatterv(numacoll_team_t *team, const void *sendbuf,
                        void *recvbuf, size_t recvbytes, int root,
                        numacoll_request_t **req);
 NUMACOLL_API
+int numacoll_ialltoall(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t nbytes, numacoll_request_t **req);
+NUMACOLL_API
 int numacoll_allgather_init(numacoll_team_t *team, const void *sendbuf,
                             void *recvbuf, size_t nbytes,
                             numacoll_request_t **req);
@@ -773,6 +785,10 @@ NUMACOLL_API
 int numacoll_scatterv_init(numacoll_team_t *team, const void *sendbuf,
                            const size_t *sendbytes, const size_t *displs,
                            void *recvbuf, size_t recvbytes, int root,
+                           numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_alltoall_init(numacoll_team_t *team, const void *sendbuf,
+                           void *recvbuf, size_t nbytes,
                            numacoll_request_t **req);
 
 /* Calls of each operation completed by this rank's team (observability). */

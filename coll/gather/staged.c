@@ -15,6 +15,7 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
 {
     const size_t f = o->ch->f;
     const int me = t->rank, all = o->coll == NC_COLL_ALLGATHER ||
+                                  o->coll == NC_COLL_ALLTOALL ||
                                   me == o->root;
     nc__ga_pos_t *P = &o->g;
     P->rounds = nc__ga_frags(o->ga.own, f);
@@ -25,12 +26,17 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
                 P->rounds = n;
         }
         const size_t mine = nc__ga_count(o, me);
-        unsigned char *at = nc__ga_at(o->coll == NC_COLL_SCATTER
-                                          ? o->ga.send : o->ga.recv,
+        /* this rank's block on the side that holds every block (both
+         * sides for Alltoall: this is the send side) */
+        const int sends = o->coll == NC_COLL_SCATTER ||
+                          o->coll == NC_COLL_ALLTOALL;
+        unsigned char *at = nc__ga_at(sends ? o->ga.send : o->ga.recv,
                                       nc__ga_displ(o, me));
         if (!o->ga.in_place && mine) {
             if (o->coll == NC_COLL_SCATTER)
                 memcpy(o->ga.recv, at, mine);
+            else if (o->coll == NC_COLL_ALLTOALL)   /* block me to itself */
+                memcpy(o->ga.recv + nc__ga_displ(o, me), at, mine);
             else
                 memcpy(at, o->ga.send, mine);
         }
