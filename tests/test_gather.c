@@ -1,7 +1,9 @@
 /*
  * The gathers (coll/gather/), suite "gather": Allgather, Gather, Scatter
- * and their v forms checked byte for byte against what a reference
- * computes from the same pattern, with guard bytes around every buffer.
+ * and their v forms, and Alltoall, checked byte for byte against what a
+ * reference computes from the same pattern, with guard bytes around every
+ * buffer (Alltoall: every size and in place in the sweeps, its own test
+ * of requests, a size mismatch).
  *  exact      p = 1..8 (oversubscribed on two cores), every root, blocks
  *             of 0 B to 300 KB (inline lines, one and several staging
  *             fragments), and 4 MiB blocks at p = 2 and 3;
@@ -116,8 +118,9 @@ static int same(const unsigned char *got, unsigned call, int src, size_t n)
     return 1;
 }
 
-enum { AG, GA, SC };
-static const char *const kind_name[] = {"allgather", "gather", "scatter"};
+enum { AG, GA, SC, AA };
+static const char *const kind_name[] = {"allgather", "gather", "scatter",
+                                        "alltoall"};
 
 /*
  * One call of kind k (root for gather/scatter), v form or not, in place
@@ -182,6 +185,63 @@ static int one(numacoll_team_t *t, int rank, int p, int k, int root, int v,
     return bad;
 }
 
+/* Alltoall of `each` bytes per block, blocking, nonblocking (req not
+ * NULL: started, the caller waits) or in place; block d of rank j is
+ * pat(call, j * 64 + d). a2a_check: 0 when every received block and the
+ * guards are right. */
+typedef struct a2a {
+    unsigned char *send, *recv;
+    size_t each;
+    int in_place;
+    unsigned call;
+} a2a_t;
+
+static int a2a_start(numacoll_team_t *t, int me, int p, a2a_t *a,
+                     size_t each, int in_place, unsigned call,
+                     numacoll_request_t **req)
+{
+    a->each = each;
+    a->in_place = in_place;
+    a->call = call;
+    a->send = gbuf((size_t)p * each);
+    a->recv = gbuf((size_t)p * each);
+    unsigned char *from = (in_place ? a->recv : a->send) + GUARD;
+    for (int d = 0; d < p; d++)
+        fill(from + (size_t)d * each, call, me * 64 + d, each);
+    const void *send = in_place ? NUMACOLL_IN_PLACE : a->send + GUARD;
+    return req ? numacoll_ialltoall(t, send, a->recv + GUARD, each, req)
+               : numacoll_alltoall(t, send, a->recv + GUARD, each);
+}
+
+static int a2a_check(int me, int p, a2a_t *a)
+{
+    int bad = 0;
+    for (int j = 0; j < p && !bad; j++)
+        bad = !same(a->recv + GUARD + (size_t)j * a->each, a->call,
+                    j * 64 + me, a->each);
+    bad |= !guards_ok(a->recv, (size_t)p * a->each) ||
+           !guards_ok(a->send, (size_t)p * a->each);
+    if (bad)
+        fprintf(stderr, "rank %d: alltoall of %zu bytes per block (in place "
+                "%d, call %u) wrong\n", me, a->each, a->in_place, a->call);
+    free(a->send);
+    free(a->recv);
+    return bad ? 14 : 0;
+}
+
+static int a2a_one(numacoll_team_t *t, int me, int p, size_t each,
+                   int in_place, unsigned call)
+{
+    a2a_t a;
+    int rc = a2a_start(t, me, p, &a, each, in_place, call, NULL);
+    if (rc != NUMACOLL_OK) {
+        free(a.send);
+        free(a.recv);
+        return say(t, me, "alltoall", rc);
+    }
+    return a2a_check(me, p, &a);
+}
+
 /* ---- exact --------------------------------------------------------------- */
 
 typedef struct sweep {
@@ -204,6 +264,8 @@ static int sweep_body(const numacoll_bootstrap_t *b, void *arg)
     for (int z = 0; z < S->nsizes && !bad; z++) {
         const size_t each = S->sizes[z];
         bad = one(t, me, p, AG, -1, S->v, S->in_place, each, call++);
+        if (!bad && !S->v)
+            bad = a2a_one(t, me, p, each, S->in_place, call++);
         for (int root = 0; root < p && !bad; root++) {
             if (!S->every_root && root != (z % p))
                 continue;
@@ -256,6 +318,8 @@ static int geometry_body(const numacoll_bootstrap_t *b, void *arg)
                 bad = one(t, me, p, GA, root, v, 0, sizes[z], call++);
             if (!bad)
                 bad = one(t, me, p, SC, root, v, 0, sizes[z], call++);
+            if (!bad)
+                bad = a2a_one(t, me, p, sizes[z], v, call++);
             /* a reduction on the same slots between the gathers */
             int64_t in[300], out[300];
             for (int i = 0; i < 300; i++)
@@ -480,6 +544,61 @@ static void test_persistent(void)
         CU_ASSERT_EQUAL(nct_run(p, persistent_body, NULL), 0);
 }
 
+/* Alltoall: 12 in flight with blocking ones between, then a persistent
+ * one started 100 times. */
+static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 4096, 3, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    static const size_t sizes[] = {0, 8, 33, 1000, 9000, 70000};
+    a2a_t a[12];
+    numacoll_request_t *r[12];
+    int bad = 0, rc = NUMACOLL_OK;
+    for (int i = 0; i < 12 && !bad; i++) {
+        rc = a2a_start(t, me, p, &a[i], sizes[i % 6], i % 5 == 4,
+                       (unsigned)i, &r[i]);
+        if (rc != NUMACOLL_OK)
+            bad = say(t, me, "ialltoall", rc);
+        if (!bad && i % 4 == 3)
+            bad = a2a_one(t, me, p, 500, 0, 1000u + (unsigned)i);
+    }
+    for (int i = 11; i >= 0 && !bad; i--)
+        if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
+            bad = say(t, me, "wait", rc);
+    for (int i = 0; i < 12 && !bad; i++)
+        bad = a2a_check(me, p, &a[i]);
+    enum { EACH = 2500 };
+    unsigned char *send = malloc((size_t)p * EACH);
+    unsigned char *recv = malloc((size_t)p * EACH);
+    numacoll_request_t *pr = NULL;
+    if (!bad && (rc = numacoll_alltoall_init(t, send, recv, EACH, &pr)))
+        bad = say(t, me, "alltoall_init", rc);
+    for (unsigned it = 0; it < 100 && !bad; it++) {
+        for (int d = 0; d < p; d++)
+            fill(send + (size_t)d * EACH, it, me * 64 + d, EACH);
+        if ((rc = numacoll_start(pr)) != NUMACOLL_OK ||
+            (rc = numacoll_wait(&pr)) != NUMACOLL_OK)
+            bad = say(t, me, "persistent alltoall", rc);
+        for (int j = 0; j < p && !bad; j++)
+            bad = !same(recv + (size_t)j * EACH, it, j * 64 + me, EACH)
+                      ? 15 : 0;
+    }
+    numacoll_request_free(&pr);
+    free(send);
+    free(recv);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_alltoall_requests(void)
+{
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+}
+
 /* ---- mismatch ----------------------------------------------------------- */
 
 /* Out of band: every rank's int, as an application's own exchange would. */
@@ -489,7 +608,7 @@ static int oob_all(const numacoll_bootstrap_t *b, int mine, int *all)
 }
 
 typedef struct bad_case {
-    int k;        /* AG, GA, SC */
+    int k;        /* AG, GA, SC, AA */
     int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs */
 } bad_case_t;
 
@@ -520,6 +639,12 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
         rc = C->how == 2 ? numacoll_gatherv(t, small, N, big, cnt, dsp, root)
                          : numacoll_gather(t, small, big, each, root);
         break;
+    case AA: {
+        unsigned char *out = calloc((size_t)p, N + 64);
+        rc = numacoll_alltoall(t, big, out, each);
+        free(out);
+        break;
+    }
     default:
         rc = C->how == 2 ? numacoll_scatterv(t, big, cnt, dsp, small, N, root)
                          : numacoll_scatter(t, big, small, each, root);
@@ -557,10 +682,12 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_mismatch(void)
 {
-    for (int k = AG; k <= SC; k++)
+    for (int k = AG; k <= AA; k++)
         for (int how = 0; how < 3; how++) {
-            if (k == AG && how == 0)
-                continue;   /* Allgather has no root */
+            if ((k == AG || k == AA) && how == 0)
+                continue;   /* no root */
+            if (k == AA && how == 2)
+                continue;   /* no v form */
             bad_case_t C = {k, how};
             for (int p = 2; p <= 4; p++) {
                 int rc = nct_run(p, mismatch_body, &C);
@@ -635,6 +762,8 @@ int nct_register_gather(void)
         {"nonblocking, many in flight, interleaved with blocking",
          test_nonblocking},
         {"persistent, started 200 times", test_persistent},
+        {"alltoall: nonblocking in flight, persistent started 100 times",
+         test_alltoall_requests},
         {"mismatched roots, sizes and v-counts: an error, not a hang",
          test_mismatch},
         {"refused arguments", test_refused},
