@@ -54,7 +54,9 @@ enum {
     X(GATHER, "gather", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS, 1,               \
       "every rank's block of the size to the root")                           \
     X(SCATTER, "scatter", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS | NCB_ALL, 1,   \
-      "a block of the size from the root to every rank")
+      "a block of the size from the root to every rank")                      \
+    X(ALLTOALL, "alltoall", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,              \
+      "a block of the size from every rank to every rank")
 
 typedef enum {
 #define X(id, name, flags, elem, what) NCB_OP_##id,
@@ -85,9 +87,11 @@ int ncb_op_find(const char *name);
 typedef struct ncb_call {
     void *buf;          /* bcast: root ? sbuf : rbuf (in place)          */
     void *sbuf;         /* reduce/allreduce: this rank's contribution;
-                         * gathers: the send side (p blocks: scatter)    */
+                         * gathers: the send side (p blocks: scatter,
+                         * alltoall)                                     */
     void *rbuf;         /* reduce/allreduce: the result; gathers: the
-                         * receive side (p blocks: allgather, gather)    */
+                         * receive side (p blocks: allgather, gather,
+                         * alltoall)                                     */
     size_t bytes;
     size_t count;       /* bytes / elem                                  */
     int root;

@@ -388,10 +388,15 @@ static void spoil(const ncb_call_t *c, int op)
 }
 
 /* The gathers: block j of call c carries its own stamp or fill, so a
- * block that lands at another rank's place shows. */
-static inline uint64_t block_id(uint64_t c, int j)
+ * block that lands at another rank's place shows; Alltoall's block of
+ * each (sender, receiver) pair its own. */
+static inline uint64_t block_id(const run_t *R, int op, uint64_t c,
+                                int writes, int j)
 {
-    return c << 10 ^ (uint64_t)j;
+    if (op != NCB_OP_ALLTOALL)
+        return c << 10 ^ (uint64_t)j;
+    const int me = R->w->rank, src = writes ? me : j, dst = writes ? j : me;
+    return c << 20 ^ (uint64_t)src << 10 ^ (uint64_t)dst;
 }
 
 /* Which blocks this rank writes (scatter root: all) or reads (allgather,
@@ -402,8 +407,10 @@ static void block_range(const run_t *R, int op, const ncb_call_t *c,
                         size_t *stride)
 {
     const int me = R->w->rank, p = R->w->p, scatter = op == NCB_OP_SCATTER;
-    /* the side of the p blocks: scatter's send, the others' receive */
-    const int many = writes ? scatter && me == c->root : !scatter;
+    /* the side of the p blocks: scatter's send, the others' receive,
+     * both for alltoall */
+    const int many = op == NCB_OP_ALLTOALL ||
+                     (writes ? scatter && me == c->root : !scatter);
     *lo = many ? 0 : me;
     *hi = many ? p : me + 1;
     *base = writes ? c->sbuf : c->rbuf;
@@ -420,7 +427,7 @@ static void stamp_blocks(const run_t *R, int op, const ncb_call_t *c)
     block_range(R, op, c, 1, &lo, &hi, &b, &st);
     for (int j = lo; j < hi; j++)
         stamp_bytes(b + (size_t)(j - lo) * st, c->bytes,
-                    block_id(R->call, j));
+                    block_id(R, op, R->call, 1, j));
 }
 
 static int blocks_ok(const run_t *R, int op, const ncb_call_t *c)
@@ -431,7 +438,7 @@ static int blocks_ok(const run_t *R, int op, const ncb_call_t *c)
     block_range(R, op, c, 0, &lo, &hi, &b, &st);
     for (int j = lo; j < hi; j++)
         if (!stamp_bytes_ok(b + (size_t)(j - lo) * st, c->bytes,
-                            block_id(R->call, j)))
+                            block_id(R, op, R->call, 0, j)))
             return 0;
     return 1;
 }
@@ -515,11 +522,13 @@ static int full_check_blocks(run_t *R, slot_t *sl, int op, ncb_call_t *c,
     size_t st;
     block_range(R, op, c, 0, &lo, &hi, &b, &st);
     for (int j = lo; j < hi; j++)
-        fill_bytes(b + (size_t)(j - lo) * st, m, block_id(id, j), 1);
+        fill_bytes(b + (size_t)(j - lo) * st, m, block_id(R, op, id, 0, j),
+                   1);
     if (op != NCB_OP_SCATTER || R->w->rank == c->root) {
         block_range(R, op, c, 1, &lo, &hi, &b, &st);
         for (int j = lo; j < hi; j++)
-            fill_bytes(b + (size_t)(j - lo) * st, m, block_id(id, j), 0);
+            fill_bytes(b + (size_t)(j - lo) * st, m,
+                       block_id(R, op, id, 1, j), 0);
     }
     int rc = R->t[sl->cfg].run[op](R->t[sl->cfg].ctx, c);
     R->call++;
@@ -532,7 +541,7 @@ static int full_check_blocks(run_t *R, slot_t *sl, int op, ncb_call_t *c,
     block_range(R, op, c, 0, &lo, &hi, &b, &st);
     for (int j = lo; j < hi; j++) {
         size_t bad = first_bad_byte(b + (size_t)(j - lo) * st, m,
-                                    block_id(id, j));
+                                    block_id(R, op, id, 0, j));
         if (bad < m) {
             note_error(sl, R->w->rank, "checked call: byte %zu of a block "
                        "wrong on rank %d (root %d)", bad, c->root);

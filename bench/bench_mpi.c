@@ -258,8 +258,8 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     if (o->ops == 0)
         o->ops = NCB_OPS_CLASSIC;
     if (o->ops & ~NCB_OPS_CLASSIC) {
-        fprintf(stderr, "numacoll-bench-mpi: --ops: the gathers run in the "
-                "standalone mode only (numacoll-bench)\n");
+        fprintf(stderr, "numacoll-bench-mpi: --ops: the gathers and alltoall "
+                "run in the standalone mode only (numacoll-bench)\n");
         return 2;
     }
     MPI_Init(&argc, &argv);

@@ -37,6 +37,7 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_ALLGATHER] = NC_COLL_ALLGATHER,
     [NCB_OP_GATHER] = NC_COLL_GATHER,
     [NCB_OP_SCATTER] = NC_COLL_SCATTER,
+    [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
 };
 
 /* A configuration as the options give it. */
@@ -118,6 +119,12 @@ static int run_scatter(void *ctx, const ncb_call_t *c)
 {
     return numacoll_scatter(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
                             c->bytes, c->root);
+}
+
+static int run_alltoall(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_alltoall(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                             c->bytes);
 }
 
 static int barrier(void *ctx)
@@ -266,6 +273,7 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_ALLGATHER] = run_allgather;
     t->run[NCB_OP_GATHER] = run_gather;
     t->run[NCB_OP_SCATTER] = run_scatter;
+    t->run[NCB_OP_ALLTOALL] = run_alltoall;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
