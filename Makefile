@@ -76,6 +76,11 @@ LIB_SRCS = \
 	coll/reduce/allreduce_inline.c \
 	coll/reduce/allreduce_reduce_bcast.c \
 	coll/reduce/allreduce_rsag.c \
+	coll/gather/staged.c \
+	coll/gather/allgather_staged.c \
+	coll/gather/gather_staged.c \
+	coll/gather/scatter_staged.c \
+	coll/gather/alltoall_staged.c \
 	topo/topo.c \
 	topo/groups.c \
 	shm_seg/layout.c \
@@ -112,7 +117,8 @@ TEST_SRCS = \
 	tests/test_align.c \
 	tests/test_mismatch.c \
 	tests/test_levels.c \
-	tests/test_request.c
+	tests/test_request.c \
+	tests/test_gather.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

@@ -37,6 +37,8 @@ enum {
     NCB_ROOTED = 2,    /* has a root, rotated by --root-shift            */
     NCB_SUM = 4,       /* every rank contributes, uint32 sum             */
     NCB_ALL = 8,       /* every rank receives the result                 */
+    NCB_BLOCKS = 16,   /* the size is each rank's block; one side holds
+                        * the p blocks (the gathers)                     */
 };
 
 #define NCB_OP_LIST(X)                                                        \
@@ -46,7 +48,15 @@ enum {
       "uint32 sum of every rank's vector at the root")                        \
     X(ALLREDUCE, "allreduce", NCB_SIZED | NCB_SUM | NCB_ALL, 4,               \
       "uint32 sum of every rank's vector at every rank")                      \
-    X(BARRIER, "barrier", 0, 0, "no data")
+    X(BARRIER, "barrier", 0, 0, "no data")                                    \
+    X(ALLGATHER, "allgather", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,            \
+      "every rank's block of the size to every rank")                         \
+    X(GATHER, "gather", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS, 1,               \
+      "every rank's block of the size to the root")                           \
+    X(SCATTER, "scatter", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS | NCB_ALL, 1,   \
+      "a block of the size from the root to every rank")                      \
+    X(ALLTOALL, "alltoall", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,              \
+      "a block of the size from every rank to every rank")
 
 typedef enum {
 #define X(id, name, flags, elem, what) NCB_OP_##id,
@@ -64,14 +74,24 @@ typedef struct ncb_op {
 
 extern const ncb_op_t ncb_ops[NCB_OP_COUNT];
 
+/* The operations a run measures when --ops names none (and what
+ * numacoll-tune tunes): the gathers only when asked for. */
+#define NCB_OPS_CLASSIC                                                       \
+    (1u << NCB_OP_BCAST | 1u << NCB_OP_REDUCE | 1u << NCB_OP_ALLREDUCE |      \
+     1u << NCB_OP_BARRIER)
+
 /* Index of the operation called name, or -1. */
 int ncb_op_find(const char *name);
 
 /* ---- one call, as a backend receives it ------------------------------- */
 typedef struct ncb_call {
     void *buf;          /* bcast: root ? sbuf : rbuf (in place)          */
-    void *sbuf;         /* reduce/allreduce: this rank's contribution    */
-    void *rbuf;         /* reduce/allreduce: the result                  */
+    void *sbuf;         /* reduce/allreduce: this rank's contribution;
+                         * gathers: the send side (p blocks: scatter,
+                         * alltoall)                                     */
+    void *rbuf;         /* reduce/allreduce: the result; gathers: the
+                         * receive side (p blocks: allgather, gather,
+                         * alltoall)                                     */
     size_t bytes;
     size_t count;       /* bytes / elem                                  */
     int root;

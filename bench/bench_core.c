@@ -223,6 +223,8 @@ typedef struct ncb_session {
     int ncfg;
     ncb_report_t *rep;
     unsigned char *sarena, *rarena;  /* contributions / roots' data; results */
+    size_t span;                     /* bytes of one call's region: the
+                                      * size, p sizes for the gathers    */
     size_t arena;                    /* bytes the regions span */
     size_t alloc;                    /* bytes allocated per arena */
     int malloced;                    /* arenas from malloc, not mmap */
@@ -280,6 +282,7 @@ static size_t regions_of(const run_t *R, size_t m, size_t *stride)
  * with a fixed seed, so every run visits them alike. */
 static int set_order(run_t *R, size_t m)
 {
+    R->span = m;
     size_t stride, n = regions_of(R, m, &stride);
     if (n == R->norder)
         return 0;
@@ -305,9 +308,10 @@ static int set_order(run_t *R, size_t m)
 
 /* shift: how far the root moves per call (--root-shift; 0 for the app
  * loop, whose root stays 0 as in OSU and IMB). */
-static void cursor_init(const run_t *R, cursor_t *k, size_t m, int shift)
+static void cursor_init(const run_t *R, cursor_t *k, int shift)
 {
-    k->nregions = regions_of(R, m, &k->stride);
+    /* the regions of the size set_order() last laid out */
+    k->nregions = regions_of(R, R->span, &k->stride);
     k->idx = (size_t)(R->call % k->nregions);
     k->shift = shift % R->w->p;
     k->root = (int)((R->call * (uint64_t)shift) % (uint64_t)R->w->p);
@@ -338,6 +342,8 @@ static inline void call_at(const run_t *R, const cursor_t *k, int op, size_t m,
 
 static int receives(const run_t *R, int op, int root)
 {
+    if (ncb_ops[op].flags & NCB_BLOCKS)   /* gather: the root; others: all */
+        return (ncb_ops[op].flags & NCB_ALL) || R->w->rank == root;
     return (ncb_ops[op].flags & NCB_ALL) ? R->w->rank != root ||
                                            (ncb_ops[op].flags & NCB_SUM)
                                          : R->w->rank == root;
@@ -375,15 +381,75 @@ static int barrier_failed(run_t *R, int cfg)
  * see the check fail. */
 static void spoil(const ncb_call_t *c, int op)
 {
-    unsigned char *b = (ncb_ops[op].flags & NCB_SUM) ? c->rbuf : c->buf;
+    unsigned char *b = (ncb_ops[op].flags & (NCB_SUM | NCB_BLOCKS))
+                           ? c->rbuf : c->buf;
     if (c->bytes)
         b[c->bytes - 1] ^= 0x40;
 }
 
-/* Before a timed call: the producer stamps both ends of its buffer. */
-static inline void stamp_call(const run_t *R, int sum, const ncb_call_t *c)
+/* The gathers: block j of call c carries its own stamp or fill, so a
+ * block that lands at another rank's place shows; Alltoall's block of
+ * each (sender, receiver) pair its own. */
+static inline uint64_t block_id(const run_t *R, int op, uint64_t c,
+                                int writes, int j)
 {
-    if (sum)
+    if (op != NCB_OP_ALLTOALL)
+        return c << 10 ^ (uint64_t)j;
+    const int me = R->w->rank, src = writes ? me : j, dst = writes ? j : me;
+    return c << 20 ^ (uint64_t)src << 10 ^ (uint64_t)dst;
+}
+
+/* Which blocks this rank writes (scatter root: all) or reads (allgather,
+ * gather root: all; scatter: its own) in a gather call: [*lo, *hi), and
+ * the buffer holding block j. */
+static void block_range(const run_t *R, int op, const ncb_call_t *c,
+                        int writes, int *lo, int *hi, unsigned char **base,
+                        size_t *stride)
+{
+    const int me = R->w->rank, p = R->w->p, scatter = op == NCB_OP_SCATTER;
+    /* the side of the p blocks: scatter's send, the others' receive,
+     * both for alltoall */
+    const int many = op == NCB_OP_ALLTOALL ||
+                     (writes ? scatter && me == c->root : !scatter);
+    *lo = many ? 0 : me;
+    *hi = many ? p : me + 1;
+    *base = writes ? c->sbuf : c->rbuf;
+    *stride = many ? c->bytes : 0;   /* one block: at the buffer's start */
+}
+
+static void stamp_blocks(const run_t *R, int op, const ncb_call_t *c)
+{
+    int lo, hi;
+    unsigned char *b;
+    size_t st;
+    if (op == NCB_OP_SCATTER && R->w->rank != c->root)
+        return;
+    block_range(R, op, c, 1, &lo, &hi, &b, &st);
+    for (int j = lo; j < hi; j++)
+        stamp_bytes(b + (size_t)(j - lo) * st, c->bytes,
+                    block_id(R, op, R->call, 1, j));
+}
+
+static int blocks_ok(const run_t *R, int op, const ncb_call_t *c)
+{
+    int lo, hi;
+    unsigned char *b;
+    size_t st;
+    block_range(R, op, c, 0, &lo, &hi, &b, &st);
+    for (int j = lo; j < hi; j++)
+        if (!stamp_bytes_ok(b + (size_t)(j - lo) * st, c->bytes,
+                            block_id(R, op, R->call, 0, j)))
+            return 0;
+    return 1;
+}
+
+/* Before a timed call: the producer stamps both ends of its buffer. */
+static inline void stamp_call(const run_t *R, int op, int sum,
+                              const ncb_call_t *c)
+{
+    if (ncb_ops[op].flags & NCB_BLOCKS)
+        stamp_blocks(R, op, c);
+    else if (sum)
         stamp_u32(c->sbuf, c->count, R->call, R->w->rank);
     else if (R->w->rank == c->root)
         stamp_bytes(c->buf, c->bytes, R->call);
@@ -397,8 +463,9 @@ static inline void check_call(run_t *R, slot_t *s, int op, int check,
         spoil(c, op);
     if (!check || !receives(R, op, c->root))
         return;
-    int ok = sum ? stamp_u32_ok(c->rbuf, c->count, R->call, R->w->p)
-                 : stamp_bytes_ok(c->buf, c->bytes, R->call);
+    int ok = (ncb_ops[op].flags & NCB_BLOCKS) ? blocks_ok(R, op, c)
+             : sum ? stamp_u32_ok(c->rbuf, c->count, R->call, R->w->p)
+                   : stamp_bytes_ok(c->buf, c->bytes, R->call);
     if (!ok)
         note_error(s, R->w->rank, "timed call of %zu bytes: rank %d received "
                    "stale or wrong end bytes from root %d", c->bytes, c->root);
@@ -418,13 +485,13 @@ static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k, int app,
     const int check = R->o->check && (ncb_ops[op].flags & NCB_SIZED);
     const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
     cursor_t cur;
-    cursor_init(R, &cur, m, app ? 0 : R->o->root_shift);
+    cursor_init(R, &cur, app ? 0 : R->o->root_shift);
     ncb_call_t c;
     double total = 0, t0 = ncb_now();
     for (int i = 0; i < k; i++) {
         call_at(R, &cur, op, m, &c);
         if (check)
-            stamp_call(R, sum, &c);
+            stamp_call(R, op, sum, &c);
         if (app) {
             if (t->barrier(t->ctx))
                 return barrier_failed(R, s->cfg);
@@ -443,18 +510,61 @@ static int timed_loop(run_t *R, slot_t *s, int op, size_t m, int k, int app,
     return 0;
 }
 
+/* full_check of a gather call c: every block its own fresh bytes, the
+ * receiving side filled with their complement first. */
+static int full_check_blocks(run_t *R, slot_t *sl, int op, ncb_call_t *c,
+                             int recv)
+{
+    const uint64_t id = R->call;
+    const size_t m = c->bytes;
+    int lo, hi;
+    unsigned char *b;
+    size_t st;
+    block_range(R, op, c, 0, &lo, &hi, &b, &st);
+    for (int j = lo; j < hi; j++)
+        fill_bytes(b + (size_t)(j - lo) * st, m, block_id(R, op, id, 0, j),
+                   1);
+    if (op != NCB_OP_SCATTER || R->w->rank == c->root) {
+        block_range(R, op, c, 1, &lo, &hi, &b, &st);
+        for (int j = lo; j < hi; j++)
+            fill_bytes(b + (size_t)(j - lo) * st, m,
+                       block_id(R, op, id, 1, j), 0);
+    }
+    int rc = R->t[sl->cfg].run[op](R->t[sl->cfg].ctx, c);
+    R->call++;
+    if (rc != 0)
+        return call_failed(R, sl->cfg, op, c, rc);
+    if (!recv)
+        return 0;
+    if (R->fault && R->w->rank == 1)
+        spoil(c, op);
+    block_range(R, op, c, 0, &lo, &hi, &b, &st);
+    for (int j = lo; j < hi; j++) {
+        size_t bad = first_bad_byte(b + (size_t)(j - lo) * st, m,
+                                    block_id(R, op, id, 0, j));
+        if (bad < m) {
+            note_error(sl, R->w->rank, "checked call: byte %zu of a block "
+                       "wrong on rank %d (root %d)", bad, c->root);
+            break;
+        }
+    }
+    return 0;
+}
+
 /* One untimed call with fully fresh data, checked byte for byte. */
 static int full_check(run_t *R, slot_t *sl, int op, size_t m)
 {
     const int cfg = sl->cfg;
     cursor_t cur;
-    cursor_init(R, &cur, m, sl->loop == NCB_LOOP_APP ? 0 : R->o->root_shift);
+    cursor_init(R, &cur, sl->loop == NCB_LOOP_APP ? 0 : R->o->root_shift);
     ncb_call_t c;
     call_at(R, &cur, op, m, &c);
     const int rank = R->w->rank, p = R->w->p;
     const uint64_t id = R->call;
     const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
     int recv = receives(R, op, c.root);
+    if (ncb_ops[op].flags & NCB_BLOCKS)
+        return full_check_blocks(R, sl, op, &c, recv);
     if (sum) {
         uint32_t *s = c.sbuf, *d = c.rbuf;
         for (size_t e = 0; e < c.count; e++) {
@@ -500,7 +610,7 @@ static double memcpy_ref(run_t *R, size_t m, int k, int reps)
     if (!s)
         return -1;
     cursor_t cur;
-    cursor_init(R, &cur, m, 0);
+    cursor_init(R, &cur, 0);
     for (int rep = 0; rep < reps; rep++) {
         double t0 = ncb_now();
         for (int i = 0; i < k; i++) {
@@ -655,7 +765,9 @@ static int measure_size(run_t *R, int op, size_t m)
     double mc[NCB_SWEEP_N];
     int any = 0;
 
-    if (set_order(R, m) != 0 || make_slots(R) != 0) {
+    const size_t span = (ncb_ops[op].flags & NCB_BLOCKS)
+                            ? m * (size_t)w->p : m;
+    if (set_order(R, span) != 0 || make_slots(R) != 0) {
         fprintf(stderr, "numacoll-bench: out of memory for the region order "
                 "and the slots\n");
         return 4;
@@ -982,6 +1094,12 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
     size_t maxm = 0;
     for (int i = 0; i < o->nsizes; i++)
         maxm = o->sizes[i] > maxm ? o->sizes[i] : maxm;
+    /* a gather's region holds p blocks */
+    for (int op = 0; op < NCB_OP_COUNT; op++)
+        if ((o->ops & (1u << op)) && (ncb_ops[op].flags & NCB_BLOCKS)) {
+            maxm *= (size_t)w->p;
+            break;
+        }
     if (session_init(&R, o, w, maxm))
         return 4;
     R.t = t;

@@ -296,14 +296,19 @@ void ncb_backend_list_params(FILE *to)
 
 int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
 {
+    if (o->ops == 0)
+        o->ops = NCB_OPS_CLASSIC;
+    if (o->ops & ~NCB_OPS_CLASSIC) {
+        fprintf(stderr, "numacoll-bench-mpi: --ops: the gathers and alltoall "
+                "run in the standalone mode only (numacoll-bench)\n");
+        return 2;
+    }
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     /* errors come back as codes, so a failure names the call */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    if (o->ops == 0)
-        o->ops = (1u << NCB_OP_COUNT) - 1;
     mctx_t m = {.comm = MPI_COMM_WORLD, .last = MPI_SUCCESS};
     ncb_target_t t = {.run = {[NCB_OP_BCAST] = run_bcast,
                               [NCB_OP_REDUCE] = run_reduce,

@@ -22,8 +22,10 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
             mode == NCB_MPI ? "   (under mpirun -np P)" : "");
     fprintf(to,
         "Times collectives over message sizes; see docs/bench.md.\n"
-        "  -o, --ops LIST       bcast,reduce,allreduce,barrier or all (default:\n"
-        "                       every operation this mode has)\n"
+        "  -o, --ops LIST       bcast,reduce,allreduce,barrier,allgather,gather,\n"
+        "                       scatter,alltoall or all (default, and all: the\n"
+        "                       first four; the gathers' and alltoall's size is\n"
+        "                       the bytes per block, standalone mode only)\n"
         "  -s, --sizes LIST     sizes and ranges: 8,4k,1m or 1:16m (powers of two\n"
         "                       from 1 B to 16 MiB, the default); k/m/g suffixes\n");
     if (mode == NCB_STANDALONE)
@@ -212,7 +214,7 @@ static int parse_ops(ncb_opts_t *o, const char *list, char *err, size_t errlen)
         int k = ncb_op_find(tok);
         if (k < 0)
             FAIL("--ops: unknown operation '%s' (bcast, reduce, allreduce, "
-                 "barrier or all)", tok);
+                 "barrier, allgather, gather, scatter, alltoall or all)", tok);
         o->ops |= 1u << k;
     }
     if (!o->ops)

@@ -34,6 +34,10 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_REDUCE] = NC_COLL_REDUCE,
     [NCB_OP_ALLREDUCE] = NC_COLL_ALLREDUCE,
     [NCB_OP_BARRIER] = NC_COLL_BARRIER,
+    [NCB_OP_ALLGATHER] = NC_COLL_ALLGATHER,
+    [NCB_OP_GATHER] = NC_COLL_GATHER,
+    [NCB_OP_SCATTER] = NC_COLL_SCATTER,
+    [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
 };
 
 /* A configuration as the options give it. */
@@ -133,6 +137,31 @@ static int istart_barrier(void *ctx, const ncb_call_t *c)
 static int iwait(void *ctx)
 {
     return numacoll_wait(&((ncb_team_t *)ctx)->req);
+}
+
+/* The gathers have one algorithm each: the public calls reach it. */
+static int run_allgather(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_allgather(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                              c->bytes);
+}
+
+static int run_gather(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_gather(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                           c->bytes, c->root);
+}
+
+static int run_scatter(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_scatter(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                            c->bytes, c->root);
+}
+
+static int run_alltoall(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_alltoall(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                             c->bytes);
 }
 
 static int barrier(void *ctx)
@@ -283,6 +312,10 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->istart[NCB_OP_ALLREDUCE] = istart_allreduce;
     t->istart[NCB_OP_BARRIER] = istart_barrier;
     t->iwait = iwait;
+    t->run[NCB_OP_ALLGATHER] = run_allgather;
+    t->run[NCB_OP_GATHER] = run_gather;
+    t->run[NCB_OP_SCATTER] = run_scatter;
+    t->run[NCB_OP_ALLTOALL] = run_alltoall;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
@@ -659,7 +692,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     char err[512];
     unsigned avail = available_ops();
     if (o->ops == 0)
-        o->ops = avail;
+        o->ops = avail & NCB_OPS_CLASSIC;
     for (int op = 0; op < NCB_OP_COUNT; op++)
         if ((o->ops & (1u << op)) && !(avail & (1u << op))) {
             fprintf(stderr, "numacoll-bench: --ops: %s is not in numacoll "

@@ -17,7 +17,11 @@
     X(BCAST, "bcast")                                                          \
     X(BARRIER, "barrier")                                                      \
     X(REDUCE, "reduce")                                                        \
-    X(ALLREDUCE, "allreduce")
+    X(ALLREDUCE, "allreduce")                                                  \
+    X(ALLGATHER, "allgather")                                                  \
+    X(GATHER, "gather")                                                        \
+    X(SCATTER, "scatter")                                                      \
+    X(ALLTOALL, "alltoall")
 
 typedef enum {
 #define X(id, name) NC_COLL_##id,
@@ -63,7 +67,22 @@ typedef enum {
       "the table gives for the size, from rank 0")                             \
     X(ALLREDUCE, RSAG, "rsag", "f s", SIZE_MAX,                                \
       "reduce-scatter in shared memory (each rank folds one cache-line "       \
-      "aligned slice of every contribution) then allgather of the slices")
+      "aligned slice of every contribution) then allgather of the slices")    \
+    X(ALLGATHER, STAGED, "staged", "f s", SIZE_MAX,                           \
+      "every rank stages its block once, in fragments of f bytes, in its "    \
+      "NUMA-local staging slots (s deep; 40 bytes or less ride in the "       \
+      "slot's line); every other rank copies it out")                         \
+    X(GATHER, STAGED, "staged", "f s", SIZE_MAX,                              \
+      "every non-root rank stages its block in fragments of f bytes in its "  \
+      "NUMA-local staging slots (s deep); the root copies them out")          \
+    X(SCATTER, STAGED, "staged", "f s", SIZE_MAX,                             \
+      "the root stages every rank's block in fragments of f bytes in its "    \
+      "NUMA-local staging slots (s deep), round by round; each rank copies "  \
+      "out its own")                                                          \
+    X(ALLTOALL, STAGED, "staged", "f s", SIZE_MAX,                            \
+      "round by round, every rank stages one piece of each of its p - 1 "     \
+      "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
+      "every other rank copies out its piece")
 
 typedef enum {
 #define X(coll, id, name, keys, max, desc) NC_ALG_##coll##_##id,

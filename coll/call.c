@@ -254,6 +254,16 @@ static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
     else if (c.coll == NC_COLL_BCAST)
         snprintf(buf, len, "call %llu, bcast of %zu bytes from root %d",
                  (unsigned long long)seq, c.nbytes, c.root);
+    else if (c.coll == NC_COLL_ALLGATHER)
+        snprintf(buf, len, "call %llu, allgather of %zu bytes in all",
+                 (unsigned long long)seq, c.nbytes);
+    else if (c.coll == NC_COLL_ALLTOALL)
+        snprintf(buf, len, "call %llu, alltoall of %zu bytes per block",
+                 (unsigned long long)seq, c.nbytes);
+    else if (c.coll == NC_COLL_GATHER || c.coll == NC_COLL_SCATTER)
+        snprintf(buf, len, "call %llu, %s %s root %d",
+                 (unsigned long long)seq, name,
+                 c.coll == NC_COLL_GATHER ? "to" : "from", c.root);
     else {
         const char *dn = c.dtype >= 0 ? numacoll_dtype_name(
                                             (numacoll_dtype_t)c.dtype) : NULL;

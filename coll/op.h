@@ -63,6 +63,15 @@ typedef struct nc__red_pos {
     size_t unit, chunk, rounds;   /* rsag: the call's geometry             */
 } nc__red_pos_t;
 
+/* The gathers (coll/gather/): the call's first entry number, round in
+ * hand, rounds of the call, own entries staged ahead, and the peers (or
+ * destinations) done in the round. */
+typedef struct nc__ga_pos {
+    uint64_t base;
+    size_t r, rounds, staged;
+    int i;
+} nc__ga_pos_t;
+
 typedef struct nc__op {
     /* the call */
     nc__coll_t coll;
@@ -81,6 +90,17 @@ typedef struct nc__op {
     const void *own;
     void *recv;
     size_t count;
+    /* Allgather, Gather, Scatter and their v forms: blocks of bytes.
+     * counts / displs NULL: every block is `each` bytes, block j at
+     * j * each (the arrays are the caller's: a persistent request reads
+     * them at every start, as MPI's do). own: this rank's block. */
+    struct nc__ga_call {
+        const unsigned char *send;
+        unsigned char *recv;
+        size_t each, own, sig_bytes;
+        const size_t *counts, *displs;
+        int in_place;
+    } ga;
     int bad;                      /* the verdict on the arguments         */
     /* where it is */
     int begun;                    /* numbered (nc__call_begin)            */
@@ -88,6 +108,7 @@ typedef struct nc__op {
     int sub;                      /* a composite's part (reduce_bcast)    */
     nc__bcast_pos_t b;
     nc__red_pos_t r;
+    nc__ga_pos_t g;
 } nc__op_t;
 
 /* Step of a whole call: numbers it first (refusing it there when bad),
@@ -110,6 +131,11 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o);
+/* The gathers' (coll/gather/) read ch and ga. */
+int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
 
 /* A Bcast op of the team's rule for nbytes (0 bytes: inline, so that a
  * mismatch shows), its copy variants picked, not begun: for algorithms

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/gather/gather.h"
 #include "coll/op.h"
 #include "coll/reduce/reduce.h"
 #include "coll/wait.h"
@@ -217,6 +218,149 @@ static void allreduce_make(numacoll_team_t *t, nc__op_t *o, int alg,
     o->bad = bad;
 }
 
+/* ---- the gathers: Allgather, Gather, Scatter and their v forms ---------- */
+
+/* What a gather-family call gives: its collective, root (-1: none), this
+ * rank's buffers and block, and the blocks at the ranks that see them all
+ * (uniform: `each` bytes, block j at j * each; v: counts and displs). */
+typedef struct ga_args {
+    nc__coll_t coll;
+    int root, v;
+    const void *send;
+    void *recv;
+    size_t own, each;
+    const size_t *counts, *displs;
+    int in_place;
+} ga_args_t;
+
+static const char *ga_name(const ga_args_t *a)
+{
+    static const char *const names[2][4] = {
+        {"allgather", "gather", "scatter", "alltoall"},
+        {"allgatherv", "gatherv", "scatterv", "alltoallv"}};
+    return names[a->v][a->coll == NC_COLL_ALLGATHER ? 0
+                       : a->coll == NC_COLL_GATHER  ? 1
+                       : a->coll == NC_COLL_SCATTER ? 2 : 3];
+}
+
+/* Whether this rank sees every block (Allgather, Alltoall: all; else the
+ * root). */
+static int ga_sees_all(const numacoll_team_t *t, const ga_args_t *a)
+{
+    return a->root < 0 || t->rank == a->root;
+}
+
+/* The checks of the blocks a rank that sees them all is given: arrays
+ * present, no block past SIZE_MAX; *total and *largest of them. */
+static int ga_check_blocks(numacoll_team_t *t, const ga_args_t *a,
+                           size_t *total, size_t *largest)
+{
+    const char *what = ga_name(a);
+    *total = *largest = 0;
+    if (a->v && (!a->counts || !a->displs))
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s on rank %d without "
+                             "its %s array", what, t->rank,
+                             a->counts ? "displacement" : "byte count");
+    for (int j = 0; j < t->p; j++) {
+        size_t c = a->v ? a->counts[j] : a->each;
+        size_t d = a->v ? a->displs[j] : (size_t)j * a->each;
+        if ((!a->v && j && d / (size_t)j != a->each) || c > SIZE_MAX - d)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: block %d of %zu "
+                                 "bytes ends past SIZE_MAX", what, j, c);
+        if (c > SIZE_MAX - *total)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: the blocks' "
+                                 "bytes add up past SIZE_MAX", what);
+        *total += c;
+        if (c > *largest)
+            *largest = c;
+    }
+    return NUMACOLL_OK;
+}
+
+/* The verdict on a gather-family call's arguments (last_error worded). */
+static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
+                    size_t *largest)
+{
+    const char *what = ga_name(a);
+    const int me = t->rank, all = ga_sees_all(t, a);
+    const int gather = a->coll != NC_COLL_SCATTER;
+    *total = *largest = 0;
+    const int rooted = a->coll == NC_COLL_GATHER ||
+                       a->coll == NC_COLL_SCATTER;
+    if (rooted && (a->root < 0 || a->root >= t->p))
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s root %d is outside the "
+                             "team of %d", what, a->root, t->p);
+    /* in place: MPI's rules, the marker in the buffer the rank would
+     * otherwise copy its own block from or to */
+    const void *marker = gather ? a->send : a->recv;
+    if (marker == NUMACOLL_IN_PLACE) {
+        if (rooted && me != a->root)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "NUMACOLL_IN_PLACE on "
+                                 "rank %d, which is not the %s root %d", me,
+                                 what, a->root);
+        a->in_place = 1;
+    }
+    if (all) {
+        int rc = ga_check_blocks(t, a, total, largest);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        size_t mine = a->v ? a->counts[me] : a->each;
+        if (!a->in_place && a->v && a->own != mine)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: rank %d %s %zu "
+                                 "bytes of its own, but its block in the "
+                                 "%s buffer has %zu", what, me,
+                                 gather ? "sends" : "receives", a->own,
+                                 gather ? "receive" : "send", mine);
+        a->own = mine;
+        /* the buffer holding every block */
+        const void *every = gather ? a->recv : a->send;
+        if (*total > 0 && !every)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu bytes in all "
+                                 "with a NULL %s buffer on rank %d", what,
+                                 *total, gather ? "receive" : "send", me);
+    }
+    /* the buffer of this rank's own block */
+    const void *one = gather ? a->send : a->recv;
+    if (!a->in_place && a->own > 0 && !one)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: a NULL %s buffer for "
+                             "the %zu bytes of rank %d", what,
+                             gather ? "send" : "receive", a->own, me);
+    return nc__team_check_abort(t);
+}
+
+static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
+{
+    size_t total = 0, largest = 0;
+    int bad = ga_check(t, a, &total, &largest);
+    const int all = ga_sees_all(t, a);
+    o->coll = a->coll;
+    o->root = a->root;
+    o->own = NULL;
+    o->recv = NULL;
+    o->count = 0;
+    o->ga = (struct nc__ga_call){
+        .send = a->in_place && a->root < 0 ? NULL : a->send,
+        .recv = a->recv, .each = a->each, .own = a->own,
+        .counts = a->v && all ? a->counts : NULL,
+        .displs = a->v && all ? a->displs : NULL,
+        .in_place = a->in_place,
+        /* all ranks know an Allgather's blocks; elsewhere only the root
+         * does, and entry 0 of each block checks its size (gather.h) */
+        .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total
+                     : a->coll == NC_COLL_ALLTOALL ? a->each : 0};
+    /* Every rank must take the same rule (f and s place the entries):
+     * by the largest block where all know it, the uniform block size,
+     * else (gatherv, scatterv) the rule of the largest size. */
+    size_t key = a->coll == NC_COLL_ALLGATHER ? largest
+                 : a->coll == NC_COLL_ALLTOALL  ? a->each
+                 : a->v                       ? SIZE_MAX
+                                              : a->each;
+    o->ch = nc__team_choice(t, a->coll, key);
+    o->alg = (int)o->ch->alg;
+    op_reset(o);
+    o->bad = bad;
+}
+
 /* ---- numbering, then the algorithm -------------------------------------- */
 
 /* Number the call and publish its signature (coll/call.c), refused or
@@ -227,6 +371,8 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
     nc__call_t c = {.coll = o->coll, .root = o->root, .dtype = -1, .op = -1};
     if (o->coll == NC_COLL_BCAST) {
         c.nbytes = o->bc.nbytes;
+    } else if (o->coll >= NC_COLL_ALLGATHER) {
+        c.nbytes = o->ga.sig_bytes;
     } else if (o->coll != NC_COLL_BARRIER) {
         c.nbytes = o->count * o->rop.elem;
         c.count = o->count;
@@ -245,7 +391,12 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
         return rc != NUMACOLL_OK
                    ? nc__call_refuse(t, o->bad, 0)
                    : nc__bcast_refuse(t, o->bc.nbytes, o->root, o->bad);
-    return nc__call_refuse(t, o->bad, o->root >= 0 && o->root == t->rank);
+    /* nobody waits for a Reduce or Gather root, nor for a Scatter
+     * reader: they learn of the refusal at their next call */
+    int unheard = o->coll == NC_COLL_SCATTER
+                      ? t->rank != o->root
+                      : o->root >= 0 && o->root == t->rank;
+    return nc__call_refuse(t, o->bad, unheard);
 }
 
 /* The algorithm's step of a begun call; NUMACOLL_OK at once where this
@@ -253,8 +404,11 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
 NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
 {
     if (t->p == 1) {
-        if (o->coll >= NC_COLL_REDUCE && o->count > 0 && o->own != o->recv)
+        if ((o->coll == NC_COLL_REDUCE || o->coll == NC_COLL_ALLREDUCE) &&
+            o->count > 0 && o->own != o->recv)
             memcpy(o->recv, o->own, o->count * o->rop.elem);
+        if (o->coll >= NC_COLL_ALLGATHER)
+            nc__ga_begin(t, o);   /* the own block's copy */
         return NUMACOLL_OK;
     }
     switch (o->coll) {
@@ -262,6 +416,14 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
         return nc__bcast_step(t, o);
     case NC_COLL_BARRIER:
         return nc__barrier_step(t, o);
+    case NC_COLL_ALLGATHER:
+        return nc__allgather_staged_step(t, o);
+    case NC_COLL_GATHER:
+        return nc__gather_staged_step(t, o);
+    case NC_COLL_SCATTER:
+        return nc__scatter_staged_step(t, o);
+    case NC_COLL_ALLTOALL:
+        return nc__alltoall_staged_step(t, o);
     default:
         break;
     }
@@ -310,8 +472,10 @@ static inline int op_step(numacoll_team_t *t, nc__op_t *o)
     case NC_COLL_REDUCE:
         t->counters.reduce++;
         break;
-    default:
+    case NC_COLL_ALLREDUCE:
         t->counters.allreduce++;
+        break;
+    default:   /* the gathers have no counter (numacoll_counters_t) */
         break;
     }
     return NUMACOLL_OK;
@@ -802,3 +966,91 @@ NC_RED_FORMS(numacoll_reduce_init, numacoll_allreduce_init,
              PERSISTENT, req, NC_REQ_PARAM)
 #undef NC_REQ_PARAM
 #undef NC_RED_FORMS
+
+/* ---- public: the gathers ------------------------------------------------- */
+
+NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
+                     numacoll_request_t **req)
+{
+    if (!t)
+        return NUMACOLL_ERR_ARG;
+    nc__op_t o;
+    ga_make(t, &o, a);
+    return launch(t, &o, mode, req);
+}
+
+/* The seven gathers of one mode (blocking, nonblocking, persistent). */
+#define NC_GA_FORMS(ag, agv, ga, gav, sc, scv, a2a, mode, reqarg, reqparam)   \
+    int ag(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
+           size_t nbytes reqparam)                                            \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1,                 \
+                       .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
+                       .each = nbytes};                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int agv(numacoll_team_t *t, const void *sendbuf, size_t sendbytes,        \
+            void *recvbuf, const size_t *recvbytes,                           \
+            const size_t *displs reqparam)                                    \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1, .v = 1,         \
+                       .send = sendbuf, .recv = recvbuf, .own = sendbytes,    \
+                       .counts = recvbytes, .displs = displs};                \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int ga(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
+           size_t nbytes, int root reqparam)                                  \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_GATHER, .root = root,                  \
+                       .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
+                       .each = nbytes};                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int gav(numacoll_team_t *t, const void *sendbuf, size_t sendbytes,        \
+            void *recvbuf, const size_t *recvbytes, const size_t *displs,     \
+            int root reqparam)                                                \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_GATHER, .root = root, .v = 1,          \
+                       .send = sendbuf, .recv = recvbuf, .own = sendbytes,    \
+                       .counts = recvbytes, .displs = displs};                \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int sc(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
+           size_t nbytes, int root reqparam)                                  \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_SCATTER, .root = root,                 \
+                       .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
+                       .each = nbytes};                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int scv(numacoll_team_t *t, const void *sendbuf, const size_t *sendbytes, \
+            const size_t *displs, void *recvbuf, size_t recvbytes,            \
+            int root reqparam)                                                \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_SCATTER, .root = root, .v = 1,         \
+                       .send = sendbuf, .recv = recvbuf, .own = recvbytes,    \
+                       .counts = sendbytes, .displs = displs};                \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int a2a(numacoll_team_t *t, const void *sendbuf, void *recvbuf,           \
+            size_t nbytes reqparam)                                           \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLTOALL, .root = -1,                  \
+                       .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
+                       .each = nbytes};                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }
+
+#define NC_REQ_PARAM , numacoll_request_t **req
+NC_GA_FORMS(numacoll_allgather, numacoll_allgatherv, numacoll_gather,
+            numacoll_gatherv, numacoll_scatter, numacoll_scatterv,
+            numacoll_alltoall, BLOCKING, NULL, )
+NC_GA_FORMS(numacoll_iallgather, numacoll_iallgatherv, numacoll_igather,
+            numacoll_igatherv, numacoll_iscatter, numacoll_iscatterv,
+            numacoll_ialltoall, NONBLOCKING, req, NC_REQ_PARAM)
+NC_GA_FORMS(numacoll_allgather_init, numacoll_allgatherv_init,
+            numacoll_gather_init, numacoll_gatherv_init, numacoll_scatter_init,
+            numacoll_scatterv_init, numacoll_alltoall_init, PERSISTENT, req,
+            NC_REQ_PARAM)
+#undef NC_REQ_PARAM
+#undef NC_GA_FORMS

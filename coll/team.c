@@ -308,8 +308,9 @@ static const nc__tune_table_t *pick_table(numacoll_team_t *t,
 }
 
 /* Parameters set in the config replace the rule's: Bcast's from frag_size,
- * queue_depth, banks, tree, radix; Reduce's and Allreduce's from the
- * reduce_* ones; Barrier's from barrier_radix. Unset ones are 0 (tree -1). */
+ * queue_depth, banks, tree, radix; Reduce's, Allreduce's and the
+ * gathers' (they share the staging slots) from the reduce_* ones;
+ * Barrier's from barrier_radix. Unset ones are 0 (tree -1). */
 static void override(const numacoll_config_t *c, nc__coll_t coll,
                      nc__choice_t *ch)
 {
@@ -323,6 +324,10 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
         break;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
+    case NC_COLL_ALLGATHER:   /* the staging slots are the Reduce's */
+    case NC_COLL_GATHER:
+    case NC_COLL_SCATTER:
+    case NC_COLL_ALLTOALL:
         f = c->reduce_frag_size, s = c->reduce_depth, k = c->reduce_radix;
         break;
     case NC_COLL_BARRIER:
@@ -542,7 +547,9 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                         t->geo_q = ch->q;
                     }
                 }
-            } else if (c == NC_COLL_REDUCE || c == NC_COLL_ALLREDUCE) {
+            } else if (c != NC_COLL_BARRIER) {
+                /* Reduce, Allreduce and the gathers stage in one set of
+                 * slots (coll/reduce/reduce.h): sized for all of them */
                 if (nc__alg_takes((int)ch->alg, "k")) {
                     rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
                                    (int)(ch->ku ? ch->ku : ch->k));

@@ -484,7 +484,8 @@ NUMACOLL_API int numacoll_op_valid(numacoll_op_t op, numacoll_dtype_t dtype);
 /*
  * In-place marker for sendbuf (MPI_IN_PLACE): the rank's contribution is
  * taken from recvbuf, which then receives the result. Reduce accepts it
- * (or sendbuf == recvbuf) at the root only; Allreduce on any rank.
+ * (or sendbuf == recvbuf) at the root only; Allreduce on any rank. The
+ * gathers take it as MPI does (below).
  */
 #define NUMACOLL_IN_PLACE ((const void *)1)
 
@@ -668,6 +669,127 @@ NUMACOLL_API int numacoll_request_free(numacoll_request_t **req);
  * many are still in flight (0: none), for an MPI library's progress
  * loop. */
 NUMACOLL_API int numacoll_progress(numacoll_team_t *team);
+
+/*
+ * The gathers: blocks of contiguous bytes, block j of rank j.
+ *
+ * Allgather: every rank's nbytes from sendbuf land at recvbuf + j * nbytes
+ * on every rank. Allgatherv: rank j's sendbytes (== recvbytes[j]) land at
+ * recvbuf + displs[j] on every rank; recvbytes and displs are given
+ * alike on every rank. sendbuf NUMACOLL_IN_PLACE: the rank's own block is
+ * already in place in recvbuf.
+ * Gather: every rank's nbytes from sendbuf land at root's recvbuf +
+ * j * nbytes (recvbuf is not touched elsewhere; it may be NULL there).
+ * Gatherv: rank j's sendbytes land at root's recvbuf + displs[j];
+ * recvbytes (with recvbytes[j] == rank j's sendbytes) and displs are read
+ * at the root only. sendbuf NUMACOLL_IN_PLACE at the root only: its own
+ * block is already in place.
+ * Scatter: block j, nbytes at root's sendbuf + j * nbytes, lands in rank
+ * j's recvbuf. Scatterv: block j is sendbytes[j] at sendbuf + displs[j]
+ * (both read at the root only) and rank j receives recvbytes ==
+ * sendbytes[j]. recvbuf (void *)NUMACOLL_IN_PLACE at the root only: its
+ * own block stays where it is.
+ * Displacements may come in any order; blocks must not overlap. A v form
+ * must be matched by the same v form on every rank, Gatherv and Scatterv
+ * calls of different blocks on the root and a rank, or any other
+ * disagreement, give NUMACOLL_ERR_MISMATCH (docs/usage.md), not wrong
+ * data. Persistent v forms read the arrays at every start: they must stay
+ * valid while the request lives (as MPI's).
+ */
+NUMACOLL_API
+int numacoll_allgather(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t nbytes);
+NUMACOLL_API
+int numacoll_allgatherv(numacoll_team_t *team, const void *sendbuf,
+                        size_t sendbytes, void *recvbuf,
+                        const size_t *recvbytes, const size_t *displs);
+NUMACOLL_API
+int numacoll_gather(numacoll_team_t *team, const void *sendbuf,
+                    void *recvbuf, size_t nbytes, int root);
+NUMACOLL_API
+int numacoll_gatherv(numacoll_team_t *team, const void *sendbuf,
+                     size_t sendbytes, void *recvbuf, const size_t *recvbytes,
+                     const size_t *displs, int root);
+NUMACOLL_API
+int numacoll_scatter(numacoll_team_t *team, const void *sendbuf,
+                     void *recvbuf, size_t nbytes, int root);
+NUMACOLL_API
+int numacoll_scatterv(numacoll_team_t *team, const void *sendbuf,
+                      const size_t *sendbytes, const size_t *displs,
+                      void *recvbuf, size_t recvbytes, int root);
+
+/*
+ * Alltoall: block d of rank j's sendbuf (nbytes at sendbuf + d * nbytes)
+ * lands at recvbuf + j * nbytes on rank d. sendbuf NUMACOLL_IN_PLACE: the
+ * blocks to send are in recvbuf, and are replaced by those received.
+ */
+NUMACOLL_API
+int numacoll_alltoall(numacoll_team_t *team, const void *sendbuf,
+                      void *recvbuf, size_t nbytes);
+
+/* The gathers and Alltoall, nonblocking (as numacoll_ibcast) and
+ * persistent (as numacoll_bcast_init). */
+NUMACOLL_API
+int numacoll_iallgather(numacoll_team_t *team, const void *sendbuf,
+                        void *recvbuf, size_t nbytes,
+                        numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iallgatherv(numacoll_team_t *team, const void *sendbuf,
+                         size_t sendbytes, void *recvbuf,
+                         const size_t *recvbytes, const size_t *displs,
+                         numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_igather(numacoll_team_t *team, const void *sendbuf,
+                     void *recvbuf, size_t nbytes, int root,
+                     numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_igatherv(numacoll_team_t *team, const void *sendbuf,
+                      size_t sendbytes, void *recvbuf,
+                      const size_t *recvbytes, const size_t *displs, int root,
+                      numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iscatter(numacoll_team_t *team, const void *sendbuf,
+                      void *recvbuf, size_t nbytes, int root,
+                      numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iscatterv(numacoll_team_t *team, const void *sendbuf,
+                       const size_t *sendbytes, const size_t *displs,
+                       void *recvbuf, size_t recvbytes, int root,
+                       numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ialltoall(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t nbytes, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_allgather_init(numacoll_team_t *team, const void *sendbuf,
+                            void *recvbuf, size_t nbytes,
+                            numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_allgatherv_init(numacoll_team_t *team, const void *sendbuf,
+                             size_t sendbytes, void *recvbuf,
+                             const size_t *recvbytes, const size_t *displs,
+                             numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_gather_init(numacoll_team_t *team, const void *sendbuf,
+                         void *recvbuf, size_t nbytes, int root,
+                         numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_gatherv_init(numacoll_team_t *team, const void *sendbuf,
+                          size_t sendbytes, void *recvbuf,
+                          const size_t *recvbytes, const size_t *displs,
+                          int root, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_scatter_init(numacoll_team_t *team, const void *sendbuf,
+                          void *recvbuf, size_t nbytes, int root,
+                          numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_scatterv_init(numacoll_team_t *team, const void *sendbuf,
+                           const size_t *sendbytes, const size_t *displs,
+                           void *recvbuf, size_t recvbytes, int root,
+                           numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_alltoall_init(numacoll_team_t *team, const void *sendbuf,
+                           void *recvbuf, size_t nbytes,
+                           numacoll_request_t **req);
 
 /* Calls of each operation completed by this rank's team (observability). */
 typedef struct numacoll_counters {

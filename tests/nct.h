@@ -44,5 +44,6 @@ int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);
 int nct_register_request(void);
+int nct_register_gather(void);
 
 #endif

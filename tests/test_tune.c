@@ -92,8 +92,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 8);
-    nc__tune_rule_t want[8];
+    CU_ASSERT_EQUAL_FATAL(b->n, 12);
+    nc__tune_rule_t want[12];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -117,7 +117,19 @@ static void test_builtin_rules(void)
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
                                 NC_COPY_NT, 0};
-    for (int i = 0; i < 8; i++) {
+    /* the gathers stage in the Reduce's slots: the same f and s */
+    static const int gathers[4][2] = {
+        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED},
+        {NC_COLL_GATHER, NC_ALG_GATHER_STAGED},
+        {NC_COLL_SCATTER, NC_ALG_SCATTER_STAGED},
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_STAGED}};
+    for (int g = 0; g < 4; g++) {
+        want[8 + g] = rule((nc__coll_t)gathers[g][0], 1, U, 0, Z,
+                           (nc__alg_t)gathers[g][1]);
+        want[8 + g].ch = (nc__choice_t){(nc__alg_t)gathers[g][1], 131072, 4,
+                                        0, -1, 0, NC_COPY_AUTO, 0};
+    }
+    for (int i = 0; i < 12; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -397,11 +409,11 @@ static void test_syntax(void)
 static void test_errors_tokens(void)
 {
     EXPECT_ERRS("bcst p=1 size=0" IN "\n",
-                "t.txt:1:1: expected a collective (bcast, barrier, reduce or "
-                "allreduce), found 'bcst'\n");
+                "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
+                "allreduce, allgather, gather, scatter or alltoall), found 'bcst'\n");
     EXPECT_ERRS("p=1 size=0\n",
-                "t.txt:1:1: expected a collective (bcast, barrier, reduce or "
-                "allreduce), found 'p=1'\n");
+                "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
+                "allreduce, allgather, gather, scatter or alltoall), found 'p=1'\n");
     EXPECT_ERRS("bcast p=1 size=0 inline" IN,
                 "t.txt:1:18: expected key=value, found 'inline'\n");
     EXPECT_ERRS("bcast p=1 =3 size=0" IN,
@@ -667,8 +679,8 @@ static void test_errors_lines(void)
                 "t.txt:1:17: expected an algorithm of barrier (tree), found "
                 "'tr\\xc3\\xa9\\x01'\n");
     EXPECT_ERRS("bcast\vp=1",  /* only space, tab and '\r' separate */
-                "t.txt:1:1: expected a collective (bcast, barrier, reduce or "
-                "allreduce), found 'bcast\\x0bp=1'\n");
+                "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
+                "allreduce, allgather, gather, scatter or alltoall), found 'bcast\\x0bp=1'\n");
 
     /* more than NC_TUNE_MAX_RULES rules: said once, at the first one over */
     size_t cap = (NC_TUNE_MAX_RULES + 2) * 40;

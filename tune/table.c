@@ -103,6 +103,10 @@ static int key_param(nc__coll_t coll, int key)
                             : -1;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
+    case NC_COLL_ALLGATHER:   /* these stage in the Reduce's slots too */
+    case NC_COLL_GATHER:
+    case NC_COLL_SCATTER:
+    case NC_COLL_ALLTOALL:
         return key == K_F   ? PRM_reduce_frag_size
              : key == K_S   ? PRM_reduce_depth
              : key == K_K   ? PRM_reduce_radix

@@ -1,0 +1,107 @@
+/*
+ * The gathers (Allgather, Gather, Scatter and their v forms): what their
+ * algorithms share. They move blocks of bytes through the Reduce's staging
+ * slots (coll/reduce/reduce.h), so they need no segment area of their own.
+ *
+ * Entries. The writer of a block (its owner; the root for Scatter) cuts it
+ * into fragments of f bytes (the rule's f; a block of 0 bytes is one empty
+ * fragment, so that every reader still meets its writer) and publishes
+ * them as *entries* of its slots, numbered from the team's ticket at the
+ * call's start (equal on every rank; each call takes one ticket, so back
+ * to back calls start in different slots): entry e goes to the writer's
+ * slot e % s (the rule's s) with the full word sig32 << 32 | (e + 1),
+ * stored with release after the fragment. A reader
+ * waits for that exact word (acquire), copies the fragment out and
+ * releases the slot (rel += 1, release). The reuse rule is reduce.h's: the
+ * writer adds the entry's readers to its expect[x] and rewrites slot x only
+ * once rel has reached it (acquire), so the same slot may serve a Reduce
+ * ticket before and an Allgather entry after. Entry numbers of successive
+ * calls overlap (a call takes one ticket and may publish many entries);
+ * the call's signature in the word's high half keeps a reader from taking
+ * a previous call's entry of the same number.
+ *
+ * Small fragments (NC_GA_INLINE bytes or less) ride in the full line
+ * itself, before the word: one line transfer, no staging buffer. The
+ * first entry of every block also carries, in the same line, the block's
+ * size and the writer's f: the reader compares them with its own idea of
+ * the block (v-counts are known only at the root, or per rank) and fails
+ * with NUMACOLL_ERR_MISMATCH, instead of reading a wrong number of
+ * entries, when they differ.
+ */
+#ifndef NUMACOLL_GATHER_H
+#define NUMACOLL_GATHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/op.h"
+#include "coll/reduce/reduce.h"
+
+/* Payload bytes of a fragment carried in the full line; the line's last
+ * 16 data bytes hold the block size and f on a block's first entry. */
+#define NC_GA_INLINE 40
+_Static_assert(NC_GA_INLINE + 16 <= NC_RED_INLINE, "meta fits the line");
+
+/* Block j's bytes and offset in the call (uniform or v form). */
+static inline size_t nc__ga_count(const nc__op_t *o, int j)
+{
+    return o->ga.counts ? o->ga.counts[j] : o->ga.each;
+}
+
+static inline size_t nc__ga_displ(const nc__op_t *o, int j)
+{
+    return o->ga.displs ? o->ga.displs[j] : (size_t)j * o->ga.each;
+}
+
+/* Fragments of a block of `bytes` (at least one: see above). */
+static inline size_t nc__ga_frags(size_t bytes, size_t f)
+{
+    return bytes ? (bytes + f - 1) / f : 1;
+}
+
+/* Bytes of fragment r of a block of `bytes`. */
+static inline size_t nc__ga_frag_len(size_t bytes, size_t f, size_t r)
+{
+    size_t off = r * f;
+    return bytes > off ? (bytes - off < f ? bytes - off : f) : 0;
+}
+
+/* base + off, or NULL for a NULL base (a block of no bytes may come
+ * with no buffer; arithmetic on NULL is undefined). */
+static inline unsigned char *nc__ga_at(const void *base, size_t off)
+{
+    return base ? (unsigned char *)base + off : NULL;
+}
+
+/* What a fragment is: entry number, where its bytes are, how many, and,
+ * for the first fragment of a block (r == 0), the block's size. */
+typedef struct nc__ga_frag {
+    uint64_t e;
+    size_t r, n, block;
+    int cin;         /* copy-layer variant into the slot / out of it */
+} nc__ga_frag_t;
+
+/* A call's first step (o->phase 0): this rank's own block copied between
+ * its buffers where it sees every block (not in place), the rounds (the
+ * most fragments of any block but the root's, whose block does not
+ * travel; a non-root: its own block's), the first entry number (the
+ * team's ticket, which it advances by one), the position at round 0.
+ * Never waits; with p = 1 it is the whole call. */
+void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
+
+/* Writer: publish fragment fr (n bytes at src) as its entry, in the slot
+ * of s that it names, for `readers` readers. must: poll for the slot
+ * (NC_AGAIN under a nonblocking driver while it is taken); otherwise one
+ * look, NC_AGAIN without noting a wait when it is taken (staging ahead).
+ * f: the call's fragment size, sent with the block's first entry. */
+int nc__ga_put(numacoll_team_t *t, unsigned s, size_t f,
+               const nc__ga_frag_t *fr, const void *src, unsigned readers,
+               int must);
+
+/* Reader: wait for writer's entry fr in its slot of s, check a first
+ * entry's block size and f against ours, copy its n bytes to dst and
+ * release the slot. what names the collective in a mismatch message. */
+int nc__ga_take(numacoll_team_t *t, int writer, unsigned s, size_t f,
+                const nc__ga_frag_t *fr, void *dst, const char *what);
+
+#endif

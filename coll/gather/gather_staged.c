@@ -1,0 +1,73 @@
+/*
+ * Gather (and Gatherv) through the staging slots: every non-root rank
+ * writes its block once, into its own NUMA-local slots, and the root
+ * copies every block out from there.
+ * (Entry numbers here count from the call's first, gather.h.)
+ *
+ *  non-root: publishes its block's n = ceil(b / f) fragments (one if
+ *            empty) as its entries 0 .. n - 1, entry e in its slot e % s,
+ *            each for one reader (gather.h); it waits only where all s
+ *            slots still hold entries the root has not read, and returns
+ *            once its last entry is out (the root need not have read it:
+ *            the slot's reuse rule protects it).
+ *  root:     copies its own block (not in place), then round by round, for
+ *            every other rank j with a fragment r: waits for j's entry r
+ *            (acquire), copies it to displs[j] + r f, releases j's slot.
+ *            Entry 0 of each block carries its size: a rank whose block
+ *            the root counted otherwise (gatherv) makes a mismatch, not
+ *            a wrong number of entries.
+ * Blocks of 40 bytes or less ride in the slot's line: the root reads p - 1
+ * lines, one per rank.
+ *
+ * NUMA: each block crosses once, read by the root from its owner's node;
+ * a remote owner's copy-in stays local.
+ * Cost, blocks of b bytes, R = ceil(b / f) rounds, t per byte, t_l a line
+ * transfer: root T ~ R (p - 1) t_l / overlap + (p - 1) b t (its copy-outs,
+ * against the others' copy-ins of b t each, which overlap them once s >= 2).
+ * Shared slots: a non-root writes its own slots (data, full); the root
+ * reads them and writes their rel. Tuned by the rule's f and s
+ * (reduce_frag_size and reduce_depth override them).
+ */
+#include "coll/gather/gather.h"
+
+int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
+{
+    const size_t f = o->ch->f;
+    const unsigned s = o->ch->s;
+    const int me = t->rank, p = t->p, root = o->root;
+    nc__ga_pos_t *P = &o->g;
+    int rc;
+    if (o->phase == 0)
+        nc__ga_begin(t, o);
+    if (me != root) {
+        const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
+        const int cin = nc__copy_pick(o->ch->copy, 0);
+        for (; P->staged < n_me; P->staged++) {
+            nc__ga_frag_t fr = {P->base + P->staged, P->staged,
+                                nc__ga_frag_len(mine, f, P->staged), mine,
+                                cin};
+            rc = nc__ga_put(t, s, f, &fr,
+                            nc__ga_at(o->ga.send, P->staged * f), 1, 1);
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+        return NUMACOLL_OK;
+    }
+    for (; P->r < P->rounds; P->r++, P->i = 1)
+        for (; P->i < p; P->i++) {
+            const int j = (root + P->i) % p;
+            const size_t bj = nc__ga_count(o, j);
+            if (P->r >= nc__ga_frags(bj, f))
+                continue;
+            nc__ga_frag_t fr = {P->base + P->r, P->r,
+                                nc__ga_frag_len(bj, f, P->r), bj,
+                                nc__copy_pick(o->ch->copy, bj)};
+            rc = nc__ga_take(t, j, s, f, &fr,
+                             nc__ga_at(o->ga.recv,
+                                       nc__ga_displ(o, j) + P->r * f),
+                             "gather");
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+    return NUMACOLL_OK;
+}

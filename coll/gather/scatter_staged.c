@@ -1,0 +1,88 @@
+/*
+ * Scatter (and Scatterv) through the staging slots: the root writes every
+ * other rank's block once, into its own NUMA-local slots, and each rank
+ * copies out its own.
+ * (Entry numbers here count from the call's first, gather.h.)
+ *
+ * Block j has n_j = ceil(b_j / f) fragments (one if empty). The root's
+ * entries go round by round, destination by destination: fragment r of
+ * the block of the d-th rank after the root (d = 0 .. p - 2) is entry
+ * e = r (p - 1) + d, in the root's slot e % s, for one reader (gather.h).
+ * Entries of blocks that have no fragment r are skipped, never published,
+ * so a rank finds its entries from its own block size alone (scatterv
+ * counts are known only at the root).
+ *  root:     copies its own block (not in place), then publishes the
+ *            entries in order, each once its slot's previous reader has
+ *            released it; it returns once every reader has released its
+ *            last entries. (Returning at once, as a Bcast root does, would
+ *            leave a root whose call nobody matched -- two ranks each
+ *            calling itself root -- with slots that nobody ever releases
+ *            and its next call waiting for them forever; waiting here, it
+ *            finds the other ranks in another call and fails instead.)
+ *  non-root: for r = 0 .. n - 1: waits for the root's entry r (p - 1) + d
+ *            (acquire), copies it to its receive buffer at r f, releases
+ *            the slot. Entry 0 carries the block's size as the root counted
+ *            it: a difference makes a mismatch.
+ * Blocks of 40 bytes or less ride in the slot's line: one line per rank.
+ *
+ * NUMA: each block crosses once, from the root's node to its reader.
+ * Cost, blocks of b bytes, R = ceil(b / f) rounds, t per byte, t_l a line
+ * transfer: root T ~ (p - 1) b t (its copy-ins) + R (p - 1) t_l / s
+ * (waits for slots) + the last reader's copy-out of f t + 2 t_l; a reader
+ * ~ t_l + b t behind the root's copy-in.
+ * Shared slots: the root writes its own slots (data, full); every other
+ * rank reads its entries and adds to their rel. Tuned by the rule's f and
+ * s (reduce_frag_size and reduce_depth override them); s >= p - 1 lets the
+ * root stage one fragment for everyone without waiting.
+ */
+#include "coll/gather/gather.h"
+
+int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
+{
+    const size_t f = o->ch->f;
+    const unsigned s = o->ch->s;
+    const int me = t->rank, p = t->p, root = o->root;
+    nc__ga_pos_t *P = &o->g;
+    int rc;
+    if (o->phase == 0)
+        nc__ga_begin(t, o);
+    if (me != root) {
+        const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
+        const int d = (me - root - 1 + p) % p;
+        const int cout = nc__copy_pick(o->ch->copy, mine);
+        for (; P->r < n_me; P->r++) {
+            nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
+                                    (uint64_t)d,
+                                P->r,
+                                nc__ga_frag_len(mine, f, P->r), mine, cout};
+            rc = nc__ga_take(t, root, s, f, &fr,
+                             nc__ga_at(o->ga.recv, P->r * f), "scatter");
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+        return NUMACOLL_OK;
+    }
+    const int cin = nc__copy_pick(o->ch->copy, 0);
+    for (; P->r < P->rounds; P->r++, P->i = 0)
+        for (; P->i < p - 1; P->i++) {
+            const int j = (root + 1 + P->i) % p;
+            const size_t bj = nc__ga_count(o, j);
+            if (P->r >= nc__ga_frags(bj, f))
+                continue;
+            nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
+                                    (uint64_t)P->i,
+                                P->r, nc__ga_frag_len(bj, f, P->r), bj, cin};
+            rc = nc__ga_put(t, s, f, &fr,
+                            nc__ga_at(o->ga.send,
+                                      nc__ga_displ(o, j) + P->r * f),
+                            1, 1);
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+    /* Every slot read out before the root returns (see the top); slots
+     * this call did not use pass at once. */
+    for (; P->staged < s; P->staged++)
+        if ((rc = nc__rslot_claim(t, (unsigned)P->staged)) != NUMACOLL_OK)
+            return rc;
+    return NUMACOLL_OK;
+}

@@ -1,0 +1,116 @@
+/*
+ * The entries every gather algorithm publishes and takes (gather.h): a
+ * fragment into the writer's staging slot or its full line, and out again.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "coll/gather/gather.h"
+
+/* The block size and f travel in the last 16 data bytes of a block's first
+ * entry's line (plain bytes, ordered by the word's release store). */
+#define META_OFF NC_GA_INLINE
+
+void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
+{
+    const size_t f = o->ch->f;
+    const int me = t->rank, all = o->coll == NC_COLL_ALLGATHER ||
+                                  o->coll == NC_COLL_ALLTOALL ||
+                                  me == o->root;
+    nc__ga_pos_t *P = &o->g;
+    P->rounds = nc__ga_frags(o->ga.own, f);
+    if (all) {
+        for (int j = 0; j < t->p; j++) {
+            size_t n = nc__ga_frags(nc__ga_count(o, j), f);
+            if (j != o->root && n > P->rounds)
+                P->rounds = n;
+        }
+        const size_t mine = nc__ga_count(o, me);
+        /* this rank's block on the side that holds every block (both
+         * sides for Alltoall: this is the send side) */
+        const int sends = o->coll == NC_COLL_SCATTER ||
+                          o->coll == NC_COLL_ALLTOALL;
+        unsigned char *at = nc__ga_at(sends ? o->ga.send : o->ga.recv,
+                                      nc__ga_displ(o, me));
+        if (!o->ga.in_place && mine) {
+            if (o->coll == NC_COLL_SCATTER)
+                memcpy(o->ga.recv, at, mine);
+            else if (o->coll == NC_COLL_ALLTOALL)   /* block me to itself */
+                memcpy(o->ga.recv + nc__ga_displ(o, me), at, mine);
+            else
+                memcpy(at, o->ga.send, mine);
+        }
+    }
+    /* Entries number from the team's ticket (equal on every rank), one
+     * ticket per call: back-to-back calls start in different slots, so a
+     * small call does not wait for the readers of the one before. */
+    P->base = t->red->ticket++;
+    P->r = P->staged = 0;
+    /* the peers of a round start after this rank (Scatter: destinations
+     * counted from 0) */
+    P->i = o->coll == NC_COLL_SCATTER ? 0 : 1;
+    o->phase = 1;
+}
+
+int nc__ga_put(numacoll_team_t *t, unsigned s, size_t f,
+               const nc__ga_frag_t *fr, const void *src, unsigned readers,
+               int must)
+{
+    const unsigned x = (unsigned)(fr->e % s);
+    nc__rslot_t *slot = nc__rslot(t, t->rank, x);
+    int rc;
+    if (must) {
+        if ((rc = nc__rslot_claim(t, x)) != NUMACOLL_OK)
+            return rc;
+    } else {
+        uint64_t seen;
+        /* acquire, as the claim: the readers of the slot's previous use
+         * are done with it before we write */
+        if (!nc__ready(&slot->rel, NC_WAIT_GE, t->red->expect[x], &seen))
+            return NC_AGAIN;
+    }
+    if (fr->n > NC_GA_INLINE)
+        nc__copy(fr->cin, nc__rbuf(t, t->rank, x), src, fr->n);
+    else if (fr->n)
+        memcpy(slot->full.data, src, fr->n);
+    if (fr->r == 0) {
+        uint64_t meta[2] = {(uint64_t)fr->block, (uint64_t)f};
+        memcpy(slot->full.data + META_OFF, meta, sizeof meta);
+    }
+    /* the fragment and meta are written before the word (release) */
+    nc__rslot_publish(t, x, fr->e, readers);
+    return NUMACOLL_OK;
+}
+
+int nc__ga_take(numacoll_team_t *t, int writer, unsigned s, size_t f,
+                const nc__ga_frag_t *fr, void *dst, const char *what)
+{
+    const unsigned x = (unsigned)(fr->e % s);
+    int rc = nc__rslot_wait_full(t, writer, x, fr->e);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    nc__rslot_t *slot = nc__rslot(t, writer, x);
+    if (fr->r == 0) {
+        uint64_t meta[2];
+        memcpy(meta, slot->full.data + META_OFF, sizeof meta);
+        if (meta[0] != (uint64_t)fr->block || meta[1] != (uint64_t)f) {
+            /* Blocks of different sizes: the ranks would count different
+             * entries. Fail instead (the slot is not released: the
+             * resynchronisation that follows resets every slot). */
+            char why[200];
+            snprintf(why, sizeof why, "%s: rank %d wrote a block of %llu "
+                     "bytes in fragments of %llu, rank %d expected %zu bytes "
+                     "in fragments of %zu", what, writer,
+                     (unsigned long long)meta[0], (unsigned long long)meta[1],
+                     t->rank, fr->block, f);
+            return nc__mismatch(t, writer, why);
+        }
+    }
+    if (fr->n > NC_GA_INLINE)
+        nc__copy(fr->cin, dst, nc__rbuf(t, writer, x), fr->n);
+    else if (fr->n)
+        memcpy(dst, slot->full.data, fr->n);
+    /* our copy-out is done before the writer may reuse the slot */
+    nc__rslot_release(t, writer, x);
+    return NUMACOLL_OK;
+}

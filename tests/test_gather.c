@@ -1,0 +1,772 @@
+/*
+ * The gathers (coll/gather/), suite "gather": Allgather, Gather, Scatter
+ * and their v forms, and Alltoall, checked byte for byte against what a
+ * reference computes from the same pattern, with guard bytes around every
+ * buffer (Alltoall: every size and in place in the sweeps, its own test
+ * of requests, a size mismatch).
+ *  exact      p = 1..8 (oversubscribed on two cores), every root, blocks
+ *             of 0 B to 300 KB (inline lines, one and several staging
+ *             fragments), and 4 MiB blocks at p = 2 and 3;
+ *  geometry   1 KiB fragments in 2 slots (config override): many entries
+ *             per call, every slot reused many times, scatter's skipped
+ *             entries, mixed with Reduce and Allreduce on the same slots;
+ *  v forms    counts with zeros, displacements in reverse order with gaps;
+ *  in place   Allgather on every rank, Gather and Scatter at the root;
+ *  requests   many nonblocking gathers in flight, interleaved with
+ *             blocking ones, completed in mixed order; persistent ones
+ *             started many times with new data each time;
+ *  mismatch   different roots, block sizes or v-counts on different ranks
+ *             give an error, not a hang (timeout_ms 0: the runner's
+ *             watchdog fails a hang), and correct calls work afterwards;
+ *  refused    bad arguments, with a sentence in last_error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nct.h"
+#include "numacoll.h"
+
+#define GUARD 64
+#define GBYTE 0xA5
+
+static unsigned char pat(unsigned call, int src, size_t i)
+{
+    unsigned long long x = (call + 3) * 0x9e3779b97f4a7c15ULL +
+                           (unsigned)src * 0xd6e8feb86659fd93ULL +
+                           i * 0xbf58476d1ce4e5b9ULL;
+    return (unsigned char)(x >> 56 ^ x >> 29 ^ i);
+}
+
+static numacoll_team_t *team_of(const numacoll_bootstrap_t *b, size_t rf,
+                                unsigned rs, int timeout_ms)
+{
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.verbose = 0;
+    cfg.timeout_ms = timeout_ms;
+    cfg.reduce_frag_size = rf;
+    cfg.reduce_depth = rs;
+    numacoll_team_t *t = NULL;
+    return numacoll_team_create(b, &cfg, &t) == NUMACOLL_OK ? t : NULL;
+}
+
+static int say(numacoll_team_t *t, int rank, const char *what, int rc)
+{
+    fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, what,
+            numacoll_strerror(rc), t ? numacoll_team_last_error(t) : "");
+    return 2;
+}
+
+/* A buffer of n bytes between guards; base + GUARD is the user's. */
+static unsigned char *gbuf(size_t n)
+{
+    unsigned char *b = malloc(n + 2 * GUARD);
+    if (b)
+        memset(b, GBYTE, n + 2 * GUARD);
+    return b;
+}
+
+static int guards_ok(const unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < GUARD; i++)
+        if (b[i] != GBYTE || b[GUARD + n + i] != GBYTE)
+            return 0;
+    return 1;
+}
+
+/* The blocks of one call: per-rank bytes and displacements, and the
+ * receive (or send) buffer's extent. v: counts vary (some 0), displs in
+ * reverse rank order with gaps; else every block `each` at j * each. */
+typedef struct blocks {
+    size_t cnt[8], dsp[8], extent;
+} blocks_t;
+
+static void blocks_of(blocks_t *k, int p, size_t each, int v, unsigned call)
+{
+    k->extent = 0;
+    if (!v) {
+        for (int j = 0; j < p; j++) {
+            k->cnt[j] = each;
+            k->dsp[j] = (size_t)j * each;
+        }
+        k->extent = (size_t)p * each;
+        return;
+    }
+    size_t off = 0;
+    for (int j = p - 1; j >= 0; j--) {
+        /* every third block empty, the others around each */
+        k->cnt[j] = (j + call) % 3 == 1 ? 0 : each + (size_t)j * 7 % 13;
+        k->dsp[j] = off + 5;
+        off = k->dsp[j] + k->cnt[j];
+    }
+    k->extent = off + 3;
+}
+
+/* Fill rank src's block j of call c into dst (the reference). */
+static void fill(unsigned char *dst, unsigned call, int src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = pat(call, src, i);
+}
+
+static int same(const unsigned char *got, unsigned call, int src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != pat(call, src, i))
+            return 0;
+    return 1;
+}
+
+enum { AG, GA, SC, AA };
+static const char *const kind_name[] = {"allgather", "gather", "scatter",
+                                        "alltoall"};
+
+/*
+ * One call of kind k (root for gather/scatter), v form or not, in place
+ * or not, blocking; checks every byte this rank sees and the guards.
+ * 0 or a failure code.
+ */
+static int one(numacoll_team_t *t, int rank, int p, int k, int root, int v,
+               int in_place, size_t each, unsigned call)
+{
+    blocks_t B;
+    blocks_of(&B, p, each, v, call);
+    const int all = k == AG || rank == root;
+    const size_t mine = B.cnt[rank];
+    /* the buffer of every block, where this rank sees them all */
+    unsigned char *big = gbuf(all ? B.extent : 0);
+    unsigned char *small = gbuf(mine);
+    unsigned char *ub = big + GUARD, *us = small + GUARD;
+    int rc, bad = 0;
+    if (k == SC) {
+        if (rank == root)
+            for (int j = 0; j < p; j++)
+                fill(ub + B.dsp[j], call, j, B.cnt[j]);
+    } else {
+        fill(in_place ? ub + B.dsp[rank] : us, call, rank, mine);
+    }
+    const void *send = in_place ? NUMACOLL_IN_PLACE : us;
+    switch (k) {
+    case AG:
+        rc = v ? numacoll_allgatherv(t, send, mine, ub, B.cnt, B.dsp)
+               : numacoll_allgather(t, send, ub, each);
+        break;
+    case GA:
+        rc = v ? numacoll_gatherv(t, send, mine, all ? ub : NULL, B.cnt,
+                                  B.dsp, root)
+               : numacoll_gather(t, send, all ? ub : NULL, each, root);
+        break;
+    default: {
+        void *recv = in_place ? (void *)NUMACOLL_IN_PLACE : us;
+        rc = v ? numacoll_scatterv(t, all ? ub : NULL, B.cnt, B.dsp, recv,
+                                   mine, root)
+               : numacoll_scatter(t, all ? ub : NULL, recv, each, root);
+    }
+    }
+    if (rc != NUMACOLL_OK) {
+        bad = say(t, rank, kind_name[k], rc);
+    } else if (k == SC) {
+        bad = !same(in_place ? ub + B.dsp[rank] : us, call, rank, mine) ? 3
+              : 0;
+    } else if (all) {
+        for (int j = 0; j < p && !bad; j++)
+            bad = !same(ub + B.dsp[j], call, j, B.cnt[j]) ? 4 : 0;
+    }
+    if (!bad && (!guards_ok(big, all ? B.extent : 0) ||
+                 !guards_ok(small, mine)))
+        bad = 5;
+    if (bad && rc == NUMACOLL_OK)
+        fprintf(stderr, "rank %d: %s%s root %d p %d each %zu in_place %d "
+                "call %u: wrong bytes (%d)\n", rank, kind_name[k],
+                v ? "v" : "", root, p, each, in_place, call, bad);
+    free(big);
+    free(small);
+    return bad;
+}
+
+/* Alltoall of `each` bytes per block, blocking, nonblocking (req not
+ * NULL: started, the caller waits) or in place; block d of rank j is
+ * pat(call, j * 64 + d). a2a_check: 0 when every received block and the
+ * guards are right. */
+typedef struct a2a {
+    unsigned char *send, *recv;
+    size_t each;
+    int in_place;
+    unsigned call;
+} a2a_t;
+
+static int a2a_start(numacoll_team_t *t, int me, int p, a2a_t *a,
+                     size_t each, int in_place, unsigned call,
+                     numacoll_request_t **req)
+{
+    a->each = each;
+    a->in_place = in_place;
+    a->call = call;
+    a->send = gbuf((size_t)p * each);
+    a->recv = gbuf((size_t)p * each);
+    unsigned char *from = (in_place ? a->recv : a->send) + GUARD;
+    for (int d = 0; d < p; d++)
+        fill(from + (size_t)d * each, call, me * 64 + d, each);
+    const void *send = in_place ? NUMACOLL_IN_PLACE : a->send + GUARD;
+    return req ? numacoll_ialltoall(t, send, a->recv + GUARD, each, req)
+               : numacoll_alltoall(t, send, a->recv + GUARD, each);
+}
+
+static int a2a_check(int me, int p, a2a_t *a)
+{
+    int bad = 0;
+    for (int j = 0; j < p && !bad; j++)
+        bad = !same(a->recv + GUARD + (size_t)j * a->each, a->call,
+                    j * 64 + me, a->each);
+    bad |= !guards_ok(a->recv, (size_t)p * a->each) ||
+           !guards_ok(a->send, (size_t)p * a->each);
+    if (bad)
+        fprintf(stderr, "rank %d: alltoall of %zu bytes per block (in place "
+                "%d, call %u) wrong\n", me, a->each, a->in_place, a->call);
+    free(a->send);
+    free(a->recv);
+    return bad ? 14 : 0;
+}
+
+static int a2a_one(numacoll_team_t *t, int me, int p, size_t each,
+                   int in_place, unsigned call)
+{
+    a2a_t a;
+    int rc = a2a_start(t, me, p, &a, each, in_place, call, NULL);
+    if (rc != NUMACOLL_OK) {
+        free(a.send);
+        free(a.recv);
+        return say(t, me, "alltoall", rc);
+    }
+    return a2a_check(me, p, &a);
+}
+
+/* ---- exact --------------------------------------------------------------- */
+
+typedef struct sweep {
+    const size_t *sizes;
+    int nsizes;
+    size_t rf;         /* staging geometry override, 0: the table's */
+    unsigned rs;
+    int v, in_place, every_root;
+} sweep_t;
+
+static int sweep_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const sweep_t *S = arg;
+    numacoll_team_t *t = team_of(b, S->rf, S->rs, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    unsigned call = 0;
+    int bad = 0;
+    for (int z = 0; z < S->nsizes && !bad; z++) {
+        const size_t each = S->sizes[z];
+        bad = one(t, me, p, AG, -1, S->v, S->in_place, each, call++);
+        if (!bad && !S->v)
+            bad = a2a_one(t, me, p, each, S->in_place, call++);
+        for (int root = 0; root < p && !bad; root++) {
+            if (!S->every_root && root != (z % p))
+                continue;
+            bad = one(t, me, p, GA, root, S->v, S->in_place && me == root,
+                      each, call++);
+            if (!bad)
+                bad = one(t, me, p, SC, root, S->v,
+                          S->in_place && me == root, each, call++);
+        }
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static const size_t small_sizes[] = {0, 1, 8, 40, 41, 57, 1000, 4096,
+                                     131072 + 5, 300000};
+
+static void test_exact(void)
+{
+    sweep_t S = {small_sizes, 10, 0, 0, 0, 0, 1};
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, sweep_body, &S);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "exact: p = %d failed\n", p);
+    }
+    static const size_t big[] = {4u << 20};
+    sweep_t L = {big, 1, 0, 0, 0, 0, 1};
+    for (int p = 2; p <= 3; p++)
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &L), 0);
+}
+
+/* ---- geometry: small fragments, few slots, reductions between ------- */
+
+static int geometry_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 1024, 2, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    static const size_t sizes[] = {0, 39, 1024, 1025, 5000, 20000};
+    int bad = 0;
+    unsigned call = 100;
+    for (int z = 0; z < 6 && !bad; z++)
+        for (int v = 0; v < 2 && !bad; v++) {
+            bad = one(t, me, p, AG, -1, v, 0, sizes[z], call++);
+            int root = (z + v) % p;
+            if (!bad)
+                bad = one(t, me, p, GA, root, v, 0, sizes[z], call++);
+            if (!bad)
+                bad = one(t, me, p, SC, root, v, 0, sizes[z], call++);
+            if (!bad)
+                bad = a2a_one(t, me, p, sizes[z], v, call++);
+            /* a reduction on the same slots between the gathers */
+            int64_t in[300], out[300];
+            for (int i = 0; i < 300; i++)
+                in[i] = me + i;
+            int rc = numacoll_allreduce(t, in, out, 300, NUMACOLL_DTYPE_INT64,
+                                        NUMACOLL_OP_SUM);
+            for (int i = 0; i < 300 && !bad && rc == NUMACOLL_OK; i++)
+                bad = out[i] != (int64_t)p * (p - 1) / 2 + (int64_t)p * i
+                          ? 6 : 0;
+            if (rc != NUMACOLL_OK)
+                bad = say(t, me, "allreduce", rc);
+        }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_geometry(void)
+{
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, geometry_body, NULL), 0);
+}
+
+/* ---- v forms and in place ------------------------------------------------ */
+
+static const size_t v_sizes[] = {0, 8, 45, 3000, 140000};
+
+static void test_v(void)
+{
+    sweep_t S = {v_sizes, 5, 0, 0, 1, 0, 1};
+    for (int p = 1; p <= 8; p++)
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+    sweep_t G = {v_sizes, 5, 1024, 3, 1, 0, 0};
+    for (int p = 2; p <= 6; p += 2)
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &G), 0);
+}
+
+static void test_in_place(void)
+{
+    sweep_t S = {v_sizes, 5, 0, 0, 0, 1, 1};
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+    sweep_t V = {v_sizes, 5, 0, 0, 1, 1, 1};
+    for (int p = 2; p <= 4; p++)
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &V), 0);
+}
+
+/* ---- nonblocking and persistent ------------------------------------------ */
+
+#define NFLIGHT 18
+
+typedef struct flight {
+    int k, root, v;
+    size_t each;
+    unsigned call;
+    blocks_t B;
+    unsigned char *big, *small;
+    numacoll_request_t *req;
+} flight_t;
+
+static int flight_start(numacoll_team_t *t, int me, int p, flight_t *f,
+                        unsigned c)
+{
+    static const size_t sizes[] = {0, 8, 100, 5000, 70000, 200000};
+    f->k = (int)(c % 3);
+    f->root = f->k == AG ? -1 : (int)(c * 7 % (unsigned)p);
+    f->v = (int)(c / 3 % 2);
+    f->each = sizes[c % 6];
+    f->call = c;
+    blocks_of(&f->B, p, f->each, f->v, c);
+    const int all = f->k == AG || me == f->root;
+    const size_t mine = f->B.cnt[me];
+    f->big = gbuf(all ? f->B.extent : 0);
+    f->small = gbuf(mine);
+    unsigned char *ub = f->big + GUARD, *us = f->small + GUARD;
+    if (f->k == SC && all)
+        for (int j = 0; j < p; j++)
+            fill(ub + f->B.dsp[j], c, j, f->B.cnt[j]);
+    if (f->k != SC)
+        fill(us, c, me, mine);
+    switch (f->k) {
+    case AG:
+        return f->v ? numacoll_iallgatherv(t, us, mine, ub, f->B.cnt,
+                                           f->B.dsp, &f->req)
+                    : numacoll_iallgather(t, us, ub, f->each, &f->req);
+    case GA:
+        return f->v ? numacoll_igatherv(t, us, mine, all ? ub : NULL,
+                                        f->B.cnt, f->B.dsp, f->root, &f->req)
+                    : numacoll_igather(t, us, all ? ub : NULL, f->each,
+                                       f->root, &f->req);
+    default:
+        return f->v ? numacoll_iscatterv(t, all ? ub : NULL, f->B.cnt,
+                                         f->B.dsp, us, mine, f->root, &f->req)
+                    : numacoll_iscatter(t, all ? ub : NULL, us, f->each,
+                                        f->root, &f->req);
+    }
+}
+
+static int flight_check(int me, int p, flight_t *f)
+{
+    const int all = f->k == AG || me == f->root;
+    const size_t mine = f->B.cnt[me];
+    unsigned char *ub = f->big + GUARD, *us = f->small + GUARD;
+    int bad = 0;
+    if (f->k == SC)
+        bad = !same(us, f->call, me, mine);
+    else if (all)
+        for (int j = 0; j < p && !bad; j++)
+            bad = !same(ub + f->B.dsp[j], f->call, j, f->B.cnt[j]);
+    bad |= !guards_ok(f->big, all ? f->B.extent : 0) ||
+           !guards_ok(f->small, mine);
+    if (bad)
+        fprintf(stderr, "rank %d: nonblocking %s%s call %u root %d wrong\n",
+                me, kind_name[f->k], f->v ? "v" : "", f->call, f->root);
+    free(f->big);
+    free(f->small);
+    return bad ? 7 : 0;
+}
+
+static int flight_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    flight_t f[NFLIGHT];
+    int bad = 0;
+    for (unsigned round = 0; round < 3 && !bad; round++) {
+        for (unsigned i = 0; i < NFLIGHT && !bad; i++) {
+            int rc = flight_start(t, me, p, &f[i], round * 100 + i);
+            if (rc != NUMACOLL_OK)
+                bad = say(t, me, "start", rc);
+            /* a blocking gather between, which first completes them all */
+            if (!bad && i % 7 == 6)
+                bad = one(t, me, p, (int)(i % 3), (int)(i % (unsigned)p),
+                          (int)(i & 1), 0, 333, 9000 + round * 100 + i);
+        }
+        /* complete them in an order of our own: tests, then waits from
+         * the back (completion still happens in start order) */
+        for (int i = 0; i < NFLIGHT && !bad; i += 3) {
+            int done = 0;
+            int rc = numacoll_test(&f[i].req, &done);
+            if (rc != NUMACOLL_OK)
+                bad = say(t, me, "test", rc);
+        }
+        for (int i = NFLIGHT - 1; i >= 0 && !bad; i--) {
+            int rc = numacoll_wait(&f[i].req);
+            if (rc != NUMACOLL_OK)
+                bad = say(t, me, "wait", rc);
+        }
+        for (int i = 0; i < NFLIGHT && !bad; i++)
+            bad = flight_check(me, p, &f[i]);
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_nonblocking(void)
+{
+    for (int p = 1; p <= 6; p++)
+        CU_ASSERT_EQUAL(nct_run(p, flight_body, NULL), 0);
+}
+
+static int persistent_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 2048, 2, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank, root = p - 1;
+    enum { EACH = 3000 };
+    blocks_t B;
+    blocks_of(&B, p, EACH, 1, 0);
+    unsigned char *ag = malloc((size_t)p * EACH), *gv = malloc(B.extent);
+    unsigned char *sc_send = malloc((size_t)p * EACH);
+    unsigned char *own = malloc(EACH), *sv_own = malloc(EACH + 13);
+    unsigned char *sc_recv = malloc(EACH);
+    numacoll_request_t *r[3];
+    int bad = 0;
+    int rc = numacoll_allgather_init(t, own, ag, EACH, &r[0]);
+    if (rc == NUMACOLL_OK)
+        rc = numacoll_gatherv_init(t, sv_own, B.cnt[me], gv, B.cnt, B.dsp,
+                                   root, &r[1]);
+    if (rc == NUMACOLL_OK)
+        rc = numacoll_scatter_init(t, sc_send, sc_recv, EACH, root, &r[2]);
+    if (rc != NUMACOLL_OK)
+        bad = say(t, me, "init", rc);
+    for (unsigned it = 0; it < 200 && !bad; it++) {
+        fill(own, it, me, EACH);
+        fill(sv_own, it + 1, me, B.cnt[me]);
+        if (me == root)
+            for (int j = 0; j < p; j++)
+                fill(sc_send + (size_t)j * EACH, it + 2, j, EACH);
+        for (int i = 0; i < 3 && !bad; i++)
+            if ((rc = numacoll_start(r[i])) != NUMACOLL_OK)
+                bad = say(t, me, "start", rc);
+        for (int i = 2; i >= 0 && !bad; i--)
+            if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
+                bad = say(t, me, "wait", rc);
+        for (int j = 0; j < p && !bad; j++) {
+            bad = !same(ag + (size_t)j * EACH, it, j, EACH) ? 8 : 0;
+            if (!bad && me == root)
+                bad = !same(gv + B.dsp[j], it + 1, j, B.cnt[j]) ? 9 : 0;
+        }
+        if (!bad && !same(sc_recv, it + 2, me, EACH))
+            bad = 10;
+        if (bad > 2)
+            fprintf(stderr, "rank %d: persistent start %u wrong (%d)\n", me,
+                    it, bad);
+    }
+    for (int i = 0; i < 3 && rc == NUMACOLL_OK; i++)
+        numacoll_request_free(&r[i]);
+    free(ag), free(gv), free(sc_send), free(own), free(sv_own);
+    free(sc_recv);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_persistent(void)
+{
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, persistent_body, NULL), 0);
+}
+
+/* Alltoall: 12 in flight with blocking ones between, then a persistent
+ * one started 100 times. */
+static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 4096, 3, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    static const size_t sizes[] = {0, 8, 33, 1000, 9000, 70000};
+    a2a_t a[12];
+    numacoll_request_t *r[12];
+    int bad = 0, rc = NUMACOLL_OK;
+    for (int i = 0; i < 12 && !bad; i++) {
+        rc = a2a_start(t, me, p, &a[i], sizes[i % 6], i % 5 == 4,
+                       (unsigned)i, &r[i]);
+        if (rc != NUMACOLL_OK)
+            bad = say(t, me, "ialltoall", rc);
+        if (!bad && i % 4 == 3)
+            bad = a2a_one(t, me, p, 500, 0, 1000u + (unsigned)i);
+    }
+    for (int i = 11; i >= 0 && !bad; i--)
+        if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
+            bad = say(t, me, "wait", rc);
+    for (int i = 0; i < 12 && !bad; i++)
+        bad = a2a_check(me, p, &a[i]);
+    enum { EACH = 2500 };
+    unsigned char *send = malloc((size_t)p * EACH);
+    unsigned char *recv = malloc((size_t)p * EACH);
+    numacoll_request_t *pr = NULL;
+    if (!bad && (rc = numacoll_alltoall_init(t, send, recv, EACH, &pr)))
+        bad = say(t, me, "alltoall_init", rc);
+    for (unsigned it = 0; it < 100 && !bad; it++) {
+        for (int d = 0; d < p; d++)
+            fill(send + (size_t)d * EACH, it, me * 64 + d, EACH);
+        if ((rc = numacoll_start(pr)) != NUMACOLL_OK ||
+            (rc = numacoll_wait(&pr)) != NUMACOLL_OK)
+            bad = say(t, me, "persistent alltoall", rc);
+        for (int j = 0; j < p && !bad; j++)
+            bad = !same(recv + (size_t)j * EACH, it, j * 64 + me, EACH)
+                      ? 15 : 0;
+    }
+    numacoll_request_free(&pr);
+    free(send);
+    free(recv);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_alltoall_requests(void)
+{
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+}
+
+/* ---- mismatch ----------------------------------------------------------- */
+
+/* Out of band: every rank's int, as an application's own exchange would. */
+static int oob_all(const numacoll_bootstrap_t *b, int mine, int *all)
+{
+    return b->allgather(&mine, all, sizeof mine, b->ctx) == 0;
+}
+
+typedef struct bad_case {
+    int k;        /* AG, GA, SC, AA */
+    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs */
+} bad_case_t;
+
+static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    const bad_case_t *C = arg;
+    numacoll_team_t *t = team_of(b, 0, 0, 0);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    enum { N = 3000 };
+    size_t cnt[8], dsp[8];
+    for (int j = 0; j < p; j++) {
+        cnt[j] = C->how == 2 && me == 0 && j == p - 1 ? N / 2 : N;
+        dsp[j] = (size_t)j * N;
+    }
+    size_t each = C->how == 1 && me == p - 1 ? N + 64 : N;
+    int root = C->how == 0 ? me : 0;
+    unsigned char *big = calloc((size_t)p, N + 64), *small = calloc(1, N + 64);
+    int rc;
+    switch (C->k) {
+    case AG:
+        rc = C->how == 2 ? numacoll_allgatherv(t, small, cnt[me], big, cnt,
+                                               dsp)
+                         : numacoll_allgather(t, small, big, each);
+        break;
+    case GA:
+        rc = C->how == 2 ? numacoll_gatherv(t, small, N, big, cnt, dsp, root)
+                         : numacoll_gather(t, small, big, each, root);
+        break;
+    case AA: {
+        unsigned char *out = calloc((size_t)p, N + 64);
+        rc = numacoll_alltoall(t, big, out, each);
+        free(out);
+        break;
+    }
+    default:
+        rc = C->how == 2 ? numacoll_scatterv(t, big, cnt, dsp, small, N, root)
+                         : numacoll_scatter(t, big, small, each, root);
+    }
+    int all[64], bad = 0;
+    if (!oob_all(b, rc, all))
+        bad = 11;
+    int failed = 0;
+    for (int j = 0; j < p; j++)
+        failed += all[j] != NUMACOLL_OK;
+    if (!bad && !failed) {
+        fprintf(stderr, "rank %d: mismatched %s (case %d) passed on every "
+                "rank\n", me, kind_name[C->k], C->how);
+        bad = 12;
+    }
+    if (!bad && rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH &&
+        rc != NUMACOLL_ERR_ARG)
+        bad = say(t, me, "mismatched call", rc);
+    /* the call after may fail everywhere (to tell a rank that finished
+     * the bad one); the ones after that are correct again */
+    (void)numacoll_barrier(t);
+    if (!bad && !oob_all(b, 0, all))
+        bad = 13;
+    for (int i = 0; i < 2 && !bad; i++) {
+        bad = one(t, me, p, i ? GA : AG, p - 1, 1, 0, 777, 500 + (unsigned)i);
+        if (bad)
+            fprintf(stderr, "rank %d: a correct call after the mismatch "
+                    "failed\n", me);
+    }
+    free(big);
+    free(small);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_mismatch(void)
+{
+    for (int k = AG; k <= AA; k++)
+        for (int how = 0; how < 3; how++) {
+            if ((k == AG || k == AA) && how == 0)
+                continue;   /* no root */
+            if (k == AA && how == 2)
+                continue;   /* no v form */
+            bad_case_t C = {k, how};
+            for (int p = 2; p <= 4; p++) {
+                int rc = nct_run(p, mismatch_body, &C);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "mismatch: %s case %d p %d failed\n",
+                            kind_name[k], how, p);
+            }
+        }
+}
+
+/* ---- refused arguments ------------------------------------------------ */
+
+static int refused_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 0, 0, 0);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    unsigned char buf[64 * 8], one_b[64];
+    size_t cnt[8], dsp[8];
+    for (int j = 0; j < p; j++)
+        cnt[j] = 64, dsp[j] = (size_t)j * 64;
+    int bad = 0, rc;
+    /* every rank refuses alike: nobody waits, and the next call works */
+    rc = numacoll_gather(t, one_b, buf, 64, p);
+    if (rc != NUMACOLL_ERR_ARG || !strstr(numacoll_team_last_error(t), "root"))
+        bad = say(t, me, "root out of range accepted", rc);
+    rc = numacoll_allgatherv(t, one_b, 64, buf, NULL, dsp);
+    if (!bad && (rc != NUMACOLL_ERR_ARG ||
+                 !strstr(numacoll_team_last_error(t), "byte count")))
+        bad = say(t, me, "allgatherv without counts accepted", rc);
+    rc = numacoll_allgatherv(t, one_b, 63, buf, cnt, dsp);
+    if (!bad && rc != NUMACOLL_ERR_ARG)
+        bad = say(t, me, "allgatherv sendbytes != recvbytes[me] accepted", rc);
+    rc = numacoll_scatter(t, NULL, one_b, 64, 0);
+    if (!bad && me == 0 && rc != NUMACOLL_ERR_ARG)
+        bad = say(t, me, "scatter from a NULL buffer accepted", rc);
+    numacoll_request_t *r = NULL;
+    rc = numacoll_igather(t, NUMACOLL_IN_PLACE, buf, 64, 0, &r);
+    if (!bad && me != 0 && (rc != NUMACOLL_ERR_ARG || r))
+        bad = say(t, me, "in place on a non-root accepted", rc);
+    if (!bad && me == 0 && rc == NUMACOLL_OK)
+        numacoll_wait(&r);
+    /* after the refusals (and the resynchronisation they may need),
+     * correct calls work */
+    (void)numacoll_barrier(t);
+    int all[64];
+    oob_all(b, 0, all);
+    (void)numacoll_barrier(t);
+    if (!bad)
+        bad = one(t, me, p, SC, 0, 0, 0, 64, 1);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_refused(void)
+{
+    for (int p = 2; p <= 3; p++)
+        CU_ASSERT_EQUAL(nct_run(p, refused_body, NULL), 0);
+}
+
+int nct_register_gather(void)
+{
+    static const nct_test_t tests[] = {
+        {"allgather, gather, scatter byte-exact, p = 1..8, every root, "
+         "0 B to 4 MiB", test_exact},
+        {"1 KiB fragments in 2 slots, mixed with Allreduce", test_geometry},
+        {"v forms: zero counts, displacements out of order", test_v},
+        {"in place", test_in_place},
+        {"nonblocking, many in flight, interleaved with blocking",
+         test_nonblocking},
+        {"persistent, started 200 times", test_persistent},
+        {"alltoall: nonblocking in flight, persistent started 100 times",
+         test_alltoall_requests},
+        {"mismatched roots, sizes and v-counts: an error, not a hang",
+         test_mismatch},
+        {"refused arguments", test_refused},
+        {NULL, NULL}};
+    return nct_add_suite("gather", tests);
+}
