@@ -102,7 +102,7 @@ void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams
         for (int i = 0; i < o->nsizes; i++) {
             size_t m = o->sizes[i];
             const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, m);
-            const nc__tree_t *tr = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+            const nc__tree_t *tr = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
             if (!tr || nc__tree_max_children(tr) >= (int)(sizeof kids /
                                                          sizeof kids[0])) {
                 fprintf(to, "  %-12s %9zu: no tree for this rule\n",

@@ -32,9 +32,10 @@
 int nc__barrier_init(numacoll_team_t *t)
 {
     /* Barrier has no size: its rule is the one for 0 bytes */
-    int k = (int)nc__team_choice(t, NC_COLL_BARRIER, 0)->k;
-    int rc = nc__tree_init_levels(&t->barrier_tree, t->p, k, k, t->cfg.levels,
-                                  t->doms);
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BARRIER, 0);
+    int k = (int)ch->k;
+    int rc = nc__tree_init_spec(&t->barrier_tree, t->p, k, k, ch->lt,
+                                t->cfg.levels, t->doms);
     if (rc != NUMACOLL_OK)
         return rc;
     t->barrier_children = malloc(

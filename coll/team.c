@@ -348,11 +348,13 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
         ch->tree = tree;
 }
 
-/* Build tree (kind, k, hier) unless the team has it already; hier is the
- * radix between heads, 0 for none (nc__team_tree_t). */
-static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
+/* Build tree (kind, k, hier, lt) unless the team has it already; hier is
+ * the radix between heads, 0 for none, lt the rule's level trees
+ * (nc__team_tree_t). */
+static int want_tree(numacoll_team_t *t, int kind, int k, int hier,
+                     const uint16_t *lt)
 {
-    if (nc__team_tree(t, kind, k, hier))
+    if (nc__team_tree(t, kind, k, hier, lt))
         return NUMACOLL_OK;
     nc__team_tree_t *n = realloc(t->trees, (size_t)(t->ntrees + 1) * sizeof *n);
     if (!n)
@@ -360,10 +362,11 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     t->trees = n;
     nc__team_tree_t *e = &n[t->ntrees];
     *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
+    nc__team_tree_key(kind, hier, lt, e->lt);
     /* numa trees, and every hier one, follow the team's levels */
     int rc = hier || kind == NUMACOLL_TREE_NUMA
-                 ? nc__tree_init_levels(&e->tree, t->p, k, hier,
-                                        t->cfg.levels, t->doms)
+                 ? nc__tree_init_spec(&e->tree, t->p, k, hier, e->lt,
+                                      t->cfg.levels, t->doms)
                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
     if (rc == NUMACOLL_OK)
         t->ntrees++;
@@ -389,6 +392,7 @@ static nc__choice_t cma_fallback(const nc__choice_t *ch)
 {
     nc__choice_t fb = {.alg = NC_ALG_BCAST_PIPELINED, .f = 8192, .s = 64,
                        .q = 2, .tree = ch->tree, .k = ch->k, .copy = ch->copy};
+    memcpy(fb.lt, ch->lt, sizeof fb.lt);
     return fb;
 }
 
@@ -511,6 +515,8 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             h = fnv(h, &ch->tree, sizeof ch->tree);
             h = fnv(h, &ch->k, sizeof ch->k);
             h = fnv(h, &ch->ku, sizeof ch->ku);
+            h = fnv(h, ch->lt, sizeof ch->lt);
+            h = fnv(h, &ch->relay, sizeof ch->relay);
             h = fnv(h, &ch->copy, sizeof ch->copy);
             if (nc__alg_takes((int)ch->alg, "q") &&
                 (ch->q > ch->s || ch->s % ch->q != 0)) {
@@ -533,7 +539,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             }
             if (c == NC_COLL_BCAST) {
                 if (nc__alg_takes((int)ch->alg, "tree"))
-                    rc = want_tree(t, ch->tree, (int)ch->k, 0);
+                    rc = want_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
                 if (nc__alg_takes((int)ch->alg, "q")) {
                     if (ch->s > s_max)
                         s_max = ch->s;
@@ -552,9 +558,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                  * slots (coll/reduce/reduce.h): sized for all of them */
                 if (nc__alg_takes((int)ch->alg, "k")) {
                     rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
-                                   (int)(ch->ku ? ch->ku : ch->k));
+                                   (int)(ch->ku ? ch->ku : ch->k), ch->lt);
                     if (rc == NUMACOLL_OK)
-                        rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
+                        rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0,
+                                       NULL);
                 }
                 if (nc__alg_takes((int)ch->alg, "s") && ch->s > t->rs_max)
                     t->rs_max = ch->s;

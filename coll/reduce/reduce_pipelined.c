@@ -99,8 +99,8 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
     const nc__tree_t *tree =
         op->commutative
             ? nc__team_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
-                            (int)(ch->ku ? ch->ku : ch->k))
-            : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
+                            (int)(ch->ku ? ch->ku : ch->k), ch->lt)
+            : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0, NULL);
     const int top = op->commutative ? root : 0;
     const unsigned rs = ch->s;
     const size_t elem = op->elem;
