@@ -308,7 +308,7 @@ static const nc__tune_table_t *pick_table(numacoll_team_t *t,
 }
 
 /* Parameters set in the config replace the rule's: Bcast's from frag_size,
- * queue_depth, banks, tree, radix; Reduce's, Allreduce's and the
+ * queue_depth, banks, tree, radix, relay (pipelined rules); Reduce's, Allreduce's and the
  * gathers' (they share the staging slots) from the reduce_* ones;
  * Barrier's from barrier_radix. Unset ones are 0 (tree -1). */
 static void override(const numacoll_config_t *c, nc__coll_t coll,
@@ -321,6 +321,8 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
     case NC_COLL_BCAST:
         f = c->frag_size, s = c->queue_depth, q = c->banks, k = c->radix;
         tree = c->tree;
+        if (c->relay >= 0 && ch->alg == NC_ALG_BCAST_PIPELINED)
+            ch->relay = (unsigned)c->relay;
         break;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
@@ -608,10 +610,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             for (int i = 0; i < t->tune.n[c]; i++) {
                 const nc__tune_entry_t *e = &t->tune.e[c][i];
                 fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
-                        "q=%u tree=%d k=%u ku=%u (%s line %d)\n",
+                        "q=%u tree=%d k=%u ku=%u relay=%u (%s line %d)\n",
                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
                         nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
-                        e->ch.tree, e->ch.k, e->ch.ku,
+                        e->ch.tree, e->ch.k, e->ch.ku, e->ch.relay,
                         e->builtin ? "built-in" : t->tune_source, e->line);
             }
     *hash = h;
