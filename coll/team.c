@@ -849,6 +849,7 @@ static int team_create(const numacoll_bootstrap_t *b,
         return NUMACOLL_ERR_NOMEM;
     t->rank = b->rank;
     t->p = b->size;
+    t->recovery = &nc__call_recovery;
     /* only the fields the caller's struct has (one from an older
      * numacoll.h is smaller); an unknown struct_size fails below, on
      * every rank */
