@@ -3,8 +3,10 @@
  * 0 and independent of the Bcast's `tree`: the hier shape of coll/tree.h
  * with k = barrier_radix both inside NUMA nodes and between them, so the
  * ranks of a node meet their leader first (k-nomial) and the leaders meet
- * rank 0 along a k-nomial tree over the nodes. Parent and children are
- * computed once, at team creation.
+ * rank 0 along a k-nomial tree over the nodes (over the domains of every
+ * level of `levels`; the Barrier rule's l3tree= ... toptree= give a level
+ * another shape). Parent and children are computed once, at team
+ * creation.
  *
  *  leaf:   store arrive = seq (release), wait for release >= seq (acquire).
  *  inner:  wait for each child's arrive >= seq, then as a leaf, then store

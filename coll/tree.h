@@ -28,6 +28,9 @@
  *           root's, instead of flat: in a fan-in, members meet their leader
  *           first and leaders meet the root in ceil(log_k domains) steps per
  *           level. Used by Barrier and Reduce.
+ *  spec     (nc__tree_init_spec) either of the two with the tree of any
+ *           level replaced by one of the four integer shapes and its radix,
+ *           as a tuning rule's l3tree=chain ... toptree=kary:4 name them.
  * Every edge of a hierarchical tree stays inside one domain of some level,
  * and an edge that leaves an innermost domain joins two heads.
  */
