@@ -21,7 +21,9 @@
  * Trees: commutative ops (all predefined ones) use the hier tree rooted at
  * the root (members meet their NUMA leader along a k-nomial tree, leaders
  * meet the root along another, k = reduce_radix, or the rule's ku= between
- * the leaders where it gives one); a node folds its own
+ * the leaders where it gives one, over the domains of every level of
+ * `levels`, any level shaped as the rule's l3tree= ... toptree= say); a
+ * node folds its own
  * fragment first, then its children smallest subtree first, remote leaders
  * last. Non-commutative user ops use a k-nomial tree over ranks rooted at
  * rank 0, whose subtrees are runs of consecutive ranks: folding own, then
