@@ -425,6 +425,7 @@ typedef struct e2e {
     const char *levels;
     _Atomic int *counter;       /* shared, for the Barrier check */
     const char *table;          /* a tuning table instead of the overrides */
+    const char *topology;       /* NULL: M1 */
 } e2e_t;
 
 /* Level trees at every level and the Bcast relay on: each collective's
@@ -459,7 +460,7 @@ static int e2e_body(const numacoll_bootstrap_t *b, void *arg)
     const e2e_t *e = arg;
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
-    cfg.topology = M1;
+    cfg.topology = e->topology ? e->topology : M1;
     cfg.pu = e2e_pu(b->rank);
     cfg.verbose = 0;
     cfg.tree = NUMACOLL_TREE_NUMA;
@@ -509,6 +510,25 @@ static int e2e_body(const numacoll_bootstrap_t *b, void *arg)
             for (size_t i = 0; i < sizes[k]; i++)
                 bad += buf[i] != (unsigned char)val(root, i, call);
         }
+    /* the relay in nonblocking steps too: a request resumes where a
+     * blocking call would wait */
+    for (int root = 0; e->table && root < p; root++, call++) {
+        for (size_t i = 0; i < 40000; i++)
+            buf[i] = me == root ? (unsigned char)val(root, i, call) : 0;
+        numacoll_request_t *rq = NULL;
+        int done = 0;
+        if (numacoll_ibcast(team, buf, 40000, root, &rq) != NUMACOLL_OK) {
+            bad++;
+            continue;
+        }
+        while (!done)
+            if (numacoll_test(&rq, &done) != NUMACOLL_OK) {
+                bad++;
+                break;
+            }
+        for (size_t i = 0; done && i < 40000; i++)
+            bad += buf[i] != (unsigned char)val(root, i, call);
+    }
     for (int it = 0; it < 20; it++) {
         atomic_fetch_add_explicit(e->counter, 1, memory_order_relaxed);
         bad += numacoll_barrier(team) != NUMACOLL_OK;
@@ -577,19 +597,26 @@ static void test_end_to_end(void)
 static void test_end_to_end_relay(void)
 {
     static const char *const lists[] = {"l3,numa,package", "numa", "l3"};
+    char xml[512];
+    snprintf(xml, sizeof xml, "%s/28c-2p4n-uneven.xml", nct_topo_dir());
+    /* every list on M1; the first on an uneven machine from XML */
+    const char *const tops[] = {M1, xml};
+    const size_t nl = sizeof lists / sizeof lists[0];
     _Atomic int *counter = nc__run_shared_alloc(sizeof *counter);
     CU_ASSERT_PTR_NOT_NULL_FATAL(counter);
-    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-        for (int p = 8; p <= 16; p += 8) {
-            atomic_store_explicit(counter, 0, memory_order_relaxed);
-            e2e_t e = {.levels = lists[i], .counter = counter,
-                       .table = relay_table};
-            int rc = nct_run(p, e2e_body, &e);
-            CU_ASSERT_EQUAL(rc, 0);
-            if (rc)
-                fprintf(stderr, "\n  relay, levels %s p %d failed\n",
-                        lists[i], p);
-        }
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t i = 0; i < (ti ? 1 : nl); i++)
+            for (int p = 8; p <= 16; p += 8) {
+                atomic_store_explicit(counter, 0, memory_order_relaxed);
+                e2e_t e = {.levels = lists[i],
+                           .counter = counter, .table = relay_table,
+                           .topology = tops[ti]};
+                int rc = nct_run(p, e2e_body, &e);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "\n  relay, %s levels %s p %d failed\n",
+                            tops[ti], e.levels, p);
+            }
     nc__run_shared_free(counter, sizeof *counter);
 }
 
