@@ -178,6 +178,7 @@ typedef struct nc__pend {
  * leader_radix), as Reduce uses it: k unless a rule gives ku=. */
 typedef struct nc__team_tree {
     int kind, k, hier;
+    uint16_t lt[NUMACOLL_LEVEL_END]; /* the rule's level trees (nc__team_tree_key) */
     nc__tree_t tree;
 } nc__team_tree_t;
 
@@ -481,10 +482,15 @@ static inline void nc__bank_release(numacoll_team_t *t, unsigned set)
  * levels build (outermost first); returns snprintf's count. */
 int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len);
 
-/* The tree (kind, k, hier) built at team creation; NULL if the team's rules
- * name no such tree. A linear scan of a handful of entries. */
+/* The tree (kind, k, hier, level trees lt: a rule's ch.lt or NULL) built
+ * at team creation; NULL if the team's rules name no such tree. A linear
+ * scan of a handful of entries. */
 const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
-                                int hier);
+                                int hier, const uint16_t *lt);
+/* The level trees a tree of (kind, hier) is keyed by: lt, or zeros where
+ * the tree has no levels (lt NULL, or a flat, chain, kary, knomial one). */
+void nc__team_tree_key(int kind, int hier, const uint16_t *lt,
+                       uint16_t key[NUMACOLL_LEVEL_END]);
 
 /* The choice of the team's tuning rules for coll at nbytes (binary search
  * over the team's resolved size ranges; never NULL). */
