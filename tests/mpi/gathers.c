@@ -18,7 +18,8 @@
  * side only, or on both. The v forms give rank j a block of n + 4j bytes
  * except every third rank, which gives none, and place the blocks in
  * reverse rank order with gaps between them. MPI_IN_PLACE runs wherever
- * MPI allows it. Persistent requests are started twice, their data
+ * MPI allows it. Last, a blocking Gather on one communicator while an
+ * Iallgather on another is in flight. Persistent requests are started twice, their data
  * changed in between. The whole receive buffer, holes and a guard after
  * it included, is compared with what it must hold.
  *
@@ -353,6 +354,58 @@ out:
     free(tmp);
 }
 
+/*
+ * A blocking Gather (a derived send type) on comm b while an Iallgather
+ * on comm a is in flight, waited for only afterwards: the blocking call
+ * runs through a request and must keep the other one moving.
+ */
+static void among_requests(MPI_Comm a, MPI_Comm b, unsigned seed)
+{
+    const size_t n = 65540;
+    int me_a, p_a, me_b, p_b;
+    MPI_Comm_rank(a, &me_a);
+    MPI_Comm_size(a, &p_a);
+    MPI_Comm_rank(b, &me_b);
+    MPI_Comm_size(b, &p_b);
+    unsigned char *s1 = malloc(n), *r1 = malloc(n * (size_t)p_a),
+                  *s2 = calloc(2, n), *r2 = malloc(n * (size_t)p_b),
+                  *want = malloc(n);
+    if (!MPIT_CHECK(s1 && r1 && s2 && r2 && want, "out of memory"))
+        goto out;
+    pattern(s1, n, seed, me_a, 0);
+    pattern(want, n, seed + 1, me_b, 0);
+    put(&lays[L_GAP], s2, 0, want, n);
+    MPI_Request req;
+    int rc = MPI_Iallgather(s1, (int)n, MPI_BYTE, r1, (int)n, MPI_BYTE, a,
+                            &req);
+    int rc2 = MPI_Gather(s2, (int)n, lays[L_GAP].dt, r2, (int)n, MPI_BYTE,
+                         0, b);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPIT_CHECK(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS, "Iallgather with a "
+               "blocking Gather among it: %d, %d", rc, rc2);
+    made[K_ALLGATHER][1]++;
+    made[K_GATHER][0]++;
+    made_fb[K_ALLGATHER][1]++;
+    made_fb[K_GATHER][0]++;
+    for (int j = 0; j < p_a; j++) {
+        pattern(want, n, seed, j, 0);
+        MPIT_CHECK(memcmp(r1 + (size_t)j * n, want, n) == 0, "Iallgather "
+                   "among a blocking Gather: block %d wrong", j);
+    }
+    for (int j = 0; j < p_b && me_b == 0; j++) {
+        pattern(want, n, seed + 1, j, 0);
+        MPIT_CHECK(memcmp(r2 + (size_t)j * n, want, n) == 0, "Gather among "
+                   "an Iallgather: block %d wrong", j);
+    }
+out:
+    free(s1);
+    free(r1);
+    free(s2);
+    free(r2);
+    free(want);
+}
+
 /* In place where MPI allows it: everywhere but a non-root of the rooted
  * ones. */
 static int may_in_place(kind_t k, int me, int root)
@@ -479,6 +532,8 @@ int main(int argc, char **argv)
         }
     }
 
+    among_requests(MPI_COMM_WORLD, comms[C_REV], seed);
+    seed += 2;
     mpit_named_read(&ctr, ctr1);
     mpit_named_read(&fb, fb1);
     const int core = mpit_expect == MPIT_EXPECT_CORE;
