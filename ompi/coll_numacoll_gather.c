@@ -205,6 +205,10 @@ static int nc_ga_blocks(nc_ga_t *g, bool pack, const void *buf, int count,
                         void **core)
 {
     char *b = (char *)(uintptr_t)buf;
+    if (nb == 0) {      /* nothing is read or written there */
+        *core = b;
+        return NUMACOLL_OK;
+    }
     if (nc_dense(dt, (size_t)count * (size_t)n)) {
         *core = b + dt->super.true_lb;
         return NUMACOLL_OK;
@@ -530,6 +534,24 @@ int nc_ga_done(nc_ga_t *g, int st, const char *what)
 
 /* ---- the entry points --------------------------------------------------- */
 
+/* A call refused before any collective step: this rank's own sizes
+ * differ (MISMATCH) or no memory for a temporary. Said in our words (the
+ * team's last error belongs to another call); its MPI error class. */
+static int nc_ga_refuse(nc_module_t *m, const char *name, int st)
+{
+    const bool sizes = st == NUMACOLL_ERR_MISMATCH;
+    if (nc_component.config.verbose >= 1)
+        opal_output(0, "coll:numacoll: %s on %s (cid %u) refused on rank %d: "
+                    "%s", name, nc_comm_name(m->comm), nc_comm_cid(m->comm),
+                    ompi_comm_rank(m->comm),
+                    sizes ? "its send and receive blocks differ in bytes "
+                            "(an erroneous call; the other ranks may wait "
+                            "for this one)"
+                          : "no memory for the packed copy of a derived "
+                            "datatype");
+    return sizes ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
+}
+
 /*
  * A call of any form: the MPI status, or NC_DECLINED for the previous
  * component. Blocking calls run in the core right here unless requests
@@ -561,7 +583,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
     int st = nothing ? NUMACOLL_OK : nc_ga_plan(g, a);
     if (st != NUMACOLL_OK) {
         nc_ga_free(g);
-        return nc_finish(m, name, st);
+        return nc_ga_refuse(m, name, st);
     }
     if (form == NC_FORM_BLOCKING && !nc_nb_inflight()) {
         st = nc_ga_prepare(g);
@@ -580,7 +602,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
     g = malloc(sizeof *g);
     if (!g) {
         nc_ga_free(&local);
-        return nc_finish(m, name, NUMACOLL_ERR_NOMEM);
+        return nc_ga_refuse(m, name, NUMACOLL_ERR_NOMEM);
     }
     *g = local;
     g->heap = true;
