@@ -38,10 +38,16 @@
  * are in flight) are coll_numacoll_nb.c's, with this file's nc_ga_t
  * attached: it calls nc_ga_prepare before each start, nc_ga_core to start
  * or init, nc_ga_done at each completion and nc_ga_free at the end.
+ *
+ * Cost on top of the core's call: contiguous sides, the plan alone (O(1);
+ * the v forms O(p) for the byte counts and displacements, in a malloc'd
+ * array); a derived side, a temporary of its packed bytes B and one
+ * convertor pass over them per run (T ~ B t_pack, before the core's call
+ * on the send side, after it on the receive side).
  */
 #include "coll_numacoll.h"
 
-#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
