@@ -491,9 +491,12 @@ int main(int argc, char **argv)
                         if (ci && f != F_BLOCKING && p > 4)
                             continue;
                         /* every layout pair on the world's blocking calls;
-                         * a derived send type on the others */
+                         * a derived type on either side on its others, on
+                         * the send side on the reversed world's */
                         for (int pi = 0; pi < npairs; pi++) {
-                            if ((ci || f) && pi != 0 && pi != 1)
+                            if (f && pi > 2)
+                                continue;
+                            if (ci && pi > 1)
                                 continue;
                             /* ints need whole ints on both sides */
                             if ((pairs[pi][0] == L_INT ||
