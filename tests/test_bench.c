@@ -412,6 +412,16 @@ static void test_standalone_all_ops(void)
     CU_ASSERT(contains("# allreduce:"));
     CU_ASSERT(contains("# barrier:"));
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    /* the gathers, Allgatherv among them: every block stamped, one call
+     * per size checked byte for byte */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allgather,gather,"
+                        "scatter,alltoall,allgatherv --sizes 1,100,70000 "
+                        "--reps 2 --iters 3"), 0);
+    CU_ASSERT(contains("# allgather:"));
+    CU_ASSERT(contains("# allgatherv: allgather as an Allgatherv of equal "
+                       "counts"));
+    CU_ASSERT(contains("# alltoall:"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
     /* every Allreduce algorithm by name, across its size limits */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allreduce --sizes "
                         "8,56,60,336,340,5000,100000 --reps 2 --iters 3 --compare "

@@ -26,7 +26,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
@@ -225,6 +225,16 @@ mpi "budget: node_budget=used+40MiB, mixed" "$WITH_PATH" 4 $FORCE \
 mpi "budget: mem_budget=64KiB, all fall back" "$WITH_PATH" 3 $FORCE \
     -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_mem_budget 65536 \
     "$BIN/bcast_derived"
+# The gathers: without a team every call goes to the previous component,
+# and says why at coll_base_verbose 20; with one, numacoll says it served
+# them (the MPI_T counters of tests/mpi/gathers.c check every call).
+must="coll:numacoll:MPI_Iscatterv: MPI_COMM_WORLD (cid 0): handed to the previous component: numacoll has no team"
+mpi "budget: node_budget=1, gathers fall back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_node_budget 1 \
+    --mca coll_base_verbose 20 "$BIN/gathers"
+must="coll:numacoll:alltoall: MPI_COMM_WORLD (cid 0) root -1, 4194304 bytes per block, contiguous: success"
+mpi "gathers served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/gathers"
 
 # Shape parameters that differ between ranks (rank 1 sets its own
 # frag_size): every communicator falls back instead of misreading memory.
