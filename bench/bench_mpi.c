@@ -3,8 +3,10 @@
  * calls are MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier on
  * MPI_COMM_WORLD, so the numbers are those of whatever coll component Open
  * MPI selected (numacoll, tuned, sm, han, ...: chosen with mpirun --mca,
- * see bench/compare-ompi.sh). The timing loop is the standalone one
- * (bench_core.c). Reduce and Allreduce sum uint32 (MPI_UINT32_T, MPI_SUM).
+ * see bench/compare-ompi.sh); likewise MPI_Allgather, MPI_Gather,
+ * MPI_Scatter, MPI_Alltoall(v) of MPI_BYTE and MPI_Reduce_scatter_block,
+ * MPI_Scan, MPI_Exscan. The timing loop is the standalone one
+ * (bench_core.c). The reductions sum uint32 (MPI_UINT32_T, MPI_SUM).
  *
  * The one-line round trip needs memory shared by ranks 0 and 1: rank 0
  * creates a POSIX shared-memory object, broadcasts its name, rank 1 maps
@@ -63,6 +65,84 @@ static int run_barrier(void *ctx, const ncb_call_t *c)
     (void)c;
     mctx_t *m = ctx;
     return note(m, MPI_Barrier(m->comm));
+}
+
+/* The gathers and the other collectives of issue 14: blocks of bytes;
+ * sums of uint32. MPI counts are ints: sizes past INT_MAX fail. */
+static int run_allgather(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Allgather(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                                 (int)c->bytes, MPI_BYTE, m->comm));
+}
+
+static int run_gather(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Gather(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                              (int)c->bytes, MPI_BYTE, c->root, m->comm));
+}
+
+static int run_scatter(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Scatter(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                               (int)c->bytes, MPI_BYTE, c->root, m->comm));
+}
+
+static int run_alltoall(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Alltoall(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                                (int)c->bytes, MPI_BYTE, m->comm));
+}
+
+/* Alltoallv's counts (every one the size) and displacements, made once
+ * per size. */
+static int *vcnt, *vdsp;
+static size_t vbytes = SIZE_MAX;
+
+static int run_alltoallv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    int p;
+    MPI_Comm_size(m->comm, &p);
+    if (!vcnt) {
+        vcnt = malloc(2 * (size_t)p * sizeof *vcnt);
+        if (!vcnt)
+            return note(m, MPI_ERR_NO_MEM);
+        vdsp = vcnt + p;
+    }
+    if (vbytes != c->bytes) {
+        for (int j = 0; j < p; j++) {
+            vcnt[j] = (int)c->bytes;
+            vdsp[j] = (int)((size_t)j * c->bytes);
+        }
+        vbytes = c->bytes;
+    }
+    return note(m, MPI_Alltoallv(c->sbuf, vcnt, vdsp, MPI_BYTE, c->rbuf,
+                                 vcnt, vdsp, MPI_BYTE, m->comm));
+}
+
+static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count,
+                                            MPI_UINT32_T, MPI_SUM, m->comm));
+}
+
+static int run_scan(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Scan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
+                            MPI_SUM, m->comm));
+}
+
+static int run_exscan(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Exscan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
+                              MPI_SUM, m->comm));
 }
 
 /* --overlap: the nonblocking forms, one in flight at a time. */
@@ -298,11 +378,6 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
 {
     if (o->ops == 0)
         o->ops = NCB_OPS_CLASSIC;
-    if (o->ops & ~NCB_OPS_CLASSIC) {
-        fprintf(stderr, "numacoll-bench-mpi: --ops: the gathers and alltoall "
-                "run in the standalone mode only (numacoll-bench)\n");
-        return 2;
-    }
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -313,7 +388,15 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     ncb_target_t t = {.run = {[NCB_OP_BCAST] = run_bcast,
                               [NCB_OP_REDUCE] = run_reduce,
                               [NCB_OP_ALLREDUCE] = run_allreduce,
-                              [NCB_OP_BARRIER] = run_barrier},
+                              [NCB_OP_BARRIER] = run_barrier,
+                              [NCB_OP_ALLGATHER] = run_allgather,
+                              [NCB_OP_GATHER] = run_gather,
+                              [NCB_OP_SCATTER] = run_scatter,
+                              [NCB_OP_ALLTOALL] = run_alltoall,
+                              [NCB_OP_ALLTOALLV] = run_alltoallv,
+                              [NCB_OP_REDUCE_SCATTER] = run_reduce_scatter,
+                              [NCB_OP_SCAN] = run_scan,
+                              [NCB_OP_EXSCAN] = run_exscan},
                       .istart = {[NCB_OP_BCAST] = istart_bcast,
                                  [NCB_OP_REDUCE] = istart_reduce,
                                  [NCB_OP_ALLREDUCE] = istart_allreduce,
@@ -353,6 +436,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     }
     /* only rank 0 knows about failed checks: tell everyone */
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(vcnt);
     MPI_Finalize();
     return rc;
 }

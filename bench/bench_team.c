@@ -38,6 +38,10 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_GATHER] = NC_COLL_GATHER,
     [NCB_OP_SCATTER] = NC_COLL_SCATTER,
     [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
+    [NCB_OP_ALLTOALLV] = NC_COLL_ALLTOALL,
+    [NCB_OP_REDUCE_SCATTER] = NC_COLL_REDUCE_SCATTER,
+    [NCB_OP_SCAN] = NC_COLL_SCAN,
+    [NCB_OP_EXSCAN] = NC_COLL_EXSCAN,
 };
 
 /* A configuration as the options give it. */
@@ -52,6 +56,8 @@ struct ncb_team {
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
     numacoll_request_t *req;   /* --overlap: the call in flight       */
+    size_t *vcnt, *vdsp;       /* alltoallv: every count the size      */
+    size_t vbytes;             /* the size they hold                   */
 };
 
 typedef struct trun {
@@ -162,6 +168,41 @@ static int run_alltoall(void *ctx, const ncb_call_t *c)
 {
     return numacoll_alltoall(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
                              c->bytes);
+}
+
+static int run_alltoallv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tc = ctx;
+    const int p = numacoll_team_size(tc->team);
+    if (tc->vbytes != c->bytes) {    /* once a size (the warm-up's) */
+        for (int j = 0; j < p; j++) {
+            tc->vcnt[j] = c->bytes;
+            tc->vdsp[j] = (size_t)j * c->bytes;
+        }
+        tc->vbytes = c->bytes;
+    }
+    return numacoll_alltoallv(tc->team, c->sbuf, tc->vcnt, tc->vdsp, c->rbuf,
+                              tc->vcnt, tc->vdsp);
+}
+
+static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_reduce_scatter_block(((ncb_team_t *)ctx)->team, c->sbuf,
+                                         c->rbuf, c->count,
+                                         NUMACOLL_DTYPE_UINT32,
+                                         NUMACOLL_OP_SUM);
+}
+
+static int run_scan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_scan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                         c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+}
+
+static int run_exscan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_exscan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                           c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
 }
 
 static int barrier(void *ctx)
@@ -302,6 +343,15 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
         ncb_team_close(tm);
         return st;
     }
+    const size_t p = (size_t)numacoll_team_size(tm->team);
+    tm->vcnt = malloc(2 * p * sizeof *tm->vcnt);
+    if (!tm->vcnt) {
+        snprintf(err, errlen, "out of memory for alltoallv's counts");
+        ncb_team_close(tm);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    tm->vdsp = tm->vcnt + p;
+    tm->vbytes = SIZE_MAX;   /* no size yet */
     memset(t, 0, sizeof *t);
     t->run[NCB_OP_BCAST] = run_bcast;
     t->run[NCB_OP_REDUCE] = run_reduce;
@@ -316,6 +366,10 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_GATHER] = run_gather;
     t->run[NCB_OP_SCATTER] = run_scatter;
     t->run[NCB_OP_ALLTOALL] = run_alltoall;
+    t->run[NCB_OP_ALLTOALLV] = run_alltoallv;
+    t->run[NCB_OP_REDUCE_SCATTER] = run_reduce_scatter;
+    t->run[NCB_OP_SCAN] = run_scan;
+    t->run[NCB_OP_EXSCAN] = run_exscan;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
@@ -329,6 +383,7 @@ void ncb_team_close(ncb_team_t *tm)
     if (!tm)
         return;
     numacoll_team_destroy(tm->team);
+    free(tm->vcnt);
     free(tm);
 }
 
