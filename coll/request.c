@@ -548,8 +548,9 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     if (t->p == 1) {
         /* Reduce_scatter's one block is the whole vector; Exscan's
          * rank 0 receives nothing */
-        if (o->coll != NC_COLL_EXSCAN && !is_ga(o->coll) && o->count > 0 &&
-            o->own != o->recv)
+        if ((o->coll == NC_COLL_REDUCE || o->coll == NC_COLL_ALLREDUCE ||
+             o->coll == NC_COLL_REDUCE_SCATTER || o->coll == NC_COLL_SCAN) &&
+            o->count > 0 && o->own != o->recv)
             memcpy(o->recv, o->own, o->count * o->rop.elem);
         if (is_ga(o->coll))
             nc__ga_begin(t, o);   /* the own block's copy */
