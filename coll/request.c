@@ -255,18 +255,28 @@ static void rs_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
                                 "elements add up past SIZE_MAX", what);
         total += c;
     }
-    const void *own = NULL;
-    /* every rank contributes all blocks and receives its own: as an
-     * Allreduce of the whole vector for the buffers' checks (in place:
-     * the contribution is in recvbuf, the result lands at its start) */
-    if (bad == NUMACOLL_OK)
-        bad = check_args(t, what, sendbuf, recvbuf, total, op, -1, &own);
-    o->own = own;
-    o->count = total;
-    if (bad == NUMACOLL_OK && rs_count(o, me) > 0 && !recvbuf)
+    /* every rank contributes all blocks and receives its own (a rank
+     * whose block is empty needs no receive buffer); in place the
+     * contribution is in recvbuf and the result lands at its start */
+    const int in_place = sendbuf == NUMACOLL_IN_PLACE || sendbuf == recvbuf;
+    const void *own = in_place ? recvbuf : sendbuf;
+    if (bad != NUMACOLL_OK)
+        ;
+    else if (total > SIZE_MAX / op->elem)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements of %zu "
+                            "bytes overflows", what, total, op->elem);
+    else if (total > 0 && !own)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements with a "
+                            "NULL %s buffer", what, total,
+                            in_place ? "receive" : "send");
+    else if (rs_count(o, me) > 0 && !recvbuf)
         bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements to "
                             "rank %d with a NULL receive buffer", what,
                             rs_count(o, me), me);
+    else
+        bad = nc__team_check_abort(t);
+    o->own = own;
+    o->count = total;
     if (bad == NUMACOLL_OK) {
         o->ch = nc__team_choice(t, NC_COLL_REDUCE_SCATTER, total * op->elem);
         o->alg = (int)o->ch->alg;

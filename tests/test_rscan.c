@@ -493,6 +493,16 @@ static int refused_body(const numacoll_bootstrap_t *b, void *arg)
          !strstr(numacoll_team_last_error(t), "staging slot")))
         bad = nct_say(t, me, "reduce_scatter of p elements over the slot "
                   "accepted", rc);
+    /* a rank whose Reduce_scatter block is empty needs no receive
+     * buffer */
+    size_t cnt[8];
+    for (int j = 0; j < p; j++)
+        cnt[j] = j == 1 ? 0 : 3;
+    rc = numacoll_reduce_scatter(t, in, me == 1 ? NULL : out, cnt,
+                                 NUMACOLL_DTYPE_DOUBLE, NUMACOLL_OP_SUM);
+    if (!bad && rc != NUMACOLL_OK)
+        bad = nct_say(t, me, "reduce_scatter with a NULL recvbuf for an empty "
+                      "block", rc);
     /* Exscan's rank 0 needs no receive buffer */
     rc = numacoll_exscan(t, in, me ? out : NULL, 4, NUMACOLL_DTYPE_DOUBLE,
                          NUMACOLL_OP_SUM);
