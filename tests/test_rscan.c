@@ -415,8 +415,11 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     for (int j = 0; j < p; j++)
         cnt[j] = N;
     int rc;
-    if (how == 0) {
-        /* rank 0 moves an element from block 1 to block 0: same total */
+    if (how == 0 || how == 2) {
+        /* rank 0 moves an element from block 1 to block 0: same total
+         * (how 2: blocks of one element, in the slot's line) */
+        for (int j = 0; j < p && how == 2; j++)
+            cnt[j] = 1;
         if (me == 0)
             cnt[0]++, cnt[1]--;
         rc = numacoll_reduce_scatter(t, in, out, cnt, NUMACOLL_DTYPE_DOUBLE,
@@ -452,7 +455,7 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_mismatch(void)
 {
-    for (int how = 0; how < 2; how++)
+    for (int how = 0; how < 3; how++)
         for (int p = 2; p <= 4; p++) {
             int rc = nct_run(p, mismatch_body, &how);
             CU_ASSERT_EQUAL(rc, 0);

@@ -55,6 +55,22 @@
 /* Where the tag rides in the slot's line (its last 8 bytes). */
 #define TAG_OFF (NC_RED_INLINE - 8)
 
+unsigned char *nc__rs_slot(const nc__rs_t *s, int rank, unsigned x, size_t r)
+{
+    if (s->line_ok) {
+        size_t end = 0;
+        for (int j = 0; j < s->nslices; j++) {
+            size_t vo, so, n;
+            s->slice(s, r, j, &vo, &so, &n);
+            if (n && (so + n) * s->elem > end)
+                end = (so + n) * s->elem;
+        }
+        if (end <= NC_RS_INLINE)
+            return nc__rslot(s->t, rank, x)->full.data;
+    }
+    return nc__rbuf(s->t, rank, x);
+}
+
 int nc__rs_stage(const nc__rs_t *s, size_t r)
 {
     numacoll_team_t *t = s->t;
@@ -64,7 +80,11 @@ int nc__rs_stage(const nc__rs_t *s, size_t r)
     int rc = nc__rslot_claim(t, x);
     if (rc != NUMACOLL_OK)
         return rc;
-    unsigned char *slot = nc__rbuf(t, t->rank, x);
+    unsigned char *slot = nc__rs_slot(s, t->rank, x, r);
+    /* the line takes plain stores (a streaming copy variant is not ordered
+     * by the word's release) */
+    const int cin = slot == nc__rslot(t, t->rank, x)->full.data ? NC_COPY_LIBC
+                                                                : s->cin;
     /* a run of slices adjacent in the contribution and in the slot goes
      * in one copy */
     size_t rv = 0, rso = 0, rn = 0;
@@ -82,7 +102,7 @@ int nc__rs_stage(const nc__rs_t *s, size_t r)
             }
         }
         if (rn)
-            nc__copy(s->cin, slot + rso * s->elem, s->own + rv * s->elem,
+            nc__copy(cin, slot + rso * s->elem, s->own + rv * s->elem,
                      rn * s->elem);
         rv = vo, rso = so, rn = n;
     }
@@ -126,7 +146,7 @@ int nc__rs_wait(const nc__rs_t *s, size_t r, int *i)
  * our own slot, own_staged). */
 typedef struct env {
     const nc__rs_t *s;
-    size_t vo, so;
+    size_t vo, so, r;
     unsigned x;
 } env_t;
 
@@ -137,7 +157,8 @@ static int get_slice(void *vp, int j, const void **ptr)
     /* every full was awaited before the fold */
     *ptr = j == s->t->rank && !s->own_staged
                ? (const void *)(s->own + e->vo * s->elem)
-               : (const void *)(nc__rbuf(s->t, j, e->x) + e->so * s->elem);
+               : (const void *)(nc__rs_slot(s, j, e->x, e->r) +
+                                e->so * s->elem);
     return NUMACOLL_OK;
 }
 
@@ -155,7 +176,7 @@ int nc__rs_fold(const nc__rs_t *s, size_t r, void *dest)
     s->slice(s, r, s->mine, &vo, &so, &n);
     if (!n || !s->nfold)
         return NUMACOLL_OK;
-    env_t e = {s, vo, so, x};
+    env_t e = {s, vo, so, r, x};
     nc__fold_t f = {s->nfold, get_slice, put_slice, &e, s->cin};
     int done = 0;
     return nc__fold_step(s->op, &f, dest, n, &done);

@@ -202,6 +202,9 @@ typedef struct nc__rs {
     unsigned slots;
     int cin;                    /* copy-layer variant into the slot     */
     int nslices, skip, mine, nfold, own_staged;
+    /* a round whose slices end within NC_RS_INLINE bytes of the slot
+     * rides in the slot's line (one line transfer, no staging buffer) */
+    int line_ok;
     unsigned readers;
     /* non-zero: round 0 carries it in the slot's line, and every reader
      * compares it with its own (what the call's signature does not
@@ -219,6 +222,14 @@ static inline void nc__rs_round(const nc__rs_t *s, size_t r, uint64_t *g,
     *g = s->base + r;
     *x = (unsigned)(*g % s->slots);
 }
+
+/* Bytes of the line a round may use: its data but the tag's 8. */
+#define NC_RS_INLINE (NC_RED_INLINE - 8)
+
+/* Where round r's slices sit in rank's slot x: its line (line_ok and the
+ * round's slices end within NC_RS_INLINE bytes), else its staging
+ * buffer. Equal on every rank (the slice geometry is). */
+unsigned char *nc__rs_slot(const nc__rs_t *s, int rank, unsigned x, size_t r);
 
 /* Claim (a step's poll: nothing written before it succeeds), stage,
  * publish round r. */

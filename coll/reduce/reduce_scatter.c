@@ -7,8 +7,10 @@
  *
  * Block j (recvcounts[j] elements, after those of blocks 0..j-1) goes to
  * rank j. A round moves one piece of u elements of every block, u =
- * f / (elem p) (whole units of cache lines where that is at least one),
- * so one slot of f bytes holds the p pieces of a round, piece j at j u;
+ * f / (elem p) (whole units of cache lines where that is at least one;
+ * at most the largest block), so one slot of f bytes holds the p pieces
+ * of a round, piece j at j u (in the slot's line where the p pieces end
+ * within 48 bytes: one line transfer per pair of ranks);
  * a call has R = max_j ceil(recvcounts[j] / u) rounds. Round r takes
  * ticket base + r, slot (base + r) % s. Per round every rank
  *  stage:  claims its slot (the readers of its use s rounds ago have
@@ -107,7 +109,7 @@ static int fold_rs(const nc__rs_t *rs, size_t r)
         uint64_t g;
         unsigned x;
         nc__rs_round(rs, r, &g, &x);
-        slot = nc__rbuf(t, t->rank, x) + so * rs->elem;
+        slot = nc__rs_slot(rs, t->rank, x, r) + so * rs->elem;
     }
     int rc = nc__rs_fold(rs, r, slot ? slot : out);
     if (rc == NUMACOLL_OK && slot)
@@ -128,13 +130,14 @@ int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
         size_t u = ch->f / elem / (size_t)p;
         if (u >= unit)
             u -= u % unit;
-        P->unit = u;
-        P->rounds = 1;
-        for (int j = 0; j < p; j++) {
-            size_t c = count_of(o, j), n = (c + u - 1) / u;
-            if (n > P->rounds)
-                P->rounds = n;
-        }
+        /* no wider than the largest block: small calls stay compact (in
+         * the slot's line where they fit) */
+        size_t most = 1;
+        for (int j = 0; j < p; j++)
+            if (count_of(o, j) > most)
+                most = count_of(o, j);
+        P->unit = u = u < most ? u : most;
+        P->rounds = (most + u - 1) / u;
         P->base = t->red->ticket;
         t->red->ticket += P->rounds;
         P->k = 0;
@@ -147,6 +150,7 @@ int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
                       .skip = me, .mine = me, .nfold = p,
                       .readers = (unsigned)(p - 1),
                       .tag = o->rs_counts ? counts_tag(o, p) : 0,
+                      .line_ok = 1,
                       .slice = slice_rs},
                .o = o, .u = P->unit,
                .cout = nc__copy_pick(ch->copy, count_of(o, me) * elem)};

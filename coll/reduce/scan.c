@@ -8,8 +8,9 @@
  * fit in a staging slot (the rule's f bytes) in whole cache-line units.
  * Round r takes ticket base + r, slot (base + r) % s. Per round
  *  stage:  every rank read by a higher one (all but the last) claims its
- *          slot, copies chunk r of its contribution into it and publishes
- *          it for the p - 1 - i ranks above it (release);
+ *          slot, copies chunk r of its contribution into it (into the
+ *          slot's line where it is 48 bytes or less) and publishes it for
+ *          the p - 1 - i ranks above it (release);
  *  wait:   rank i waits for the entries of ranks 0 .. i-1 (acquire);
  *  fold:   folds chunk r of ranks 0 .. i (Exscan: 0 .. i-1) in rank order
  *          (reduce.h's fold: the others' from their slots, its own from
@@ -91,6 +92,7 @@ int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o)
                        .cin = nc__copy_pick(ch->copy, 0), .nslices = 1,
                        .skip = -1, .mine = 0, .nfold = ex ? me : me + 1,
                        .own_staged = in_place && !ex, .readers = readers,
+                       .line_ok = 1,
                        .slice = slice_scan},
                 .recv = o->recv, .count = o->count, .chunk = P->chunk};
     return nc__rs_rounds(&s.rs, P, P->rounds,
