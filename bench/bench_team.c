@@ -696,7 +696,8 @@ static int from_table(const char *name, long long def)
 {
     static const char *const keys[] = {
         "frag_size", "queue_depth", "banks", "tree", "radix",
-        "reduce_frag_size", "reduce_depth", "reduce_radix", "barrier_radix"};
+        "reduce_frag_size", "reduce_depth", "reduce_radix", "barrier_radix",
+        "relay"};
     if (def != 0 && def != -1)
         return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

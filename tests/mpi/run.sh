@@ -191,6 +191,15 @@ for np in 2 3; do
         "$BIN/nonblocking"
 done
 
+# The hierarchical Bcast with the leader relay and the levels set through
+# MCA parameters. On a machine of one NUMA node and one L3 no level splits
+# the ranks and the relay has nothing to do; the core suite "levels" runs
+# it on synthetic machines, where it does.
+mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
+    "$WITH_PATH" 4 $FORCE -x NUMACOLL_EXPECT=core \
+    --mca coll_numacoll_tree numa --mca coll_numacoll_levels l3,numa \
+    --mca coll_numacoll_relay 1 "$BIN/bcast_types"
+
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
 # two at once (tests/mpi/sessions.c).
