@@ -811,6 +811,20 @@ static int refused_body(const numacoll_bootstrap_t *b, void *arg)
     rc = numacoll_allgatherv(t, one_b, 63, buf, cnt, dsp);
     if (!bad && rc != NUMACOLL_ERR_ARG)
         bad = nct_say(t, me, "allgatherv sendbytes != recvbytes[me] accepted", rc);
+    /* Alltoallv: a rank's block to itself sent and received at other
+     * sizes, a missing send array */
+    size_t scnt[8];
+    for (int j = 0; j < p; j++)
+        scnt[j] = j == me ? 63 : 64;
+    unsigned char out[64 * 8];
+    rc = numacoll_alltoallv(t, buf, scnt, dsp, out, cnt, dsp);
+    if (!bad && rc != NUMACOLL_ERR_ARG)
+        bad = nct_say(t, me, "alltoallv sendbytes[me] != recvbytes[me] "
+                      "accepted", rc);
+    rc = numacoll_alltoallv(t, buf, cnt, NULL, out, cnt, dsp);
+    if (!bad && (rc != NUMACOLL_ERR_ARG ||
+                 !strstr(numacoll_team_last_error(t), "displacement")))
+        bad = nct_say(t, me, "alltoallv without sdispls accepted", rc);
     rc = numacoll_scatter(t, NULL, one_b, 64, 0);
     if (!bad && me == 0 && rc != NUMACOLL_ERR_ARG)
         bad = nct_say(t, me, "scatter from a NULL buffer accepted", rc);
