@@ -1263,7 +1263,7 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
             numacoll_op_t op reqparam)                                        \
     {                                                                         \
         nc__red_op_t o;                                                       \
-        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,           \
+        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,       \
                           predef(t, &o, dtype, op), mode, reqarg)             \
                  : NUMACOLL_ERR_ARG;                                          \
     }                                                                         \
@@ -1272,7 +1272,7 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
             numacoll_op_t op reqparam)                                        \
     {                                                                         \
         nc__red_op_t o;                                                       \
-        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,             \
+        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,         \
                           predef(t, &o, dtype, op), mode, reqarg)             \
                  : NUMACOLL_ERR_ARG;                                          \
     }                                                                         \
@@ -1298,7 +1298,7 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
               void *ctx, int commutative reqparam)                            \
     {                                                                         \
         nc__red_op_t o;                                                       \
-        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,           \
+        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,       \
                           user(t, &o, elem_size, fn, ctx, commutative), mode, \
                           reqarg)                                             \
                  : NUMACOLL_ERR_ARG;                                          \
@@ -1308,7 +1308,7 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
               numacoll_user_op_fn fn, void *ctx, int commutative reqparam)    \
     {                                                                         \
         nc__red_op_t o;                                                       \
-        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,             \
+        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,         \
                           user(t, &o, elem_size, fn, ctx, commutative), mode, \
                           reqarg)                                             \
                  : NUMACOLL_ERR_ARG;                                          \

@@ -810,7 +810,8 @@ static int refused_body(const numacoll_bootstrap_t *b, void *arg)
         bad = nct_say(t, me, "allgatherv without counts accepted", rc);
     rc = numacoll_allgatherv(t, one_b, 63, buf, cnt, dsp);
     if (!bad && rc != NUMACOLL_ERR_ARG)
-        bad = nct_say(t, me, "allgatherv sendbytes != recvbytes[me] accepted", rc);
+        bad = nct_say(t, me, "allgatherv sendbytes != recvbytes[me] accepted",
+                      rc);
     /* Alltoallv: a rank's block to itself sent and received at other
      * sizes, a missing send array */
     size_t scnt[8];

@@ -159,37 +159,27 @@ static int start(numacoll_team_t *t, int me, int p, call_t *c, int mode)
     const numacoll_dtype_t D = NUMACOLL_DTYPE_DOUBLE;
     const numacoll_op_t O = NUMACOLL_OP_SUM;
     const int u = c->opk == MAT;
+    /* three forms of one call: blocking, nonblocking, persistent */
 #define PICK(b, i, in) (mode == 0 ? (b) : mode == 1 ? (i) : (in))
+#define FORMS(name, ...)                                                      \
+    PICK(numacoll_##name(__VA_ARGS__), numacoll_i##name(__VA_ARGS__, q),      \
+         numacoll_##name##_init(__VA_ARGS__, q))
     switch (c->kind) {
     case RSB:
-        return u ? PICK(numacoll_reduce_scatter_block_user(t, s, r, c->each, e, fn, ctx, 0),
-                        numacoll_ireduce_scatter_block_user(t, s, r, c->each, e, fn, ctx, 0, q),
-                        numacoll_reduce_scatter_block_user_init(t, s, r, c->each, e, fn, ctx, 0, q))
-                 : PICK(numacoll_reduce_scatter_block(t, s, r, c->each, D, O),
-                        numacoll_ireduce_scatter_block(t, s, r, c->each, D, O, q),
-                        numacoll_reduce_scatter_block_init(t, s, r, c->each, D, O, q));
+        return u ? FORMS(reduce_scatter_block_user, t, s, r, c->each, e, fn,
+                         ctx, 0)
+                 : FORMS(reduce_scatter_block, t, s, r, c->each, D, O);
     case RSV:
-        return u ? PICK(numacoll_reduce_scatter_user(t, s, r, c->cnt, e, fn, ctx, 0),
-                        numacoll_ireduce_scatter_user(t, s, r, c->cnt, e, fn, ctx, 0, q),
-                        numacoll_reduce_scatter_user_init(t, s, r, c->cnt, e, fn, ctx, 0, q))
-                 : PICK(numacoll_reduce_scatter(t, s, r, c->cnt, D, O),
-                        numacoll_ireduce_scatter(t, s, r, c->cnt, D, O, q),
-                        numacoll_reduce_scatter_init(t, s, r, c->cnt, D, O, q));
+        return u ? FORMS(reduce_scatter_user, t, s, r, c->cnt, e, fn, ctx, 0)
+                 : FORMS(reduce_scatter, t, s, r, c->cnt, D, O);
     case SCAN:
-        return u ? PICK(numacoll_scan_user(t, s, r, c->each, e, fn, ctx, 0),
-                        numacoll_iscan_user(t, s, r, c->each, e, fn, ctx, 0, q),
-                        numacoll_scan_user_init(t, s, r, c->each, e, fn, ctx, 0, q))
-                 : PICK(numacoll_scan(t, s, r, c->each, D, O),
-                        numacoll_iscan(t, s, r, c->each, D, O, q),
-                        numacoll_scan_init(t, s, r, c->each, D, O, q));
+        return u ? FORMS(scan_user, t, s, r, c->each, e, fn, ctx, 0)
+                 : FORMS(scan, t, s, r, c->each, D, O);
     default:
-        return u ? PICK(numacoll_exscan_user(t, s, r, c->each, e, fn, ctx, 0),
-                        numacoll_iexscan_user(t, s, r, c->each, e, fn, ctx, 0, q),
-                        numacoll_exscan_user_init(t, s, r, c->each, e, fn, ctx, 0, q))
-                 : PICK(numacoll_exscan(t, s, r, c->each, D, O),
-                        numacoll_iexscan(t, s, r, c->each, D, O, q),
-                        numacoll_exscan_init(t, s, r, c->each, D, O, q));
+        return u ? FORMS(exscan_user, t, s, r, c->each, e, fn, ctx, 0)
+                 : FORMS(exscan, t, s, r, c->each, D, O);
     }
+#undef FORMS
 #undef PICK
 }
 
@@ -222,7 +212,8 @@ static int check(int me, int p, call_t *c)
                 "element %zu wrong\n", me, kind_name[c->kind],
                 c->opk == DSUM ? "double sum" : "matrix user op", c->in_place,
                 p, c->each, c->id, i - 1);
-    if (!bad && (!nct_guards_ok(c->recv, (c->in_place ? c->total : c->mine) * e) ||
+    const size_t rn = (c->in_place ? c->total : c->mine) * e;
+    if (!bad && (!nct_guards_ok(c->recv, rn) ||
                  !nct_guards_ok(c->send, c->total * e))) {
         fprintf(stderr, "rank %d: %s call %u: guard bytes overwritten\n", me,
                 kind_name[c->kind], c->id);
@@ -464,7 +455,7 @@ static void test_mismatch(void)
         }
 }
 
-/* ---- refused arguments ---------------------------------------------------- */
+/* ---- refused arguments ------------------------------------------------- */
 
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
 {

@@ -387,7 +387,8 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
             P->part = STAGE_AHEAD;
             /* fall through */
         case STAGE_AHEAD:
-            if (ahead && more && (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
+            if (ahead && more &&
+                (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
                 return rc;
             P->part = GATHER;
             P->i = 1;
@@ -398,7 +399,8 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
             P->part = STAGE_AFTER;
             /* fall through */
         case STAGE_AFTER:
-            if (!ahead && more && (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
+            if (!ahead && more &&
+                (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
                 return rc;
             /* fall through */
         default:
