@@ -146,8 +146,9 @@ int nc__rs_wait(const nc__rs_t *s, size_t r, int *i)
  * our own slot, own_staged). */
 typedef struct env {
     const nc__rs_t *s;
-    size_t vo, so, r;
+    size_t vo, so;
     unsigned x;
+    int line;           /* the round rides in the slots' lines */
 } env_t;
 
 static int get_slice(void *vp, int j, const void **ptr)
@@ -157,7 +158,8 @@ static int get_slice(void *vp, int j, const void **ptr)
     /* every full was awaited before the fold */
     *ptr = j == s->t->rank && !s->own_staged
                ? (const void *)(s->own + e->vo * s->elem)
-               : (const void *)(nc__rs_slot(s, j, e->x, e->r) +
+               : (const void *)((e->line ? nc__rslot(s->t, j, e->x)->full.data
+                                         : nc__rbuf(s->t, j, e->x)) +
                                 e->so * s->elem);
     return NUMACOLL_OK;
 }
@@ -176,7 +178,10 @@ int nc__rs_fold(const nc__rs_t *s, size_t r, void *dest)
     s->slice(s, r, s->mine, &vo, &so, &n);
     if (!n || !s->nfold)
         return NUMACOLL_OK;
-    env_t e = {s, vo, so, r, x};
+    /* where the round sits, decided once (nc__rs_slot reads every slice) */
+    const int line = nc__rs_slot(s, s->t->rank, x, r) ==
+                     nc__rslot(s->t, s->t->rank, x)->full.data;
+    env_t e = {s, vo, so, x, line};
     nc__fold_t f = {s->nfold, get_slice, put_slice, &e, s->cin};
     int done = 0;
     return nc__fold_step(s->op, &f, dest, n, &done);
