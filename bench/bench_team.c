@@ -40,6 +40,10 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
     /* the core's Allgatherv runs Allgather's algorithms and rules */
     [NCB_OP_ALLGATHERV] = NC_COLL_ALLGATHER,
+    [NCB_OP_ALLTOALLV] = NC_COLL_ALLTOALL,
+    [NCB_OP_REDUCE_SCATTER] = NC_COLL_REDUCE_SCATTER,
+    [NCB_OP_SCAN] = NC_COLL_SCAN,
+    [NCB_OP_EXSCAN] = NC_COLL_EXSCAN,
 };
 
 /* A configuration as the options give it. */
@@ -54,7 +58,8 @@ struct ncb_team {
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
     numacoll_request_t *req;   /* --overlap: the call in flight       */
-    size_t *vcounts, *vdispls; /* allgatherv: p equal blocks          */
+    size_t *vcnt, *vdsp;       /* the v forms: every count the size  */
+    size_t vbytes;             /* the size they hold                   */
 };
 
 typedef struct trun {
@@ -161,22 +166,60 @@ static int run_scatter(void *ctx, const ncb_call_t *c)
                             c->bytes, c->root);
 }
 
-static int run_allgatherv(void *ctx, const ncb_call_t *c)
-{
-    ncb_team_t *tm = ctx;
-    const int p = numacoll_team_size(tm->team);
-    for (int j = 0; j < p; j++) {
-        tm->vcounts[j] = c->bytes;
-        tm->vdispls[j] = (size_t)j * c->bytes;
-    }
-    return numacoll_allgatherv(tm->team, c->sbuf, c->bytes, c->rbuf,
-                               tm->vcounts, tm->vdispls);
-}
-
 static int run_alltoall(void *ctx, const ncb_call_t *c)
 {
     return numacoll_alltoall(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
                              c->bytes);
+}
+
+/* The v forms' counts and displacements: p blocks of the size, in rank
+ * order, filled once a size (the warm-up's). */
+static void v_equal(ncb_team_t *tm, size_t bytes)
+{
+    const int p = numacoll_team_size(tm->team);
+    if (tm->vbytes != bytes) {
+        for (int j = 0; j < p; j++) {
+            tm->vcnt[j] = bytes;
+            tm->vdsp[j] = (size_t)j * bytes;
+        }
+        tm->vbytes = bytes;
+    }
+}
+
+static int run_allgatherv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    v_equal(tm, c->bytes);
+    return numacoll_allgatherv(tm->team, c->sbuf, c->bytes, c->rbuf,
+                               tm->vcnt, tm->vdsp);
+}
+
+static int run_alltoallv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    v_equal(tm, c->bytes);
+    return numacoll_alltoallv(tm->team, c->sbuf, tm->vcnt, tm->vdsp, c->rbuf,
+                              tm->vcnt, tm->vdsp);
+}
+
+static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_reduce_scatter_block(((ncb_team_t *)ctx)->team, c->sbuf,
+                                         c->rbuf, c->count,
+                                         NUMACOLL_DTYPE_UINT32,
+                                         NUMACOLL_OP_SUM);
+}
+
+static int run_scan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_scan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                         c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+}
+
+static int run_exscan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_exscan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                           c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
 }
 
 static int barrier(void *ctx)
@@ -317,13 +360,15 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
         ncb_team_close(tm);
         return st;
     }
-    tm->vcounts = malloc(2 * (size_t)b->size * sizeof *tm->vcounts);
-    if (!tm->vcounts) {
-        snprintf(err, errlen, "out of memory for Allgatherv's counts");
+    const size_t p = (size_t)numacoll_team_size(tm->team);
+    tm->vcnt = malloc(2 * p * sizeof *tm->vcnt);
+    if (!tm->vcnt) {
+        snprintf(err, errlen, "out of memory for the v forms' counts");
         ncb_team_close(tm);
         return NUMACOLL_ERR_NOMEM;
     }
-    tm->vdispls = tm->vcounts + b->size;
+    tm->vdsp = tm->vcnt + p;
+    tm->vbytes = SIZE_MAX;   /* no size yet */
     memset(t, 0, sizeof *t);
     t->run[NCB_OP_BCAST] = run_bcast;
     t->run[NCB_OP_REDUCE] = run_reduce;
@@ -339,6 +384,10 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_SCATTER] = run_scatter;
     t->run[NCB_OP_ALLTOALL] = run_alltoall;
     t->run[NCB_OP_ALLGATHERV] = run_allgatherv;
+    t->run[NCB_OP_ALLTOALLV] = run_alltoallv;
+    t->run[NCB_OP_REDUCE_SCATTER] = run_reduce_scatter;
+    t->run[NCB_OP_SCAN] = run_scan;
+    t->run[NCB_OP_EXSCAN] = run_exscan;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
@@ -352,7 +401,7 @@ void ncb_team_close(ncb_team_t *tm)
     if (!tm)
         return;
     numacoll_team_destroy(tm->team);
-    free(tm->vcounts);
+    free(tm->vcnt);
     free(tm);
 }
 
