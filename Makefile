@@ -77,6 +77,7 @@ LIB_SRCS = \
 	coll/reduce/allreduce_reduce_bcast.c \
 	coll/reduce/allreduce_rsag.c \
 	coll/gather/staged.c \
+	coll/gather/allgather_inline.c \
 	coll/gather/allgather_staged.c \
 	coll/gather/gather_staged.c \
 	coll/gather/scatter_staged.c \

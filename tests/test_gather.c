@@ -38,11 +38,15 @@ static unsigned char pat(unsigned call, int src, size_t i)
     return (unsigned char)(x >> 56 ^ x >> 29 ^ i);
 }
 
+/* a tuning_text for team_of's teams (NULL: the built-in table) */
+static const char *team_rules;
+
 static numacoll_team_t *team_of(const numacoll_bootstrap_t *b, size_t rf,
                                 unsigned rs, int timeout_ms)
 {
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
+    cfg.tuning_text = team_rules;
     cfg.verbose = 0;
     cfg.timeout_ms = timeout_ms;
     cfg.reduce_frag_size = rf;
@@ -609,7 +613,9 @@ static int oob_all(const numacoll_bootstrap_t *b, int mine, int *all)
 
 typedef struct bad_case {
     int k;        /* AG, GA, SC, AA */
-    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs */
+    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs,
+                     3 (AG) two v-counts differ, the total alike */
+    size_t n;     /* the block (0: 3000 bytes) */
 } bad_case_t;
 
 static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
@@ -619,19 +625,21 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
-    enum { N = 3000 };
+    const size_t N = C->n ? C->n : 3000;
     size_t cnt[8], dsp[8];
     for (int j = 0; j < p; j++) {
         cnt[j] = C->how == 2 && me == 0 && j == p - 1 ? N / 2 : N;
-        dsp[j] = (size_t)j * N;
+        dsp[j] = (size_t)j * (N + 8);
     }
+    if (C->how == 3 && me == 0)
+        cnt[0] = N - 8, cnt[p - 1] = N + 8;
     size_t each = C->how == 1 && me == p - 1 ? N + 64 : N;
     int root = C->how == 0 ? me : 0;
     unsigned char *big = calloc((size_t)p, N + 64), *small = calloc(1, N + 64);
     int rc;
     switch (C->k) {
     case AG:
-        rc = C->how == 2 ? numacoll_allgatherv(t, small, cnt[me], big, cnt,
+        rc = C->how >= 2 ? numacoll_allgatherv(t, small, cnt[me], big, cnt,
                                                dsp)
                          : numacoll_allgather(t, small, big, each);
         break;
@@ -688,7 +696,7 @@ static void test_mismatch(void)
                 continue;   /* no root */
             if (k == AA && how == 2)
                 continue;   /* no v form */
-            bad_case_t C = {k, how};
+            bad_case_t C = {k, how, 0};
             for (int p = 2; p <= 4; p++) {
                 int rc = nct_run(p, mismatch_body, &C);
                 CU_ASSERT_EQUAL(rc, 0);
@@ -697,6 +705,63 @@ static void test_mismatch(void)
                             kind_name[k], how, p);
             }
         }
+}
+
+
+/* ---- inline Allgather ---------------------------------------------------- */
+
+#define AG_INLINE "allgather p=1-* size=0-2048 alg=inline\n"
+
+/* Blocks around the lines' edges (48 bytes in line 0, 56 after) up to
+ * the rule's 2048 and one past it (staged), uniform and v, in place, with
+ * an inline Allreduce on the same lines between them. */
+static int ag_inline_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    static const size_t sizes[] = {0, 1, 8, 47, 48, 49, 104, 105, 500,
+                                   2047, 2048, 2049};
+    const int p = b->size, me = b->rank;
+    int bad = 0;
+    unsigned call = 900;
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes && !bad; z++)
+        for (int v = 0; v < 2 && !bad; v++)
+            for (int ip = 0; ip < 2 && !bad; ip++) {
+                bad = one(t, me, p, AG, -1, v, ip, sizes[z], call++);
+                int32_t in[3] = {me, 2 * me, (int32_t)z}, out[3];
+                int rc = numacoll_allreduce(t, in, out, 3,
+                                            NUMACOLL_DTYPE_INT32,
+                                            NUMACOLL_OP_SUM);
+                if (!bad && rc != NUMACOLL_OK)
+                    bad = say(t, me, "allreduce", rc);
+                if (!bad && (out[0] != p * (p - 1) / 2 ||
+                             out[1] != p * (p - 1) ||
+                             out[2] != p * (int32_t)z))
+                    bad = 7;
+            }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_ag_inline(void)
+{
+    team_rules = AG_INLINE;
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, ag_inline_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "inline allgather: p = %d failed\n", p);
+    }
+    /* mismatches through the inline lines: sizes, a v-count, and two
+     * v-counts of the same total (only line 0's size tells) */
+    for (int how = 1; how <= 3; how++) {
+        bad_case_t C = {AG, how, 40};
+        for (int p = 2; p <= 4; p++)
+            CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
+    }
+    team_rules = NULL;
 }
 
 /* ---- refused arguments ------------------------------------------------ */
@@ -767,6 +832,8 @@ int nct_register_gather(void)
         {"mismatched roots, sizes and v-counts: an error, not a hang",
          test_mismatch},
         {"refused arguments", test_refused},
+        {"inline allgather: blocks of 0..2049 bytes, v, in place, between "
+         "inline allreduces; mismatches", test_ag_inline},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }
