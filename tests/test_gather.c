@@ -741,6 +741,24 @@ static int ag_inline_body(const numacoll_bootstrap_t *b, void *arg)
                              out[2] != p * (int32_t)z))
                     bad = 7;
             }
+    /* three in flight at once, completed in reverse order */
+    uint64_t mine[3], all[3][8];
+    numacoll_request_t *rq[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3 && !bad; i++) {
+        mine[i] = (uint64_t)me * 1000 + (uint64_t)i;
+        int rc = numacoll_iallgather(t, &mine[i], all[i], sizeof mine[i],
+                                     &rq[i]);
+        if (rc != NUMACOLL_OK)
+            bad = say(t, me, "iallgather", rc);
+    }
+    for (int i = 2; i >= 0 && !bad; i--) {
+        int rc = numacoll_wait(&rq[i]);
+        if (rc != NUMACOLL_OK)
+            bad = say(t, me, "wait", rc);
+        for (int j = 0; j < p && !bad; j++)
+            if (all[i][j] != (uint64_t)j * 1000 + (uint64_t)i)
+                bad = 8;
+    }
     numacoll_team_destroy(t);
     return bad;
 }
@@ -833,7 +851,7 @@ int nct_register_gather(void)
          test_mismatch},
         {"refused arguments", test_refused},
         {"inline allgather: blocks of 0..2049 bytes, v, in place, between "
-         "inline allreduces; mismatches", test_ag_inline},
+         "inline allreduces, in flight; mismatches", test_ag_inline},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }
