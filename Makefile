@@ -79,6 +79,7 @@ LIB_SRCS = \
 	coll/reduce/reduce_scatter.c \
 	coll/reduce/scan.c \
 	coll/gather/staged.c \
+	coll/gather/allgather_inline.c \
 	coll/gather/allgather_staged.c \
 	coll/gather/gather_staged.c \
 	coll/gather/scatter_staged.c \

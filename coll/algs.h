@@ -38,6 +38,9 @@ typedef enum {
 #define NC_BCAST_INLINE_CAP 8192
 /* The same for inline Allreduce lines (coll/reduce/allreduce_inline.c). */
 #define NC_AR_INLINE_CAP 8192
+/* The same for an inline Allgather's block (coll/gather/allgather_inline.c),
+ * which takes the Allreduce's lines. */
+#define NC_AG_INLINE_CAP 2048
 
 /* X(coll, id, name, keys, max_bytes, desc). keys: the parameters a tuning
  * rule must give for the algorithm (tune/table.h): f fragment bytes, s
@@ -71,6 +74,11 @@ typedef enum {
     X(ALLREDUCE, RSAG, "rsag", "f s", SIZE_MAX,                                \
       "reduce-scatter in shared memory (each rank folds one cache-line "       \
       "aligned slice of every contribution) then allgather of the slices")    \
+    X(ALLGATHER, INLINE, "inline", "", NC_AG_INLINE_CAP,                      \
+      "every rank publishes its block in self-validating cache lines (the "   \
+      "inline Allreduce's) and copies every other rank's out: one wave of "   \
+      "line transfers, no slot to release; blocks of at most 2048 bytes "     \
+      "(the rules' largest inline block sizes the lines)")                    \
     X(ALLGATHER, STAGED, "staged", "f s", SIZE_MAX,                           \
       "every rank stages its block once, in fragments of f bytes, in its "    \
       "NUMA-local staging slots (s deep; 40 bytes or less ride in the "       \

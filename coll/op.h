@@ -141,6 +141,7 @@ int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o);
 /* The gathers' (coll/gather/) read ch and ga. */
 int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);

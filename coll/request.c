@@ -502,6 +502,16 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
                                               : a->each;
     o->ch = nc__team_choice(t, a->coll, key);
     o->alg = (int)o->ch->alg;
+    /* a block past the team's inline lines (a table that names inline
+     * beyond what sized them cannot, but a forced rule can): staged, on
+     * every rank alike (all know the largest block) */
+    if (o->alg == NC_ALG_ALLGATHER_INLINE &&
+        nc__ag_inline_lines(largest) > t->red->ar_al) {
+        const nc__choice_t *st = nc__team_choice_alg(
+            t, NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED, key);
+        o->ch = st ? st : nc__team_choice(t, NC_COLL_REDUCE, key);
+        o->alg = NC_ALG_ALLGATHER_STAGED;
+    }
     op_reset(o);
     o->bad = bad;
 }
@@ -562,6 +572,8 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
              o->coll == NC_COLL_REDUCE_SCATTER || o->coll == NC_COLL_SCAN) &&
             o->count > 0 && o->own != o->recv)
             memcpy(o->recv, o->own, o->count * o->rop.elem);
+        if (o->alg == NC_ALG_ALLGATHER_INLINE)
+            return nc__allgather_inline_step(t, o);   /* its own copy */
         if (is_ga(o->coll))
             nc__ga_begin(t, o);   /* the own block's copy */
         return NUMACOLL_OK;
@@ -572,7 +584,9 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     case NC_COLL_BARRIER:
         return nc__barrier_step(t, o);
     case NC_COLL_ALLGATHER:
-        return nc__allgather_staged_step(t, o);
+        return o->alg == NC_ALG_ALLGATHER_INLINE
+                   ? nc__allgather_inline_step(t, o)
+                   : nc__allgather_staged_step(t, o);
     case NC_COLL_GATHER:
         return nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:

@@ -692,7 +692,9 @@ static void test_alltoall_requests(void)
 
 typedef struct bad_case {
     int k;        /* AG, GA, SC, AA */
-    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs */
+    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs,
+                     3 (AG) two v-counts differ, the total alike */
+    size_t n;     /* the block (0: 3000 bytes) */
 } bad_case_t;
 
 static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
@@ -702,19 +704,21 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
-    enum { N = 3000 };
+    const size_t N = C->n ? C->n : 3000;
     size_t cnt[8], dsp[8];
     for (int j = 0; j < p; j++) {
         cnt[j] = C->how == 2 && me == 0 && j == p - 1 ? N / 2 : N;
-        dsp[j] = (size_t)j * N;
+        dsp[j] = (size_t)j * (N + 8);
     }
+    if (C->how == 3 && me == 0)
+        cnt[0] = N - 8, cnt[p - 1] = N + 8;
     size_t each = C->how == 1 && me == p - 1 ? N + 64 : N;
     int root = C->how == 0 ? me : 0;
     unsigned char *big = calloc((size_t)p, N + 64), *small = calloc(1, N + 64);
     int rc;
     switch (C->k) {
     case AG:
-        rc = C->how == 2 ? numacoll_allgatherv(t, small, cnt[me], big, cnt,
+        rc = C->how >= 2 ? numacoll_allgatherv(t, small, cnt[me], big, cnt,
                                                dsp)
                          : numacoll_allgather(t, small, big, each);
         break;
@@ -775,7 +779,7 @@ static void test_mismatch(void)
         for (int how = 0; how < 3; how++) {
             if ((k == AG || k == AA) && how == 0)
                 continue;   /* no root */
-            bad_case_t C = {k, how};
+            bad_case_t C = {k, how, 0};
             for (int p = 2; p <= 4; p++) {
                 int rc = nct_run(p, mismatch_body, &C);
                 CU_ASSERT_EQUAL(rc, 0);
@@ -784,6 +788,81 @@ static void test_mismatch(void)
                             kind_name[k], how, p);
             }
         }
+}
+
+
+/* ---- inline Allgather ---------------------------------------------------- */
+
+#define AG_INLINE "allgather p=1-* size=0-2048 alg=inline\n"
+
+/* Blocks around the lines' edges (48 bytes in line 0, 56 after) up to
+ * the rule's 2048 and one past it (staged), uniform and v, in place, with
+ * an inline Allreduce on the same lines between them. */
+static int ag_inline_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    static const size_t sizes[] = {0, 1, 8, 47, 48, 49, 104, 105, 500,
+                                   2047, 2048, 2049};
+    const int p = b->size, me = b->rank;
+    int bad = 0;
+    unsigned call = 900;
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes && !bad; z++)
+        for (int v = 0; v < 2 && !bad; v++)
+            for (int ip = 0; ip < 2 && !bad; ip++) {
+                bad = one(t, me, p, AG, -1, v, ip, sizes[z], call++);
+                int32_t in[3] = {me, 2 * me, (int32_t)z}, out[3];
+                int rc = numacoll_allreduce(t, in, out, 3,
+                                            NUMACOLL_DTYPE_INT32,
+                                            NUMACOLL_OP_SUM);
+                if (!bad && rc != NUMACOLL_OK)
+                    bad = nct_say(t, me, "allreduce", rc);
+                if (!bad && (out[0] != p * (p - 1) / 2 ||
+                             out[1] != p * (p - 1) ||
+                             out[2] != p * (int32_t)z))
+                    bad = 7;
+            }
+    /* three in flight at once, completed in reverse order */
+    uint64_t mine[3], all[3][8];
+    numacoll_request_t *rq[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3 && !bad; i++) {
+        mine[i] = (uint64_t)me * 1000 + (uint64_t)i;
+        int rc = numacoll_iallgather(t, &mine[i], all[i], sizeof mine[i],
+                                     &rq[i]);
+        if (rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "iallgather", rc);
+    }
+    for (int i = 2; i >= 0 && !bad; i--) {
+        int rc = numacoll_wait(&rq[i]);
+        if (rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "wait", rc);
+        for (int j = 0; j < p && !bad; j++)
+            if (all[i][j] != (uint64_t)j * 1000 + (uint64_t)i)
+                bad = 8;
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_ag_inline(void)
+{
+    nct_team_rules = AG_INLINE;
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, ag_inline_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "inline allgather: p = %d failed\n", p);
+    }
+    /* mismatches through the inline lines: sizes, a v-count, and two
+     * v-counts of the same total (only line 0's size tells) */
+    for (int how = 1; how <= 3; how++) {
+        bad_case_t C = {AG, how, 40};
+        for (int p = 2; p <= 4; p++)
+            CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
+    }
+    nct_team_rules = NULL;
 }
 
 /* ---- refused arguments ------------------------------------------------ */
@@ -870,6 +949,8 @@ int nct_register_gather(void)
         {"mismatched roots, sizes and v-counts: an error, not a hang",
          test_mismatch},
         {"refused arguments", test_refused},
+        {"inline allgather: blocks of 0..2049 bytes, v, in place, between "
+         "inline allreduces, in flight; mismatches", test_ag_inline},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }

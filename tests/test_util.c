@@ -19,11 +19,14 @@ int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg)
     return nc__run(&o, fn, arg, NULL, NULL);
 }
 
+const char *nct_team_rules;
+
 numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
                           unsigned rs, int timeout_ms)
 {
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
+    cfg.tuning_text = nct_team_rules;
     cfg.verbose = 0;
     cfg.timeout_ms = timeout_ms;
     cfg.reduce_frag_size = rf;

@@ -34,6 +34,11 @@ int nc__red_init(numacoll_team_t *t)
         if (al > r->ar_al)
             r->ar_al = (unsigned)al;
     }
+    /* the inline Allgather's blocks use the same lines */
+    const size_t gmax = nc__team_rule_max(t, NC_COLL_ALLGATHER,
+                                          NC_ALG_ALLGATHER_INLINE);
+    if (nc__ag_inline_lines(gmax) > r->ar_al)
+        r->ar_al = (unsigned)nc__ag_inline_lines(gmax);
     /* the trees themselves are the team's (built for every k the rules
      * name); kids must hold the children of any of them */
     int mc = 0;

@@ -107,6 +107,16 @@ static inline size_t nc__ar_lines(size_t count, size_t per_line)
     return count ? (count + per_line - 1) / per_line : 1;
 }
 
+/* Inline Allgather (coll/gather/allgather_inline.c): the lines a block of
+ * n bytes takes in the same lines, line 0 holding 48 bytes and the block's
+ * size, the others 56. */
+#define NC_AG_FIRST (NC_RED_INLINE - 8)
+static inline size_t nc__ag_inline_lines(size_t n)
+{
+    return n <= NC_AG_FIRST
+               ? 1 : 1 + (n - NC_AG_FIRST + NC_RED_INLINE - 1) / NC_RED_INLINE;
+}
+
 /* Whether this team's inline Allreduce lines take count elements of elem
  * bytes (every rank answers alike). */
 static inline int nc__ar_inline_fits(const numacoll_team_t *t, size_t count,
