@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 15);
-    nc__tune_rule_t want[15];
+    CU_ASSERT_EQUAL_FATAL(b->n, 16);
+    nc__tune_rule_t want[16];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -134,7 +134,11 @@ static void test_builtin_rules(void)
         want[8 + g].ch = (nc__choice_t){(nc__alg_t)staged[g][1], 131072, 4,
                                         0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 15; i++) {
+    /* Allgather: inline up to 64 bytes a block, staged (last line) on */
+    want[15] = want[8];
+    want[15].size_lo = 65;
+    want[8] = rule(NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE);
+    for (int i = 0; i < 16; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
