@@ -13,14 +13,16 @@
  *     of uint32 sums, exact against a reference each rank computes;
  *   - a non-commutative user op (composition of affine maps modulo 2^32)
  *     that must give the rank-ordered composition;
- *   - Barrier: a late rank holds everyone back (nobody leaves early).
+ *   - Barrier: nobody leaves before a late rank came in (one clock: the
+ *     ranks share the machine).
  * On MPI_COMM_WORLD in reversed rank order, a few of the same.
  *
  * NC_EXPECT_TWO_LEVEL=block|rr (set by run.sh where the component is
  * loaded with virtual nodes): numacoll's MPI_T counter two_level_count
  * must grow by exactly the calls made, the non-commutative ones counted
  * only with block (under rr nodes are not contiguous in rank order and
- * those calls go to the previous component).
+ * those calls go to the previous component, whose Allreduce may call the
+ * communicator's Bcast: then up to all calls).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -170,22 +172,27 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A late rank: nobody may leave the Barrier before it came in. */
+/* A late rank: nobody may leave the Barrier before it came in. The ranks
+ * share one machine, so CLOCK_MONOTONIC is one clock for all of them. */
 static void t_barrier(MPI_Comm comm, const char *cname, int late)
 {
     int rank;
     MPI_Comm_rank(comm, &rank);
     MPI_Barrier(comm);
     calls++;
-    double t0 = now();
-    if (rank == late)
-        usleep(60000);
+    double t_in = 0;
+    if (rank == late) {
+        usleep(30000);
+        t_in = now();
+    }
     int rc = MPI_Barrier(comm);
+    double t_out = now();
     calls++;
-    double dt = now() - t0;
-    MPIT_CHECK(rc == MPI_SUCCESS && dt >= 0.050,
-               "%s Barrier, rank %d late by 60 ms: rc %d, left after %.1f ms",
-               cname, late, rc, dt * 1e3);
+    MPI_Bcast(&t_in, 1, MPI_DOUBLE, late, comm);
+    calls++;
+    MPIT_CHECK(rc == MPI_SUCCESS && t_out >= t_in,
+               "%s Barrier, rank %d late: rc %d, left %.3f ms before it came",
+               cname, late, rc, (t_in - t_out) * 1e3);
 }
 
 static void run_all(MPI_Comm comm, const char *cname, bool full,
@@ -241,7 +248,11 @@ int main(int argc, char **argv)
     if (want && *want) {
         bool ordered = strcmp(want, "block") == 0;
         unsigned long long expect = calls - (ordered ? 0 : noncomm_calls);
-        MPIT_CHECK(pv.present && after - before == expect,
+        /* Under rr, the previous component's Allreduce of a non-commutative
+         * op may run its own Bcast on the communicator, which is ours. */
+        unsigned long long most = ordered ? expect : calls;
+        MPIT_CHECK(pv.present && after - before >= expect &&
+                       after - before <= most,
                    "two_level_count grew by %llu, expected %llu (%llu calls, "
                    "%llu non-commutative, split %s)", after - before, expect,
                    calls, noncomm_calls, want);
