@@ -171,15 +171,23 @@ nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
     return m;
 }
 
+/* Free the sub-communicators. ompi_comm_free leaves MPI_COMM_NULL behind,
+ * which must not be freed again. */
+static void nc_hier_drop(nc_hier_t *h)
+{
+    if (h->low && h->low != MPI_COMM_NULL)
+        ompi_comm_free(&h->low);
+    if (h->up && h->up != MPI_COMM_NULL)
+        ompi_comm_free(&h->up);
+    h->low = h->up = NULL;
+}
+
 void nc_hier_free(nc_module_t *m)
 {
     nc_hier_t *h = m->hier;
     /* Local in Open MPI 4.1 and 5.0: nothing is exchanged, so freeing from
      * the communicator's destructor is safe, as coll/han does. */
-    if (h->low)
-        ompi_comm_free(&h->low);
-    if (h->up)
-        ompi_comm_free(&h->up);
+    nc_hier_drop(h);
     free(h->node_of);
     free(h->local_of);
     free(h);
@@ -370,10 +378,7 @@ static void nc_hier_setup(nc_module_t *m)
         /* Where setup failed on some rank only, the others found lead -1
          * in the table and say so too. */
         h->state = NC_HIER_OFF;
-        if (h->low)
-            ompi_comm_free(&h->low);
-        if (h->up)
-            ompi_comm_free(&h->up);
+        nc_hier_drop(h);
         if (rank == 0 || !ok)
             opal_output_verbose(10, NC_OUT,
                                 "coll:numacoll:two-level: %s (cid %u, %d "

@@ -7,7 +7,9 @@
 # its calls), and with the component absent (the programs check MPI
 # semantics only); mismatch (erroneous calls) with the component only;
 # sessions (MPI 4.0, built where the Open MPI has them: 5.0) at np 2, 3, 4
-# with the component and at np 3 without. Then the budget fallbacks, the parameter listing and
+# with the component and at np 3 without; two_level (numacoll's two-level
+# mode on virtual nodes over TCP) at np 4, 6 and 8 with 2, 3 and 4 virtual
+# nodes (NC_TWO_LEVEL overrides: "np:nodes:block|rr ..."). Then the budget fallbacks, the parameter listing and
 # rejection, the selection lines under coll_base_verbose, and that nothing
 # is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
 # fails instead of hanging.
@@ -27,6 +29,8 @@ TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
 TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking"
+# Run at the shapes of its own section below.
+TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
@@ -44,7 +48,7 @@ fi
 
 # Build what is missing (the Makefile may not include ompi/ompi.mk yet).
 need_build=0
-for t in $TESTS $CORE_ONLY; do [ -x "$BIN/$t" ] || need_build=1; done
+for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
@@ -190,6 +194,37 @@ for np in 2 3; do
         $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
         "$BIN/nonblocking"
 done
+
+# Two levels (ompi/coll_numacoll_hier.c): coll_numacoll_virtual_nodes cuts
+# the machine into N virtual nodes, numacoll runs within each, and the
+# leaders' level goes over TCP on the loopback (--mca btl self,tcp), as
+# between real nodes. np:nodes:split; uneven splits (6 on 4: 2,1,2,1; 8 on
+# 3) and nodes of one process included; tests/mpi/two_level.c checks every
+# root and the MPI_T count of two-level calls.
+TWO_LEVEL=${NC_TWO_LEVEL:-"4:2:block 4:2:rr 6:3:block 6:4:rr 8:4:block 8:3:rr"}
+TCP="--mca btl self,tcp"
+for cfg in $TWO_LEVEL; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split" "$WITH_PATH" "$np" \
+        $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" \
+        -x NC_EXPECT_TWO_LEVEL="$split" "$BIN/two_level"
+done
+# Many small segments (4 KiB): every pipelined schedule runs long; what
+# coll_base_verbose 10 says of the communicator.
+must="coll:numacoll:two-level: MPI_COMM_WORLD (cid 0, 6 processes): 4 nodes (virtual: 4 per node, block) of 2,1,2,1 processes, contiguous in rank order"
+mpi "two-level   np=6, 4 nodes, 4 KiB segments, verbose" "$WITH_PATH" 6 \
+    $FORCE $TCP --mca coll_numacoll_virtual_nodes 4 \
+    --mca coll_numacoll_hier_segsize 4096 --mca coll_base_verbose 10 \
+    -x NC_EXPECT_TWO_LEVEL=block "$BIN/two_level"
+# Every node one process: nothing for numacoll, the previous component
+# serves the communicator.
+must="falling back to the previous component for good: every node holds one process"
+mpi "two-level   np=4, 4 nodes of 1: falls back" "$WITH_PATH" 4 $FORCE $TCP \
+    --mca coll_numacoll_virtual_nodes 4 --mca coll_base_verbose 10 \
+    "$BIN/two_level"
+mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
