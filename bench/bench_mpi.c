@@ -132,7 +132,7 @@ static int w_gather(ncb_world_t *w, const double *mine, int n, double *all)
 
 /* Map one page shared by ranks 0 and 1; NULL (no line reference) when
  * they cannot share memory, e.g. on different hosts. */
-static unsigned char *share_lines(int rank, MPI_Comm comm)
+static unsigned char *share_lines(int rank, MPI_Comm comm, int *lines)
 {
     char name[64] = "";
     unsigned char *page = NULL;
@@ -176,6 +176,7 @@ static unsigned char *share_lines(int rank, MPI_Comm comm)
         munmap(page, 4096);
         page = NULL;
     }
+    *lines = all;   /* the same on every rank */
     return all ? page : NULL;
 }
 
@@ -320,9 +321,11 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
                                  [NCB_OP_BARRIER] = istart_barrier},
                       .iwait = iwait,
                       .barrier = barrier, .last_error = last_error, .ctx = &m};
-    unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD) : NULL;
+    int lines = 0;
+    unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD, &lines)
+                                 : NULL;
     ncb_world_t w = {.rank = rank, .p = p, .sync = w_sync, .allmax = w_allmax,
-                     .gather = w_gather, .ctx = &m};
+                     .gather = w_gather, .lines = lines, .ctx = &m};
     if (page) {
         w.ping = (_Atomic uint64_t *)page;
         w.pong = (_Atomic uint64_t *)(page + 64);
