@@ -38,13 +38,16 @@
  *             local Bcast from the leader. 2L + U.
  *   Barrier   local, leaders', local.
  * Above coll_numacoll_hier_segsize bytes, Bcast, Reduce and Allreduce cut
- * the buffer into S segments of whole elements and run both levels as
- * nonblocking calls (numacoll's own i* within the node, the leaders'
- * component's between nodes), one segment's local step overlapping the
- * next or previous segment's leaders' step: about (S + 1) * max(L(m/S),
- * U(m/S)) instead of L(m) + U(m) (Allreduce: (S + 2) * max(...)). Each
- * communicator sees its calls in the same order on every rank, which the
- * fixed schedules below keep.
+ * the buffer into S segments of whole elements. The node-local level runs
+ * as numacoll's nonblocking calls; the leaders' level as the leaders'
+ * component's nonblocking Ibcast and Ireduce (libnbc), and for Allreduce
+ * as its blocking Allreduce (tuned's recursive doubling or ring: libnbc's
+ * Iallreduce is a Reduce then a Bcast, twice the time between two
+ * nodes), whose waits drive opal_progress and so numacoll's requests.
+ * One segment's leaders' step overlaps the node-local steps of its
+ * neighbours: about (S + 1) * max(L(m/S), U(m/S)) instead of L(m) + U(m)
+ * (Allreduce: (S + 2) * max(...)). Each communicator sees its calls in
+ * the same order on every rank, which the fixed schedules below keep.
  *
  * Non-commutative ops keep rank order only when each node's ranks are
  * contiguous and the nodes follow each other in rank order (local Reduce
@@ -764,35 +767,38 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
         return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
     }
 
-    /* Pipelined, in g.n + 1 steps. Every rank starts, on the node-local
-     * communicator, Reduce(s) then Bcast(s - 1) in step s: that order is
-     * the same everywhere. A leader starts the leaders' Allreduce of s as
-     * soon as Reduce(s) is done and waits for that of s - 1 before
-     * Bcast(s - 1), so the leaders' level of one segment overlaps the
-     * node-local Reduce of the next and Bcast of the previous. */
-    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, upq[2] = {{.n = 0}, {.n = 0}};
-    for (int s = 0; s <= g.n; s++) {
-        nc_rq_t red = {.n = 0};
-        nc_rq_t *rq = up ? &red : &cur;
-        if (s < g.n)
-            NC_ICALL(rq, lo, ireduce, nc_seg_at(&g, give, s),
-                     up ? nc_seg_at(&g, rbuf, s) : NULL, nc_seg_len(&g, s),
-                     dtype, op, 0);
-        if (s > 0) {
-            if (up)
-                nc_rq_note(&cur, nc_rq_wait(&upq[(s - 1) % 2]));
+    /* Pipelined. On the node-local communicator every rank starts, in
+     * this order, Reduce(0), then in step s Reduce(s + 1) and Bcast(s - 1),
+     * then Bcast(S - 1): the same order everywhere. In step s a leader,
+     * once Reduce(s) is done, runs the leaders' Allreduce of s as a
+     * blocking call: the leaders' component's own (tuned: recursive
+     * doubling or a ring; libnbc's nonblocking one is a Reduce then a
+     * Bcast, twice the time between two nodes). Its waits drive
+     * opal_progress, which moves numacoll's requests, so Reduce(s + 1) and
+     * Bcast(s - 1) run on the node meanwhile. */
+    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, red[2] = {{.n = 0}, {.n = 0}};
+    for (int s = -1; s < g.n; s++) {
+        nc_rq_t *rq = up ? &red[(s + 1) % 2] : &cur;
+        if (s + 1 < g.n)
+            NC_ICALL(rq, lo, ireduce, nc_seg_at(&g, give, s + 1),
+                     up ? nc_seg_at(&g, rbuf, s + 1) : NULL,
+                     nc_seg_len(&g, s + 1), dtype, op, 0);
+        if (s > 0)
             NC_ICALL(&cur, lo, ibcast, nc_seg_at(&g, rbuf, s - 1),
                      nc_seg_len(&g, s - 1), dtype, 0);
-        }
-        if (up && s < g.n) {
-            nc_rq_note(&cur, nc_rq_wait(&red));
-            NC_ICALL(&upq[s % 2], up, iallreduce, MPI_IN_PLACE,
-                     nc_seg_at(&g, rbuf, s), nc_seg_len(&g, s), dtype, op);
+        if (up && s >= 0) {
+            nc_rq_note(&cur, nc_rq_wait(&red[s % 2]));
+            nc_rq_note(&cur, NC_CALL(up, allreduce, MPI_IN_PLACE,
+                                     nc_seg_at(&g, rbuf, s),
+                                     nc_seg_len(&g, s), dtype, op));
         }
         rc = nc_first(rc, nc_rq_wait(&prev));
         prev = cur;
         cur = (nc_rq_t){.n = 0};
     }
+    NC_ICALL(&cur, lo, ibcast, nc_seg_at(&g, rbuf, g.n - 1),
+             nc_seg_len(&g, g.n - 1), dtype, 0);
     rc = nc_first(rc, nc_rq_wait(&prev));
+    rc = nc_first(rc, nc_rq_wait(&cur));
     return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
 }
