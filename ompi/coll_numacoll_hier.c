@@ -452,9 +452,26 @@ static int nc_first(int a, int b)
 typedef struct nc_segs {
     int n;              /* how many                        */
     int per;            /* elements in each but the last   */
-    int count;
+    size_t count;
     ptrdiff_t extent;
 } nc_segs_t;
+
+/* count elements of tsize bytes, extent apart. */
+static nc_segs_t nc_segs_of(size_t count, size_t tsize, ptrdiff_t extent)
+{
+    nc_segs_t g = {.n = 1, .per = (int)(count < INT_MAX ? count : INT_MAX),
+                   .count = count, .extent = extent};
+    if (tsize == 0 || count == 0)
+        return g;
+    size_t per = nc_component.hier_segsize / tsize;
+    if (per == 0)
+        per = 1;
+    if (per >= count)
+        return g;
+    g.per = (int)(per < INT_MAX ? per : INT_MAX);
+    g.n = (int)((count + (size_t)g.per - 1) / (size_t)g.per);
+    return g;
+}
 
 static nc_segs_t nc_segs(int count, ompi_datatype_t *dtype)
 {
@@ -462,22 +479,13 @@ static nc_segs_t nc_segs(int count, ompi_datatype_t *dtype)
     ptrdiff_t lb = 0, extent = 0;
     (void)ompi_datatype_type_size(dtype, &tsize);
     (void)ompi_datatype_get_extent(dtype, &lb, &extent);
-    nc_segs_t g = {.n = 1, .per = count, .count = count, .extent = extent};
-    if (tsize == 0 || count <= 0)
-        return g;
-    size_t per = nc_component.hier_segsize / tsize;
-    if (per == 0)
-        per = 1;
-    if (per >= (size_t)count)
-        return g;
-    g.per = (int)per;
-    g.n = (int)(((size_t)count + per - 1) / per);
-    return g;
+    return nc_segs_of(count > 0 ? (size_t)count : 0, tsize, extent);
 }
 
 static int nc_seg_len(const nc_segs_t *g, int s)
 {
-    return s == g->n - 1 ? g->count - s * g->per : g->per;
+    return s == g->n - 1 ? (int)(g->count - (size_t)s * (size_t)g->per)
+                         : g->per;
 }
 
 /* Segment s of buf; MPI_IN_PLACE and NULL stay what they are. */
@@ -513,21 +521,15 @@ static int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
 
 /* ---- Bcast -------------------------------------------------------------------- */
 
-static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
-                         int root, ompi_communicator_t *comm,
-                         mca_coll_base_module_t *module)
+/* The two levels of a Bcast of g's segments of (buf, dtype). */
+static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
+                             ompi_datatype_t *dtype, int root,
+                             const nc_segs_t *gp)
 {
-    nc_module_t *m = (nc_module_t *)module;
-    if (!nc_hier_ready(m)) {
-        nc_count(&nc_component.n_bcast_fallback);
-        return m->prev_bcast(buf, count, dtype, root, comm,
-                             m->prev_bcast_module);
-    }
-    nc_hier_t *h = m->hier;
     ompi_communicator_t *lo = h->low, *up = h->up;
     int rn = h->node_of[root], rl = h->local_of[root];
     bool home = h->my_node == rn;
-    nc_segs_t g = nc_segs(count, dtype);
+    nc_segs_t g = *gp;
     int rc = OMPI_SUCCESS;
 
     if (g.n == 1) {
@@ -542,7 +544,7 @@ static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
                 rc = NC_CALL(up, bcast, buf, count, dtype, rn);
             rc = nc_first(rc, NC_CALL(lo, bcast, buf, count, dtype, 0));
         }
-        return nc_hier_done(m, "bcast", root, count, dtype, &g, rc);
+        return rc;
     }
 
     /* Step s waits for step s - 1's requests at its end, so the leaders'
@@ -582,7 +584,78 @@ static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
         prev = cur;
         cur = (nc_rq_t){.n = 0};
     }
-    rc = nc_first(rc, nc_rq_wait(&prev));
+    return nc_first(rc, nc_rq_wait(&prev));
+}
+
+/* Pack (root) or unpack (the others) count elements of dtype at buf
+ * to or from the contiguous bytes at tmp. */
+static int nc_hier_convert(bool pack, void *buf, int count,
+                           ompi_datatype_t *dtype, void *tmp, size_t nbytes)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    int rc = pack ? opal_convertor_copy_and_prepare_for_send(
+                        ompi_mpi_local_convertor, &dtype->super,
+                        (size_t)count, buf, 0, &conv)
+                  : opal_convertor_copy_and_prepare_for_recv(
+                        ompi_mpi_local_convertor, &dtype->super,
+                        (size_t)count, buf, 0, &conv);
+    struct iovec iov = {.iov_base = tmp, .iov_len = nbytes};
+    uint32_t n = 1;
+    size_t done = nbytes;
+    if (rc == OPAL_SUCCESS)
+        rc = pack ? opal_convertor_pack(&conv, &iov, &n, &done)
+                  : opal_convertor_unpack(&conv, &iov, &n, &done);
+    OBJ_DESTRUCT(&conv);
+    return rc >= 0 && done == nbytes ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+/*
+ * MPI lets the root and the others pass different (count, datatype) pairs
+ * of one type signature, so a Bcast is cut into segments of bytes, which
+ * every rank counts alike: straight from the buffer where this rank's data
+ * lie contiguously, else through a packed copy (the root packs before, the
+ * others unpack after). Segments travel as MPI_BYTE, which assumes the
+ * nodes share one data representation (Open MPI's default build).
+ */
+static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
+                         int root, ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    if (!nc_hier_ready(m)) {
+        nc_count(&nc_component.n_bcast_fallback);
+        return m->prev_bcast(buf, count, dtype, root, comm,
+                             m->prev_bcast_module);
+    }
+    size_t tsize = 0;
+    (void)ompi_datatype_type_size(dtype, &tsize);
+    size_t nbytes = tsize * (size_t)(count > 0 ? count : 0);
+    nc_segs_t g = nc_segs_of(nbytes, 1, 1);
+    int rc;
+    if (g.n == 1) {
+        rc = nc_hier_bcast_run(m->hier, buf, count, dtype, root, &g);
+    } else if (ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        rc = nc_hier_bcast_run(m->hier, (char *)buf + dtype->super.true_lb,
+                               (int)(nbytes < INT_MAX ? nbytes : INT_MAX),
+                               MPI_BYTE, root, &g);
+    } else {
+        bool me = ompi_comm_rank(comm) == root;
+        void *tmp = malloc(nbytes);
+        rc = tmp ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+        if (tmp && me)
+            rc = nc_hier_convert(true, buf, count, dtype, tmp, nbytes);
+        /* Every rank runs the Bcast, even one that failed: the others
+         * wait for it. */
+        if (tmp)
+            rc = nc_first(rc, nc_hier_bcast_run(
+                                  m->hier, tmp,
+                                  (int)(nbytes < INT_MAX ? nbytes : INT_MAX),
+                                  MPI_BYTE, root, &g));
+        if (tmp && !me && rc == OMPI_SUCCESS)
+            rc = nc_hier_convert(false, buf, count, dtype, tmp, nbytes);
+        free(tmp);
+    }
     return nc_hier_done(m, "bcast", root, count, dtype, &g, rc);
 }
 
