@@ -37,6 +37,10 @@
  *   Allreduce local Reduce to each leader, leaders' Allreduce in place,
  *             local Bcast from the leader. 2L + U.
  *   Barrier   local, leaders', local.
+ * Node-local calls are always numacoll's nonblocking ones, waited for in
+ * Open MPI's wait (NC_LOW): numacoll's blocking calls spin without
+ * opal_progress, and another component's request on the communicator
+ * (libnbc serves its Ibcast) must move while its root sits here.
  * Above coll_numacoll_hier_segsize bytes, Bcast, Reduce and Allreduce cut
  * the buffer into S segments of whole elements. The node-local level runs
  * as numacoll's nonblocking calls; the leaders' level as the leaders'
@@ -404,7 +408,8 @@ static bool nc_hier_ready(nc_module_t *m)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-/* A blocking call on a sub-communicator, through its own function table. */
+/* A blocking call on a sub-communicator, through its own function table
+ * (the leaders' only: see NC_LOW). */
 #define NC_CALL(c, fn, ...)                                                   \
     ((c)->c_coll->coll_##fn(__VA_ARGS__, (c), (c)->c_coll->coll_##fn##_module))
 /* A nonblocking one, its request added to q. */
@@ -447,6 +452,18 @@ static int nc_first(int a, int b)
 {
     return a != OMPI_SUCCESS ? a : b;
 }
+
+/* A node-local call, made as numacoll's nonblocking one and waited for
+ * in Open MPI's wait: numacoll's blocking calls spin on shared memory
+ * without opal_progress, and a nonblocking call of another component on
+ * the parent communicator (libnbc's Ibcast, whose root may be waiting
+ * here) must keep moving meanwhile. Adds the first error to rc. */
+#define NC_LOW(rc, lo, fn, ...)                                               \
+    do {                                                                      \
+        nc_rq_t q_ = {.n = 0};                                                \
+        NC_ICALL(&q_, lo, fn, __VA_ARGS__);                                   \
+        (rc) = nc_first((rc), nc_rq_wait(&q_));                               \
+    } while (0)
 
 /* Segments of whole elements of about coll_numacoll_hier_segsize bytes. */
 typedef struct nc_segs {
@@ -536,13 +553,13 @@ static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
         if (home) {
             if (up && rl == 0)
                 rc = NC_CALL(up, bcast, buf, count, dtype, rn);
-            rc = nc_first(rc, NC_CALL(lo, bcast, buf, count, dtype, rl));
+            NC_LOW(rc, lo, ibcast, buf, count, dtype, rl);
             if (up && rl != 0)
                 rc = nc_first(rc, NC_CALL(up, bcast, buf, count, dtype, rn));
         } else {
             if (up)
                 rc = NC_CALL(up, bcast, buf, count, dtype, rn);
-            rc = nc_first(rc, NC_CALL(lo, bcast, buf, count, dtype, 0));
+            NC_LOW(rc, lo, ibcast, buf, count, dtype, 0);
         }
         return rc;
     }
@@ -671,13 +688,18 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
     }
     nc_hier_t *h = m->hier;
     ompi_communicator_t *lo = h->low, *up = h->up;
-    /* Everyone on the node has arrived; then every node; then release. */
-    int rc = lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module);
+    /* Everyone on the node has arrived; then every node; then release.
+     * The node-local ones nonblocking, as NC_LOW says why. */
+    nc_rq_t q = {.n = 0};
+    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
+                                             lo->c_coll->coll_ibarrier_module));
+    int rc = nc_rq_wait(&q);
     if (up)
         rc = nc_first(rc, up->c_coll->coll_barrier(
                               up, up->c_coll->coll_barrier_module));
-    rc = nc_first(rc,
-                  lo->c_coll->coll_barrier(lo, lo->c_coll->coll_barrier_module));
+    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
+                                             lo->c_coll->coll_ibarrier_module));
+    rc = nc_first(rc, nc_rq_wait(&q));
     return nc_hier_done(m, "barrier", -1, 0, NULL, NULL, rc);
 }
 
@@ -738,8 +760,7 @@ static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
     nc_segs_t g = nc_segs(count, dtype);
 
     if (g.n == 1) {
-        rc = nc_first(rc, NC_CALL(lo, reduce, give, up ? part : NULL, count,
-                                  dtype, op, 0));
+        NC_LOW(rc, lo, ireduce, give, up ? part : NULL, count, dtype, op, 0);
         if (up)
             rc = nc_first(rc, NC_CALL(up, reduce, up_give, up_recv, count,
                                       dtype, op, rn));
@@ -832,11 +853,11 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
     int rc = OMPI_SUCCESS;
 
     if (g.n == 1) {
-        rc = NC_CALL(lo, reduce, give, up ? rbuf : NULL, count, dtype, op, 0);
+        NC_LOW(rc, lo, ireduce, give, up ? rbuf : NULL, count, dtype, op, 0);
         if (up)
             rc = nc_first(rc, NC_CALL(up, allreduce, MPI_IN_PLACE, rbuf,
                                       count, dtype, op));
-        rc = nc_first(rc, NC_CALL(lo, bcast, rbuf, count, dtype, 0));
+        NC_LOW(rc, lo, ibcast, rbuf, count, dtype, 0);
         return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
     }
 

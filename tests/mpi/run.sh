@@ -225,6 +225,16 @@ mpi "two-level   np=4, 4 nodes of 1: falls back" "$WITH_PATH" 4 $FORCE $TCP \
     --mca coll_numacoll_virtual_nodes 4 --mca coll_base_verbose 10 \
     "$BIN/two_level"
 mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
+# Other programs on two levels (MPI semantics; their counters assume one
+# level): root and readers with different datatypes of one signature
+# (bytes in segments, 4 KiB), reductions of every type and op, and
+# libnbc's Ibcast on a two-level communicator kept moving while its root
+# sits in a two-level Barrier on another (nonblocking's cross_progress).
+for t in bcast_derived reduce_ops nonblocking; do
+    mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
+        --mca coll_numacoll_virtual_nodes 2 \
+        --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
+done
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
