@@ -141,7 +141,8 @@ static const nc_param_t nc_params[] = {
     {"hier_segsize", 'z', 262144, 1024, 1073741824,
      "Segment size of the two-level collectives on communicators that span "
      "nodes: a Bcast, Reduce or Allreduce of more bytes is cut into "
-     "segments of about this many bytes (whole elements), so that the "
+     "segments of about this many bytes (whole elements for Reduce and "
+     "Allreduce), so that the "
      "node-local level of one segment overlaps the leaders' level of the "
      "next.",
      offsetof(mca_coll_numacoll_component_t, hier_segsize)},

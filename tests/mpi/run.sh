@@ -313,7 +313,8 @@ params_listed() {
     names=$(sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
-    for n in $names priority node_budget tuning_file; do
+    for n in $names priority node_budget tuning_file virtual_nodes \
+             virtual_split hier_segsize; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
@@ -325,7 +326,7 @@ params_listed() {
     done
     for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count \
              reduce_count allreduce_count reduce_fallback_count \
-             allreduce_fallback_count teams; do
+             allreduce_fallback_count two_level_count teams; do
         echo "$listing" | grep -q "pvar:coll_numacoll_$v:" ||
             { echo "MPI_T variable coll_numacoll_$v missing"; return 1; }
     done
@@ -376,6 +377,17 @@ rejects_all() {  # rejects_all <value> <what the message says of it>
     done
     echo "$out" | grep "coll:numacoll: rejected"
 }
+# The two-level mode's numbers (component parameters, not in the core's list).
+rejects_two() {
+    out=$(info_with OMPI_MCA_coll_numacoll_virtual_nodes=abc \
+          OMPI_MCA_coll_numacoll_hier_segsize=100 2>&1)
+    for m in 'coll_numacoll_virtual_nodes = "abc" is not an integer: valid values are 0 to 1024' \
+             'coll_numacoll_hier_segsize = 100 is out of range: valid values are 1024 to 1073741824'; do
+        echo "$out" | grep "coll:numacoll: rejected" | grep -qF -- "$m" ||
+            { echo "missing: $m"; echo "$out" | grep numacoll; return 1; }
+    done
+    echo "$out" | grep "coll:numacoll: rejected"
+}
 check "rejects every numeric parameter = abc" rejects_all abc '"abc" is not'
 check "rejects every numeric parameter = 12abc" rejects_all 12abc '"12abc" is not'
 check "rejects verbose=1e3" rejects verbose 1e3 \
@@ -388,6 +400,9 @@ check "rejects frag_size=16g (range)" rejects frag_size 16g \
     "coll_numacoll_frag_size = 16g is out of range"
 check "rejects tree=bogus (name)" rejects tree bogus \
     'coll_numacoll_tree = "bogus" is not a tree name or an integer: valid values are table (-1'
+check "rejects virtual_split=bogus (name)" rejects virtual_split bogus \
+    'coll_numacoll_virtual_split = "bogus" is not a split: valid values are block or rr'
+check "rejects virtual_nodes=abc, hier_segsize=100" rejects_two
 check "rejects verbose= (empty)" rejects verbose "" \
     "coll_numacoll_verbose is empty: valid values are 0 to 3"
 # The same sentence when the value comes from a parameter file.

@@ -15,7 +15,8 @@
  *     that must give the rank-ordered composition;
  *   - Barrier: nobody leaves before a late rank came in (one clock: the
  *     ranks share the machine).
- * On MPI_COMM_WORLD in reversed rank order, a few of the same.
+ * On MPI_COMM_WORLD in reversed rank order, a few of the same; first, a
+ * dup whose first collective is MPI_Comm_split_type's own.
  *
  * NC_EXPECT_TWO_LEVEL=block|rr (set by run.sh where the component is
  * loaded with virtual nodes): numacoll's MPI_T counter two_level_count
@@ -230,6 +231,19 @@ int main(int argc, char **argv)
     mpit_named_t pv;
     mpit_named_open(&pv, names, 1);
     unsigned long long before = 0, after = 0;
+
+    /* A communicator whose first collective comes from inside
+     * MPI_Comm_split_type (which runs an Allreduce on it): the two-level
+     * setup then creates its sub-communicators inside that call. Before
+     * the counter's first reading, as MPI's own calls are not counted. */
+    MPI_Comm d, sh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_split_type(d, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh);
+    t_sum(d, "dup split first", -1, 70000, false);
+    t_bcast(sh, "its shared split", mpit_size - 1, 300000);
+    MPI_Comm_free(&sh);
+    MPI_Comm_free(&d);
+    calls = 0;
     mpit_named_read(&pv, &before);
 
     MPI_Datatype aff_t;
