@@ -209,13 +209,16 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 8
+#define NPVARS 9
 static const char *const pvar_names[NPVARS] = {
     "coll_numacoll_bcast_count", "coll_numacoll_bcast_fallback_count",
     "coll_numacoll_barrier_count", "coll_numacoll_barrier_fallback_count",
     "coll_numacoll_ibcast_count", "coll_numacoll_ibcast_fallback_count",
     "coll_numacoll_iallreduce_count",
-    "coll_numacoll_iallreduce_fallback_count"};
+    "coll_numacoll_iallreduce_fallback_count",
+    /* communicators that span (virtual) nodes: their node-local parts
+     * count as the core's nonblocking calls */
+    "coll_numacoll_two_level_count"};
 
 typedef struct pvars {
     int on;
@@ -274,12 +277,17 @@ static void pvars_end(pvars_t *pv, char *out, size_t len)
     }
     MPI_T_pvar_session_free(&pv->sess);
     MPI_T_finalize();
-    if (any && out)
-        snprintf(out, len, "numacoll component (MPI_T, rank 0, this run): %llu "
-                 "bcast calls through numacoll, %llu handed back; %llu "
-                 "barriers, %llu handed back; %llu ibcast and %llu iallreduce "
-                 "through numacoll, %llu and %llu handed back", val[0], val[1],
-                 val[2], val[3], val[4], val[6], val[5], val[7]);
+    if (any && out) {
+        int n = snprintf(out, len, "numacoll component (MPI_T, rank 0, this "
+                         "run): %llu bcast calls through numacoll, %llu "
+                         "handed back; %llu barriers, %llu handed back; %llu "
+                         "ibcast and %llu iallreduce through numacoll, %llu "
+                         "and %llu handed back", val[0], val[1], val[2],
+                         val[3], val[4], val[6], val[5], val[7]);
+        if (pv->have[8] && n > 0 && (size_t)n < len)
+            snprintf(out + n, len - (size_t)n, "; %llu calls in two levels",
+                     val[8]);
+    }
 }
 
 void ncb_backend_list_algs(FILE *to)
