@@ -42,7 +42,8 @@
  * opal_progress, and another component's request on the communicator
  * (libnbc serves its Ibcast) must move while its root sits here.
  * Above coll_numacoll_hier_segsize bytes, Bcast, Reduce and Allreduce cut
- * the buffer into S segments of whole elements. The node-local level runs
+ * the buffer into S segments (of bytes for Bcast, see nc_hier_bcast; of
+ * whole elements for the reductions). The node-local level runs
  * as numacoll's nonblocking calls; the leaders' level as the leaders'
  * component's nonblocking Ibcast and Ireduce (libnbc), and for Allreduce
  * as its blocking Allreduce (tuned's recursive doubling or ring: libnbc's
@@ -273,10 +274,9 @@ static bool nc_hier_table(nc_hier_t *h, const int *lead, int size,
         if (l == r)
             index[r] = h->nnodes++;
         int node = index[l];
-        /* A node seen before another that already holds later ranks. */
+        /* Nodes are numbered by their lowest rank, so going back to a
+         * lower number means a node's ranks are not contiguous. */
         if (r > 0 && node < h->node_of[r - 1])
-            h->ordered = false;
-        if (r > 0 && node != h->node_of[r - 1] && count[node] > 0)
             h->ordered = false;
         h->node_of[r] = node;
         h->local_of[r] = count[node]++;
@@ -291,6 +291,9 @@ static bool nc_hier_table(nc_hier_t *h, const int *lead, int size,
 static void nc_hier_describe(nc_module_t *m)
 {
     nc_hier_t *h = m->hier;
+    /* Counting the nodes' sizes costs nodes x ranks: only when shown. */
+    if (ompi_coll_base_framework.framework_verbose < 10)
+        return;
     int size = ompi_comm_size(m->comm);
     char sizes[160];
     size_t at = 0;
