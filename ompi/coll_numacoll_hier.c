@@ -553,7 +553,15 @@ static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
     int rc = OMPI_SUCCESS;
 
     if (g.n == 1) {
-        if (home) {
+        if (home && up && rl == 0) {
+            /* The root leads: its node's Bcast starts first (it costs the
+             * root a few stores), then the leaders' one, during whose
+             * waits the node's moves on. */
+            nc_rq_t q = {.n = 0};
+            NC_ICALL(&q, lo, ibcast, buf, count, dtype, 0);
+            rc = NC_CALL(up, bcast, buf, count, dtype, rn);
+            rc = nc_first(rc, nc_rq_wait(&q));
+        } else if (home) {
             if (up && rl == 0)
                 rc = NC_CALL(up, bcast, buf, count, dtype, rn);
             NC_LOW(rc, lo, ibcast, buf, count, dtype, rl);
