@@ -208,6 +208,7 @@ $(BENCH): $(BENCH_OBJS) $(SUPPORT_OBJS) $(STATIC)
 # checked too. Plain builds then install into $(BUILD)/install-check and
 # build a program against that (check-install).
 check: deps-check-test $(TESTS) $(BUILD)/numacoll-tune
+	sh tests/layers.sh $(BUILD)
 	$(BUILD)/numacoll-tune --quick -o $(BUILD)/tuned-quick.txt
 	NCT_TUNED_TABLE=$(BUILD)/tuned-quick.txt $(TESTS)
 ifneq ($(SANITIZE),1)

@@ -56,7 +56,9 @@ enum {
     X(SCATTER, "scatter", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS | NCB_ALL, 1,   \
       "a block of the size from the root to every rank")                      \
     X(ALLTOALL, "alltoall", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,              \
-      "a block of the size from every rank to every rank")
+      "a block of the size from every rank to every rank")                    \
+    X(ALLGATHERV, "allgatherv", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,          \
+      "allgather as an Allgatherv of equal counts")
 
 typedef enum {
 #define X(id, name, flags, elem, what) NCB_OP_##id,
@@ -243,7 +245,7 @@ typedef struct ncb_report {
     size_t arena, llc;
     int hot, check, root_shift, reps, iters, nmerged;
     double sample_us;
-    char extra[256];              /* a backend's note (MPI_T counters)     */
+    char extra[512];              /* a backend's note (MPI_T counters)     */
     char busy[128];               /* other programs were running          */
     int align;                    /* as ncb_opts_t.align                  */
     int align_seen;               /* malloc: rank 0's send buffer offset  */

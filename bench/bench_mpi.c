@@ -1,16 +1,19 @@
 /*
  * MPI backend of numacoll-bench (numacoll-bench-mpi, built with mpicc): the
- * calls are MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier on
- * MPI_COMM_WORLD, so the numbers are those of whatever coll component Open
- * MPI selected (numacoll, tuned, sm, han, ...: chosen with mpirun --mca,
- * see bench/compare-ompi.sh). The timing loop is the standalone one
- * (bench_core.c). Reduce and Allreduce sum uint32 (MPI_UINT32_T, MPI_SUM).
+ * calls are MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
+ * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Alltoall and MPI_Allgatherv
+ * (equal counts) on MPI_COMM_WORLD, so the numbers are those of whatever
+ * coll component Open MPI selected (numacoll, tuned, sm, han, ...: chosen
+ * with mpirun --mca, see bench/compare-ompi.sh). The timing loop is the
+ * standalone one (bench_core.c). Reduce and Allreduce sum uint32
+ * (MPI_UINT32_T, MPI_SUM); the gathers move MPI_BYTE blocks of the size.
  *
  * The one-line round trip needs memory shared by ranks 0 and 1: rank 0
  * creates a POSIX shared-memory object, broadcasts its name, rank 1 maps
  * it, and rank 0 unlinks it once both have (nothing is left behind).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 
 typedef struct mctx {
     MPI_Comm comm;
+    int *vcounts, *vdispls;   /* Allgatherv: p equal blocks */
     int last;                 /* last MPI error code */
     char msg[MPI_MAX_ERROR_STRING];
 } mctx_t;
@@ -65,6 +69,50 @@ static int run_barrier(void *ctx, const ncb_call_t *c)
     return note(m, MPI_Barrier(m->comm));
 }
 
+/* The gathers: blocks of c->bytes bytes; applies() keeps the p blocks
+ * within an int's reach. */
+static int run_allgather(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Allgather(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                                 (int)c->bytes, MPI_BYTE, m->comm));
+}
+
+static int run_gather(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Gather(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                              (int)c->bytes, MPI_BYTE, c->root, m->comm));
+}
+
+static int run_scatter(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Scatter(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                               (int)c->bytes, MPI_BYTE, c->root, m->comm));
+}
+
+static int run_alltoall(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Alltoall(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                                (int)c->bytes, MPI_BYTE, m->comm));
+}
+
+static int run_allgatherv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    int p;
+    MPI_Comm_size(m->comm, &p);
+    for (int j = 0; j < p; j++) {
+        m->vcounts[j] = (int)c->bytes;
+        m->vdispls[j] = j * (int)c->bytes;
+    }
+    return note(m, MPI_Allgatherv(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                                  m->vcounts, m->vdispls, MPI_BYTE,
+                                  m->comm));
+}
+
 /* --overlap: the nonblocking forms, one in flight at a time. */
 static MPI_Request ireq = MPI_REQUEST_NULL;
 
@@ -105,6 +153,20 @@ static int barrier(void *ctx)
 {
     mctx_t *m = ctx;
     return note(m, MPI_Barrier(m->comm));
+}
+
+static int applies(void *ctx, int op, size_t bytes, char *why, size_t len)
+{
+    mctx_t *m = ctx;
+    int p;
+    MPI_Comm_size(m->comm, &p);
+    if ((ncb_ops[op].flags & NCB_BLOCKS) &&
+        bytes > (size_t)INT_MAX / (size_t)p) {
+        snprintf(why, len, "%d blocks of %zu bytes are more than an MPI count "
+                 "(int) reaches", p, bytes);
+        return 1;
+    }
+    return 0;
 }
 
 static const char *last_error(void *ctx)
@@ -209,16 +271,19 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 9
+#define NPVARS 30
+/* pairs: the calls numacoll ran, those it handed back (two_level: calls
+ * on communicators that span (virtual) nodes, whose node-local parts count
+ * as the core's nonblocking calls too; it has no fallback counter) */
 static const char *const pvar_names[NPVARS] = {
-    "coll_numacoll_bcast_count", "coll_numacoll_bcast_fallback_count",
-    "coll_numacoll_barrier_count", "coll_numacoll_barrier_fallback_count",
-    "coll_numacoll_ibcast_count", "coll_numacoll_ibcast_fallback_count",
-    "coll_numacoll_iallreduce_count",
-    "coll_numacoll_iallreduce_fallback_count",
-    /* communicators that span (virtual) nodes: their node-local parts
-     * count as the core's nonblocking calls */
-    "coll_numacoll_two_level_count"};
+    "bcast", "bcast_fallback", "barrier", "barrier_fallback",
+    "reduce", "reduce_fallback", "allreduce", "allreduce_fallback",
+    "ibcast", "ibcast_fallback", "ireduce", "ireduce_fallback",
+    "iallreduce", "iallreduce_fallback", "ibarrier", "ibarrier_fallback",
+    "allgather", "allgather_fallback", "gather", "gather_fallback",
+    "scatter", "scatter_fallback", "alltoall", "alltoall_fallback",
+    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback",
+    "two_level", "two_level_fallback"};
 
 typedef struct pvars {
     int on;
@@ -249,7 +314,10 @@ static void pvars_begin(pvars_t *pv)
             continue;
         for (int k = 0; k < NPVARS; k++) {
             int count;
-            if (strcmp(name, pvar_names[k]) != 0 ||
+            char full[96];
+            snprintf(full, sizeof full, "coll_numacoll_%s_count",
+                     pvar_names[k]);
+            if (strcmp(name, full) != 0 ||
                 dt != MPI_UNSIGNED_LONG_LONG ||
                 MPI_T_pvar_handle_alloc(pv->sess, i, NULL, &pv->h[k],
                                         &count) != MPI_SUCCESS)
@@ -277,17 +345,24 @@ static void pvars_end(pvars_t *pv, char *out, size_t len)
     }
     MPI_T_pvar_session_free(&pv->sess);
     MPI_T_finalize();
-    if (any && out) {
-        int n = snprintf(out, len, "numacoll component (MPI_T, rank 0, this "
-                         "run): %llu bcast calls through numacoll, %llu "
-                         "handed back; %llu barriers, %llu handed back; %llu "
-                         "ibcast and %llu iallreduce through numacoll, %llu "
-                         "and %llu handed back", val[0], val[1], val[2],
-                         val[3], val[4], val[6], val[5], val[7]);
-        if (pv->have[8] && n > 0 && (size_t)n < len)
-            snprintf(out + n, len - (size_t)n, "; %llu calls in two levels",
-                     val[8]);
+    if (!any || !out)
+        return;
+    /* the totals, then each collective that had calls: ran/handed back */
+    unsigned long long ran = 0, back = 0;
+    for (int k = 0; k < NPVARS; k += 2) {
+        ran += val[k];
+        back += val[k + 1];
     }
+    size_t o = (size_t)snprintf(out, len, "numacoll component (MPI_T, rank "
+                                "0, this run): %llu calls through numacoll, "
+                                "%llu handed back (ran/handed back:", ran,
+                                back);
+    for (int k = 0; k < NPVARS && o < len; k += 2)
+        if (val[k] || val[k + 1])
+            o += (size_t)snprintf(out + o, len - o, " %s %llu/%llu",
+                                  pvar_names[k], val[k], val[k + 1]);
+    if (o < len)
+        snprintf(out + o, len - o, ")");
 }
 
 void ncb_backend_list_algs(FILE *to)
@@ -307,11 +382,6 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
 {
     if (o->ops == 0)
         o->ops = NCB_OPS_CLASSIC;
-    if (o->ops & ~NCB_OPS_CLASSIC) {
-        fprintf(stderr, "numacoll-bench-mpi: --ops: the gathers and alltoall "
-                "run in the standalone mode only (numacoll-bench)\n");
-        return 2;
-    }
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -319,15 +389,28 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     /* errors come back as codes, so a failure names the call */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     mctx_t m = {.comm = MPI_COMM_WORLD, .last = MPI_SUCCESS};
+    int *v = malloc(2 * (size_t)p * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "numacoll-bench-mpi: out of memory for Allgatherv's "
+                "counts\n");
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    m.vcounts = v;
+    m.vdispls = v + p;
     ncb_target_t t = {.run = {[NCB_OP_BCAST] = run_bcast,
                               [NCB_OP_REDUCE] = run_reduce,
                               [NCB_OP_ALLREDUCE] = run_allreduce,
-                              [NCB_OP_BARRIER] = run_barrier},
+                              [NCB_OP_BARRIER] = run_barrier,
+                              [NCB_OP_ALLGATHER] = run_allgather,
+                              [NCB_OP_GATHER] = run_gather,
+                              [NCB_OP_SCATTER] = run_scatter,
+                              [NCB_OP_ALLTOALL] = run_alltoall,
+                              [NCB_OP_ALLGATHERV] = run_allgatherv},
                       .istart = {[NCB_OP_BCAST] = istart_bcast,
                                  [NCB_OP_REDUCE] = istart_reduce,
                                  [NCB_OP_ALLREDUCE] = istart_allreduce,
                                  [NCB_OP_BARRIER] = istart_barrier},
-                      .iwait = iwait,
+                      .iwait = iwait, .applies = applies,
                       .barrier = barrier, .last_error = last_error, .ctx = &m};
     int lines = 0;
     unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD, &lines)
@@ -355,6 +438,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
             rc = rc ? rc : 5;
     }
     ncb_report_free(&rep);
+    free(v);
     if (page)
         munmap(page, 4096);
     if (rc > 1) {

@@ -38,6 +38,8 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_GATHER] = NC_COLL_GATHER,
     [NCB_OP_SCATTER] = NC_COLL_SCATTER,
     [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
+    /* the core's Allgatherv runs Allgather's algorithms and rules */
+    [NCB_OP_ALLGATHERV] = NC_COLL_ALLGATHER,
 };
 
 /* A configuration as the options give it. */
@@ -52,6 +54,7 @@ struct ncb_team {
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
     numacoll_request_t *req;   /* --overlap: the call in flight       */
+    size_t *vcounts, *vdispls; /* allgatherv: p equal blocks          */
 };
 
 typedef struct trun {
@@ -156,6 +159,18 @@ static int run_scatter(void *ctx, const ncb_call_t *c)
 {
     return numacoll_scatter(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
                             c->bytes, c->root);
+}
+
+static int run_allgatherv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    const int p = numacoll_team_size(tm->team);
+    for (int j = 0; j < p; j++) {
+        tm->vcounts[j] = c->bytes;
+        tm->vdispls[j] = (size_t)j * c->bytes;
+    }
+    return numacoll_allgatherv(tm->team, c->sbuf, c->bytes, c->rbuf,
+                               tm->vcounts, tm->vdispls);
 }
 
 static int run_alltoall(void *ctx, const ncb_call_t *c)
@@ -303,6 +318,13 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
         ncb_team_close(tm);
         return st;
     }
+    tm->vcounts = malloc(2 * (size_t)b->size * sizeof *tm->vcounts);
+    if (!tm->vcounts) {
+        snprintf(err, errlen, "out of memory for Allgatherv's counts");
+        ncb_team_close(tm);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    tm->vdispls = tm->vcounts + b->size;
     memset(t, 0, sizeof *t);
     t->run[NCB_OP_BCAST] = run_bcast;
     t->run[NCB_OP_REDUCE] = run_reduce;
@@ -317,6 +339,7 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_GATHER] = run_gather;
     t->run[NCB_OP_SCATTER] = run_scatter;
     t->run[NCB_OP_ALLTOALL] = run_alltoall;
+    t->run[NCB_OP_ALLGATHERV] = run_allgatherv;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;
@@ -330,6 +353,7 @@ void ncb_team_close(ncb_team_t *tm)
     if (!tm)
         return;
     numacoll_team_destroy(tm->team);
+    free(tm->vcounts);
     free(tm);
 }
 
@@ -642,7 +666,8 @@ static int from_table(const char *name, long long def)
 {
     static const char *const keys[] = {
         "frag_size", "queue_depth", "banks", "tree", "radix",
-        "reduce_frag_size", "reduce_depth", "reduce_radix", "barrier_radix"};
+        "reduce_frag_size", "reduce_depth", "reduce_radix", "barrier_radix",
+        "relay"};
     if (def != 0 && def != -1)
         return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

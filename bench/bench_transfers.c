@@ -10,9 +10,12 @@
  * when its two ranks sit in different domains of X:
  *  inline     the data rides in the flag: 1 line per crossing edge
  *  pipelined  F notifications per crossing edge; every reader copies the L
- *             lines from the root's queue (tree-independent); per bank use
- *             (ceil(F / (s/q))) a reader reads shm_op and decrements
- *             shm_nreaders, 2 lines on rank 0's node
+ *             lines from the root's queue (tree-independent), or with the
+ *             rule's relay=1 from its source (nc__tree_relay_source: a
+ *             relay from its parent's copy, a member from its innermost
+ *             domain's head's); per bank use (ceil(F / (s/q))) a reader
+ *             reads shm_op and decrements shm_nreaders, 2 lines on rank
+ *             0's node
  *  cma        every rank copies the L lines from its tree parent, with F
  *             notifications per edge
  * Averaged over every root (the bench's timing rotates the root). The
@@ -59,8 +62,9 @@ static void count_call(const numacoll_team_t *t, const nc__choice_t *ch,
                 }
         if (inl || cma || r == root)
             continue;
+        int src = ch->relay ? nc__tree_relay_source(tr, root, r) : root;
         for (int l = 0; l < NLV; l++) {
-            data[l] += differ(t, r, root, count_levels[l]) ? lines : 0;
+            data[l] += differ(t, r, src, count_levels[l]) ? lines : 0;
             data[l] += differ(t, r, 0, count_levels[l]) ? 2 * banks : 0;
         }
     }
@@ -93,8 +97,8 @@ void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams
     fprintf(to, "# transfers: cache lines one Bcast moves across the domains "
             "of each level, mean over all roots (bench/bench_transfers.c "
             "says how they are counted)\n");
-    fprintf(to, "# %-12s %9s %-10s %-8s %2s | %-26s | %s\n", "config", "bytes",
-            "alg", "tree", "k", "notifications L3/NUMA/pkg",
+    fprintf(to, "# %-12s %9s %-10s %-8s %2s %5s | %-26s | %s\n", "config",
+            "bytes", "alg", "tree", "k", "relay", "notifications L3/NUMA/pkg",
             "all lines L3/NUMA/pkg");
     for (int c = 0; c < o->ncfg; c++) {
         const numacoll_team_t *t = teams[c];
@@ -102,7 +106,7 @@ void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams
         for (int i = 0; i < o->nsizes; i++) {
             size_t m = o->sizes[i];
             const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BCAST, m);
-            const nc__tree_t *tr = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+            const nc__tree_t *tr = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
             if (!tr || nc__tree_max_children(tr) >= (int)(sizeof kids /
                                                          sizeof kids[0])) {
                 fprintf(to, "  %-12s %9zu: no tree for this rule\n",
@@ -115,8 +119,8 @@ void ncb_print_transfers(const ncb_opts_t *o, struct numacoll_team *const *teams
             for (int root = 0; root < t->p; root++)
                 count_call(t, ch, tr, root, m, notif, data, kids);
             const char *tn = numacoll_tree_name((numacoll_tree_kind_t)ch->tree);
-            fprintf(to, "  %-12s %9zu %-10s %-8s %2u |", o->cfg[c].label, m,
-                    nc__algs[ch->alg].name, tn ? tn : "-", ch->k);
+            fprintf(to, "  %-12s %9zu %-10s %-8s %2u %5u |", o->cfg[c].label,
+                    m, nc__algs[ch->alg].name, tn ? tn : "-", ch->k, ch->relay);
             for (int l = 0; l < NLV; l++)
                 fprintf(to, " %8.1f", notif[l] / t->p);
             fprintf(to, " |");

@@ -3,8 +3,10 @@
  * 0 and independent of the Bcast's `tree`: the hier shape of coll/tree.h
  * with k = barrier_radix both inside NUMA nodes and between them, so the
  * ranks of a node meet their leader first (k-nomial) and the leaders meet
- * rank 0 along a k-nomial tree over the nodes. Parent and children are
- * computed once, at team creation.
+ * rank 0 along a k-nomial tree over the nodes (over the domains of every
+ * level of `levels`; the Barrier rule's l3tree= ... toptree= give a level
+ * another shape). Parent and children are computed once, at team
+ * creation.
  *
  *  leaf:   store arrive = seq (release), wait for release >= seq (acquire).
  *  inner:  wait for each child's arrive >= seq, then as a leaf, then store
@@ -32,9 +34,10 @@
 int nc__barrier_init(numacoll_team_t *t)
 {
     /* Barrier has no size: its rule is the one for 0 bytes */
-    int k = (int)nc__team_choice(t, NC_COLL_BARRIER, 0)->k;
-    int rc = nc__tree_init_levels(&t->barrier_tree, t->p, k, k, t->cfg.levels,
-                                  t->doms);
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BARRIER, 0);
+    int k = (int)ch->k;
+    int rc = nc__tree_init_spec(&t->barrier_tree, t->p, k, k, ch->lt,
+                                t->cfg.levels, t->doms);
     if (rc != NUMACOLL_OK)
         return rc;
     t->barrier_children = malloc(

@@ -104,6 +104,7 @@ static int told(numacoll_team_t *t)
 
 static int join_failed(numacoll_team_t *t);
 static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
+static int bcast_lost(numacoll_team_t *t, int peer, const char *what);
 
 int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 {
@@ -338,7 +339,7 @@ static void fail_call(numacoll_team_t *t, int how)
                                                 memory_order_acquire);
 }
 
-int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
+static int mismatch(numacoll_team_t *t, int peer, const char *what)
 {
     seen_call_t pc;
     int have = peer >= 0 && read_call(t, peer, &pc);
@@ -418,7 +419,7 @@ static int join_failed(numacoll_team_t *t)
                          (unsigned long long)bad, t->rank, mine);
 }
 
-int nc__call_check(numacoll_team_t *t, int peer)
+static int call_check(numacoll_team_t *t, int peer)
 {
     /* A rank that has destroyed the team will never answer: at a
      * resynchronisation (everyone must come) whoever it is, otherwise the
@@ -473,7 +474,7 @@ int nc__call_check(numacoll_team_t *t, int peer)
         read_call(t, peer, &pc) && pc.seq == t->call_seq &&
         pc.sig == t->call_sig && root_call(t, me.root, &rnb, &rsig) &&
         other_kind(t, me.nbytes, rnb))
-        return nc__bcast_lost(t, peer, "its root's bcast is of another kind");
+        return bcast_lost(t, peer, "its root's bcast is of another kind");
     for (int r = peer >= 0 ? peer : 0; r < (peer >= 0 ? peer + 1 : t->p); r++) {
         seen_call_t c;
         if (r == t->rank || !read_call(t, r, &c))
@@ -487,16 +488,16 @@ int nc__call_check(numacoll_team_t *t, int peer)
             size_t nb;
             uint32_t sig;
             if (pair != OTHER_KIND)
-                return nc__mismatch(t, r, "its call differs");
+                return mismatch(t, r, "its call differs");
             if (root_call(t, unpack_desc(c.desc, c.nbytes, c.count).root,
                           &nb, &sig))
-                return nc__bcast_lost(t, r, "its bcast is of another kind");
+                return bcast_lost(t, r, "its bcast is of another kind");
         }
         /* A root waiting for its bank: every other rank reads this very
          * call, so none can be past it unless it made another call (it
          * took itself for the root too, say). */
         if (t->claiming && (int64_t)(c.seq - t->call_seq) > 0)
-            return nc__mismatch(t, r, "it has gone on to a later call while "
+            return mismatch(t, r, "it has gone on to a later call while "
                                 "this rank, a root, waits to send");
         /* only the awaited rank's progress proves anything: others may be
          * ahead legitimately (a Reduce leaf returns before its root) */
@@ -546,8 +547,8 @@ static int drain(numacoll_team_t *t, int root, size_t nb, uint32_t theirs,
     return st;
 }
 
-int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
-                              uint64_t seen, const char *what)
+static int bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
+                                 uint64_t seen, const char *what)
 {
     const uint32_t theirs = (uint32_t)(seen >> 32);
     nc__inl_rec_t *rec = nc__inl_rec(t, parent, j);
@@ -576,7 +577,7 @@ int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
                 return st;
         }
     }
-    return nc__mismatch(t, parent, what);
+    return mismatch(t, parent, what);
 }
 
 /* The Bcast of this call number that this reader's root made, when it is
@@ -619,7 +620,7 @@ static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig)
                (uint64_t)root;
 }
 
-int nc__bcast_lost(numacoll_team_t *t, int peer, const char *what)
+static int bcast_lost(numacoll_team_t *t, int peer, const char *what)
 {
     const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
                                       t->call_count);
@@ -631,11 +632,11 @@ int nc__bcast_lost(numacoll_team_t *t, int peer, const char *what)
         if (st != NUMACOLL_OK)
             return st;
     }
-    return nc__mismatch(t, peer, what);
+    return mismatch(t, peer, what);
 }
 
-int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
-                       const char *what)
+static int bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
+                          const char *what)
 {
     const uint32_t theirs = (uint32_t)(seen >> 32);
     /* Draining a call whose root sent nothing (it refused the call), a
@@ -673,7 +674,7 @@ int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
             return st;
         break;
     }
-    return nc__mismatch(t, parent, what);
+    return mismatch(t, parent, what);
 }
 
 /* ---- resynchronisation ------------------------------------------------ */
@@ -780,3 +781,11 @@ static int resync(numacoll_team_t *t)
     t->told_last = unaware ? t->call_seq : 0;
     return NUMACOLL_OK;
 }
+
+const nc__recovery_t nc__call_recovery = {
+    .mismatch = mismatch,
+    .bcast_mismatch = bcast_mismatch,
+    .bcast_mismatch_inline = bcast_mismatch_inline,
+    .call_check = call_check,
+    .bcast_lost = bcast_lost,
+};

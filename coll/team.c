@@ -308,7 +308,7 @@ static const nc__tune_table_t *pick_table(numacoll_team_t *t,
 }
 
 /* Parameters set in the config replace the rule's: Bcast's from frag_size,
- * queue_depth, banks, tree, radix; Reduce's, Allreduce's and the
+ * queue_depth, banks, tree, radix, relay (pipelined rules); Reduce's, Allreduce's and the
  * gathers' (they share the staging slots) from the reduce_* ones;
  * Barrier's from barrier_radix. Unset ones are 0 (tree -1). */
 static void override(const numacoll_config_t *c, nc__coll_t coll,
@@ -321,6 +321,8 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
     case NC_COLL_BCAST:
         f = c->frag_size, s = c->queue_depth, q = c->banks, k = c->radix;
         tree = c->tree;
+        if (c->relay >= 0 && ch->alg == NC_ALG_BCAST_PIPELINED)
+            ch->relay = (unsigned)c->relay;
         break;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
@@ -348,11 +350,13 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
         ch->tree = tree;
 }
 
-/* Build tree (kind, k, hier) unless the team has it already; hier is the
- * radix between heads, 0 for none (nc__team_tree_t). */
-static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
+/* Build tree (kind, k, hier, lt) unless the team has it already; hier is
+ * the radix between heads, 0 for none, lt the rule's level trees
+ * (nc__team_tree_t). */
+static int want_tree(numacoll_team_t *t, int kind, int k, int hier,
+                     const uint16_t *lt)
 {
-    if (nc__team_tree(t, kind, k, hier))
+    if (nc__team_tree(t, kind, k, hier, lt))
         return NUMACOLL_OK;
     nc__team_tree_t *n = realloc(t->trees, (size_t)(t->ntrees + 1) * sizeof *n);
     if (!n)
@@ -360,10 +364,11 @@ static int want_tree(numacoll_team_t *t, int kind, int k, int hier)
     t->trees = n;
     nc__team_tree_t *e = &n[t->ntrees];
     *e = (nc__team_tree_t){.kind = kind, .k = k, .hier = hier};
+    nc__team_tree_key(kind, hier, lt, e->lt);
     /* numa trees, and every hier one, follow the team's levels */
     int rc = hier || kind == NUMACOLL_TREE_NUMA
-                 ? nc__tree_init_levels(&e->tree, t->p, k, hier,
-                                        t->cfg.levels, t->doms)
+                 ? nc__tree_init_spec(&e->tree, t->p, k, hier, e->lt,
+                                      t->cfg.levels, t->doms)
                  : nc__tree_init(&e->tree, kind, t->p, k, t->loc);
     if (rc == NUMACOLL_OK)
         t->ntrees++;
@@ -389,6 +394,7 @@ static nc__choice_t cma_fallback(const nc__choice_t *ch)
 {
     nc__choice_t fb = {.alg = NC_ALG_BCAST_PIPELINED, .f = 8192, .s = 64,
                        .q = 2, .tree = ch->tree, .k = ch->k, .copy = ch->copy};
+    memcpy(fb.lt, ch->lt, sizeof fb.lt);
     return fb;
 }
 
@@ -511,6 +517,8 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             h = fnv(h, &ch->tree, sizeof ch->tree);
             h = fnv(h, &ch->k, sizeof ch->k);
             h = fnv(h, &ch->ku, sizeof ch->ku);
+            h = fnv(h, ch->lt, sizeof ch->lt);
+            h = fnv(h, &ch->relay, sizeof ch->relay);
             h = fnv(h, &ch->copy, sizeof ch->copy);
             if (nc__alg_takes((int)ch->alg, "q") &&
                 (ch->q > ch->s || ch->s % ch->q != 0)) {
@@ -533,7 +541,7 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             }
             if (c == NC_COLL_BCAST) {
                 if (nc__alg_takes((int)ch->alg, "tree"))
-                    rc = want_tree(t, ch->tree, (int)ch->k, 0);
+                    rc = want_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
                 if (nc__alg_takes((int)ch->alg, "q")) {
                     if (ch->s > s_max)
                         s_max = ch->s;
@@ -552,9 +560,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                  * slots (coll/reduce/reduce.h): sized for all of them */
                 if (nc__alg_takes((int)ch->alg, "k")) {
                     rc = want_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
-                                   (int)(ch->ku ? ch->ku : ch->k));
+                                   (int)(ch->ku ? ch->ku : ch->k), ch->lt);
                     if (rc == NUMACOLL_OK)
-                        rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
+                        rc = want_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0,
+                                       NULL);
                 }
                 if (nc__alg_takes((int)ch->alg, "s") && ch->s > t->rs_max)
                     t->rs_max = ch->s;
@@ -601,10 +610,10 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             for (int i = 0; i < t->tune.n[c]; i++) {
                 const nc__tune_entry_t *e = &t->tune.e[c][i];
                 fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
-                        "q=%u tree=%d k=%u ku=%u (%s line %d)\n",
+                        "q=%u tree=%d k=%u ku=%u relay=%u (%s line %d)\n",
                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
                         nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
-                        e->ch.tree, e->ch.k, e->ch.ku,
+                        e->ch.tree, e->ch.k, e->ch.ku, e->ch.relay,
                         e->builtin ? "built-in" : t->tune_source, e->line);
             }
     *hash = h;
@@ -840,6 +849,7 @@ static int team_create(const numacoll_bootstrap_t *b,
         return NUMACOLL_ERR_NOMEM;
     t->rank = b->rank;
     t->p = b->size;
+    t->recovery = &nc__call_recovery;
     /* only the fields the caller's struct has (one from an older
      * numacoll.h is smaller); an unknown struct_size fails below, on
      * every rank */

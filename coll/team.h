@@ -2,25 +2,25 @@
  * The team object and the shared structures every algorithm reads: the
  * internal counterpart of numacoll.h.
  *
- * How coll/ is layered, bottom up (a file uses only the layers below it,
- * save the one loop named last):
+ * How coll/ is layered, bottom up (a file uses only the layers below it;
+ * tests/layers.sh checks the built objects for circles in `make check`):
  *  1. this header: the team, the segment's slots and their accessors;
  *     team_info.c: failure (last_error, the abort word), the trees and
  *     rules a made team offers; tree.c, copy.c, config.c, algs.c;
  *  2. wait.h / wait.c: the wait policy (spin, then yield), nc__poll for
  *     steps, nc__drive; dead peers and timeouts;
- *  3. call.c: call numbers and signatures, mismatches, resynchronisation;
- *  4. op.h and the algorithms, each a step function over an nc__op_t:
- *     bcast/ (bcast.c dispatches by rule), barrier.c, reduce/;
+ *  3. op.h and the algorithms, each a step function over an nc__op_t:
+ *     bcast/ (bcast.c dispatches by rule), barrier.c, reduce/, gather/;
+ *  4. call.c: call numbers and signatures, mismatches, resynchronisation
+ *     (it drains a Bcast and waits, so it sits above both);
  *  5. request.c: every public collective, blocking, nonblocking and
  *     persistent, and the team's request queue;
  *  6. team.c: making and freeing teams (it sets up the algorithms' state
  *     and finishes a team's requests before it goes).
- * The loop: recovering from mismatched calls. A Bcast reader that finds
- * another call's data drains that call (call.c runs the Bcast steps), and
- * the checks of a long wait (wait.c) may find such a call or start the
- * resynchronisation, which waits itself.
-
+ * Going up, one way only: a wait that finds its call mismatched, and an
+ * algorithm that finds another call's word, reach call.c through the
+ * team's nc__recovery_t table (below), which team.c fills.
+ *
  * Memory-ordering rules, stated once:
  *  - a control slot's word is written with a release store after the data it
  *    announces (fragment in the root's buffer, or the inline payload) and
@@ -178,6 +178,7 @@ typedef struct nc__pend {
  * leader_radix), as Reduce uses it: k unless a rule gives ku=. */
 typedef struct nc__team_tree {
     int kind, k, hier;
+    uint16_t lt[NUMACOLL_LEVEL_END]; /* the rule's level trees (nc__team_tree_key) */
     nc__tree_t tree;
 } nc__team_tree_t;
 
@@ -251,6 +252,7 @@ struct numacoll_team {
     size_t geo0_f;
     unsigned geo0_s, geo0_q;
     int draining;               /* nc__bcast_mismatch is draining a call */
+    const struct nc__recovery *recovery;   /* coll/call.c's table */
     int claiming;               /* nc__bank_claim waits for its bank */
     /* Inline Bcast: calls so far (the same on every rank; call n uses slot
      * n % NC_INL_SLOTS), the latest call every other rank is known to have
@@ -361,44 +363,84 @@ static inline uint64_t nc__dword(const numacoll_team_t *t, uint64_t low)
     return (uint64_t)t->sig32 << 32 | (low & 0xffffffffu);
 }
 
-/* This rank found its call and peer's different (peer's data word `seen`
- * carried another signature, or peer's call line says so): record it,
- * word last_error naming both sides, and return NUMACOLL_ERR_TRUNCATE
- * (a Bcast root sent more than this rank's buffer) or
- * NUMACOLL_ERR_MISMATCH. */
-int nc__mismatch(numacoll_team_t *t, int peer, const char *what);
+/*
+ * Mismatch recovery (coll/call.c). It runs the algorithms (a Bcast reader
+ * out of step drains the root's call as a Bcast) and waits, so it sits
+ * above both; the waits and the algorithms below reach it through the
+ * team's table (t->recovery, set by team.c), which keeps the files of
+ * coll/ free of circles while a wait may still start a recovery.
+ */
+typedef struct nc__recovery {
+    /* This rank found its call and peer's different (peer's data word
+     * carried another signature, or peer's call line says so): record it,
+     * word last_error naming both sides, and return NUMACOLL_ERR_TRUNCATE
+     * (a Bcast root sent more than this rank's buffer) or
+     * NUMACOLL_ERR_MISMATCH. */
+    int (*mismatch)(numacoll_team_t *t, int peer, const char *what);
+    /* A Bcast reader found a word of another signature (seen) from
+     * parent: if it is the Bcast a root claimed this bank use for, take
+     * that call as a reader, discarding its data, so the team stays in
+     * step, and return TRUNCATE or MISMATCH naming both calls; otherwise
+     * mismatch(). */
+    int (*bcast_mismatch)(numacoll_team_t *t, int parent, uint64_t seen,
+                          const char *what);
+    /* bcast_mismatch for an inline Bcast reader that found a word of
+     * another signature (seen) in parent's slot j: the slot's record
+     * says which call wrote it. */
+    int (*bcast_mismatch_inline)(numacoll_team_t *t, int parent, unsigned j,
+                                 uint64_t seen, const char *what);
+    /* Slow path of every wait (coll/wait.c): NC_CALL_WAIT to keep
+     * waiting, NC_CALL_AHEAD when peer (>= 0) has gone on to a later call
+     * (the waiter rechecks its condition once, then calls bcast_lost), or
+     * a status when another rank found this call mismatched or a rank
+     * this wait depends on (peer, or any with -1) is in a different call
+     * of the same number. */
+    int (*call_check)(numacoll_team_t *t, int peer);
+    /* A wait of this rank found the awaited peer gone on to a later call
+     * without the word it waits for. If this is a Bcast reader and the
+     * root of its call number made a Bcast of another kind (a pipelined
+     * one while this rank reads inline, or the reverse: its words went to
+     * slots this rank does not read), drain that call as bcast_mismatch
+     * does, found from the root's bank claim or inline slot record;
+     * otherwise mismatch(). */
+    int (*bcast_lost)(numacoll_team_t *t, int peer, const char *what);
+} nc__recovery_t;
 
-/* A Bcast reader found a word of another signature (seen) from parent:
- * if it is the Bcast a root claimed this bank use for, take that call as
- * a reader, discarding its data, so the team stays in step, and return
- * TRUNCATE or MISMATCH naming both calls; otherwise nc__mismatch(). */
-int nc__bcast_mismatch(numacoll_team_t *t, int parent, uint64_t seen,
-                       const char *what);
-
-/* Slow path of every wait (coll/wait.c): NC_CALL_WAIT to keep waiting,
- * NC_CALL_AHEAD when peer (>= 0) has gone on to a later call (the waiter
- * rechecks its condition once, then calls nc__mismatch), or a status when
- * another rank found this call mismatched or a rank this wait depends on
- * (peer, or any with -1) is in a different call of the same number. */
 #define NC_CALL_WAIT 1
 #define NC_CALL_AHEAD 2
 #define NC_CALL_GONE 3      /* as AHEAD, but peer has destroyed the team */
-int nc__call_check(numacoll_team_t *t, int peer);
 
-/* nc__bcast_mismatch for an inline Bcast reader that found a word of
- * another signature (seen) in parent's slot j: the slot's record says
- * which call wrote it. */
-int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent, unsigned j,
-                              uint64_t seen, const char *what);
+/* coll/call.c's table; only team.c names it */
+extern const nc__recovery_t nc__call_recovery;
 
-/* A wait of this rank found the awaited peer gone on to a later call
- * without the word it waits for. If this is a Bcast reader and the root
- * of its call number made a Bcast of another kind (a pipelined one while
- * this rank reads inline, or the reverse: its words went to slots this
- * rank does not read), drain that call as nc__bcast_mismatch does, found
- * from the root's bank claim or inline slot record; otherwise
- * nc__mismatch(). */
-int nc__bcast_lost(numacoll_team_t *t, int peer, const char *what);
+static inline int nc__mismatch(numacoll_team_t *t, int peer, const char *what)
+{
+    return t->recovery->mismatch(t, peer, what);
+}
+
+static inline int nc__bcast_mismatch(numacoll_team_t *t, int parent,
+                                     uint64_t seen, const char *what)
+{
+    return t->recovery->bcast_mismatch(t, parent, seen, what);
+}
+
+static inline int nc__bcast_mismatch_inline(numacoll_team_t *t, int parent,
+                                            unsigned j, uint64_t seen,
+                                            const char *what)
+{
+    return t->recovery->bcast_mismatch_inline(t, parent, j, seen, what);
+}
+
+static inline int nc__call_check(numacoll_team_t *t, int peer)
+{
+    return t->recovery->call_check(t, peer);
+}
+
+static inline int nc__bcast_lost(numacoll_team_t *t, int peer,
+                                 const char *what)
+{
+    return t->recovery->bcast_lost(t, peer, what);
+}
 
 /* Data movement for Bcast: contiguous memory or the caller's callbacks. */
 typedef struct nc__io {
@@ -440,10 +482,15 @@ static inline void nc__bank_release(numacoll_team_t *t, unsigned set)
  * levels build (outermost first); returns snprintf's count. */
 int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len);
 
-/* The tree (kind, k, hier) built at team creation; NULL if the team's rules
- * name no such tree. A linear scan of a handful of entries. */
+/* The tree (kind, k, hier, level trees lt: a rule's ch.lt or NULL) built
+ * at team creation; NULL if the team's rules name no such tree. A linear
+ * scan of a handful of entries. */
 const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
-                                int hier);
+                                int hier, const uint16_t *lt);
+/* The level trees a tree of (kind, hier) is keyed by: lt, or zeros where
+ * the tree has no levels (lt NULL, or a flat, chain, kary, knomial one). */
+void nc__team_tree_key(int kind, int hier, const uint16_t *lt,
+                       uint16_t key[NUMACOLL_LEVEL_END]);
 
 /* The choice of the team's tuning rules for coll at nbytes (binary search
  * over the team's resolved size ranges; never NULL). */

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "coll/algs.h"
 #include "coll/team.h"
@@ -59,13 +60,26 @@ int nc__team_hierarchy(const numacoll_team_t *t, char *buf, size_t len)
 }
 
 const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
-                                int hier)
+                                int hier, const uint16_t *lt)
 {
+    uint16_t key[NUMACOLL_LEVEL_END];
+    nc__team_tree_key(kind, hier, lt, key);
     for (int i = 0; i < t->ntrees; i++)
         if (t->trees[i].kind == kind && t->trees[i].k == k &&
-            t->trees[i].hier == hier)
+            t->trees[i].hier == hier &&
+            memcmp(t->trees[i].lt, key, sizeof key) == 0)
             return &t->trees[i].tree;
     return NULL;
+}
+
+void nc__team_tree_key(int kind, int hier, const uint16_t *lt,
+                       uint16_t key[NUMACOLL_LEVEL_END])
+{
+    /* only hierarchical trees have levels to shape */
+    if (lt && (hier || kind == NUMACOLL_TREE_NUMA))
+        memcpy(key, lt, NUMACOLL_LEVEL_END * sizeof *key);
+    else
+        memset(key, 0, NUMACOLL_LEVEL_END * sizeof *key);
 }
 
 size_t nc__team_rule_max(const numacoll_team_t *t, int coll, int alg)

@@ -18,6 +18,9 @@
  *           transfers per notification), then a knomial inside every
  *           innermost domain: depth = levels + ceil(log_k ranks/domain)
  *  hier     the same with knomials of leader_radix between heads
+ *  spec     the same with a shape per level (flat, chain, kary, knomial
+ *           and a radix), as a tuning rule's l3tree= ... toptree= name
+ *           them: the depth is the sum of the levels' depths
  *
  * Memory: nothing for the first four (every root is a rotation of the
  * root-0 shape), about 6 (levels + 1) p ints for numa.
@@ -135,6 +138,50 @@ static int knomial_max(int n, int k)
     return m;
 }
 
+/* The four integer shapes over n positions relative to the root at 0:
+ * parent of v (-1 for none), children of v, most children of any v. The
+ * rotations below and every level of the hierarchical shape use them. */
+static int shape_parent(int kind, int k, int v)
+{
+    if (v <= 0)
+        return -1;
+    switch (kind) {
+    case NUMACOLL_TREE_FLAT:  return 0;
+    case NUMACOLL_TREE_CHAIN: return v - 1;
+    case NUMACOLL_TREE_KARY:  return nc__kary_parent(v, k);
+    default:                  return nc__knomial_parent(v, k);
+    }
+}
+
+static int shape_children(int kind, int k, int v, int n, int *out)
+{
+    int c = 0;
+    switch (kind) {
+    case NUMACOLL_TREE_FLAT:
+        for (int i = 1; v == 0 && i < n; i++)
+            out[c++] = i;
+        return c;
+    case NUMACOLL_TREE_CHAIN:
+        if (v >= 0 && v < n - 1)
+            out[c++] = v + 1;
+        return c;
+    case NUMACOLL_TREE_KARY:
+        return nc__kary_children(v, k, n, out);
+    default:
+        return nc__knomial_children(v, k, n, out);
+    }
+}
+
+static int shape_max(int kind, int k, int n)
+{
+    switch (kind) {
+    case NUMACOLL_TREE_FLAT:  return n - 1;
+    case NUMACOLL_TREE_CHAIN: return n > 1;
+    case NUMACOLL_TREE_KARY:  return k < 2 ? 0 : (n - 1 < k ? n - 1 : k);
+    default:                  return k < 2 ? 0 : knomial_max(n, k);
+    }
+}
+
 /* ---- rotations -------------------------------------------------------- */
 
 /* Written so that no intermediate sum passes INT_MAX for any p. */
@@ -154,10 +201,13 @@ static int abs_of(int v, int root, int n)
  * (ranks at level 0, level-(j-1) domains above) form a tree over their
  * positions, rotated so that the unit holding the root (the first unit in
  * a domain without it) is position 0; a unit is represented by its head:
- * the root in the unit that holds it, else the unit's lowest rank. Level 0
- * is a knomial of radix; the levels above are flat (leader_radix < 2: the
- * head of a domain notifies the heads of its other units itself, the numa
- * Bcast) or knomials of leader_radix (hier). */
+ * the root in the unit that holds it, else the unit's lowest rank. Each
+ * level has its own shape (lkind, lrad): by default a knomial of radix at
+ * level 0, and above it flat (leader_radix < 2: the head of a domain
+ * notifies the heads of its other units itself, the numa Bcast) or
+ * knomials of leader_radix (hier); a tuning rule's level trees
+ * (l3tree=kary:4, ..., nc__tree_init_spec) replace the default per named
+ * level. */
 
 static int *hat(const nc__tree_t *t, int *base, int j)
 {
@@ -179,10 +229,6 @@ static int unit_head(const nc__tree_t *t, int root, int j, int u)
     return hat(t, t->h.low, j - 1)[u];
 }
 
-static int level_k(const nc__tree_t *t, int j)
-{
-    return j == 0 ? t->radix : t->leader_radix;
-}
 
 /* Where rank's unit sits in its level-j domain: first unit s in mem, m
  * units, base (the root's unit's position, or 0), v relative to base. */
@@ -208,8 +254,7 @@ static int hier_parent(const nc__tree_t *t, int root, int rank)
         spot_t sp = spot_of(t, root, j, rank);
         if (sp.v == 0)
             continue;  /* rank heads its level-j domain: look one up */
-        int k = level_k(t, j);
-        int u = k < 2 ? 0 : nc__knomial_parent(sp.v, k);
+        int u = shape_parent(t->lkind[j], t->lrad[j], sp.v);
         if (u < 0)
             return -1;
         int unit = hat(t, t->h.mem, j)[sp.s + abs_of(u, sp.base, sp.m)];
@@ -234,14 +279,15 @@ static int hier_children(const nc__tree_t *t, int root, int rank, int *out)
      * slowest, so they start earliest. */
     for (int j = top; j >= 0; j--) {
         const int *mem = hat(t, t->h.mem, j);
-        int k = level_k(t, j), *kids = out + n, nk = 0;
-        if (k < 2) {
-            /* flat: the head lists the others in unit order */
+        int *kids = out + n, nk = 0;
+        if (t->lkind[j] == NUMACOLL_TREE_FLAT) {
+            /* the head lists the others in unit order */
             for (int i = 0; sp[j].v == 0 && i < sp[j].m; i++)
                 if (i != sp[j].base)
                     kids[nk++] = i;
         } else {
-            nk = nc__knomial_children(sp[j].v, k, sp[j].m, kids);
+            nk = shape_children(t->lkind[j], t->lrad[j], sp[j].v, sp[j].m,
+                                kids);
             for (int i = 0; i < nk; i++)
                 kids[i] = abs_of(kids[i], sp[j].base, sp[j].m);
         }
@@ -287,8 +333,33 @@ int nc__tree_init(nc__tree_t *t, int kind, int p, int radix,
     return NUMACOLL_OK;
 }
 
-int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
-                         int levels, const nc__doms_t *doms)
+/* Level j's shape from the rule's level trees lt (NULL: none): the kept
+ * level's own entry, the team's (NC_LT_TOP) at j = nlev; -1 if lt holds
+ * an invalid shape. */
+static int level_shape(nc__tree_t *t, int j, const uint16_t *lt)
+{
+    int kind = j == 0 ? NUMACOLL_TREE_KNOMIAL
+                      : t->leader_radix < 2 ? NUMACOLL_TREE_FLAT
+                                            : NUMACOLL_TREE_KNOMIAL;
+    int k = j == 0 ? t->radix : t->leader_radix;
+    uint16_t v = 0;
+    if (lt)
+        v = lt[j == t->h.nlev ? NC_LT_TOP : t->h.code[j]];
+    if (v) {
+        kind = nc__lt_kind(v);
+        k = nc__lt_radix(v);
+        if (kind < NUMACOLL_TREE_FLAT || kind > NUMACOLL_TREE_KNOMIAL ||
+            ((kind == NUMACOLL_TREE_KARY || kind == NUMACOLL_TREE_KNOMIAL) &&
+             k < 2))
+            return -1;
+    }
+    t->lkind[j] = kind;
+    t->lrad[j] = k;
+    return 0;
+}
+
+int nc__tree_init_spec(nc__tree_t *t, int p, int radix, int leader_radix,
+                       const uint16_t *lt, int levels, const nc__doms_t *doms)
 {
     if (!t)
         return NUMACOLL_ERR_ARG;
@@ -298,6 +369,13 @@ int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
     int rc = nc__hier_init(&t->h, p, levels, doms);
     if (rc != NUMACOLL_OK)
         return rc;
+    t->radix = radix;
+    t->leader_radix = leader_radix;
+    for (int j = 0; j <= t->h.nlev; j++)
+        if (level_shape(t, j, lt) != 0) {
+            nc__tree_fini(t);
+            return NUMACOLL_ERR_ARG;
+        }
     t->leader_of = malloc((size_t)p * sizeof *t->leader_of);
     if (!t->leader_of) {
         nc__tree_fini(t); /* leaves *t zeroed, so a second fini is harmless */
@@ -305,14 +383,18 @@ int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
     }
     t->kind = NUMACOLL_TREE_NUMA;
     t->p = p;
-    t->radix = radix;
-    t->leader_radix = leader_radix;
     /* block 0 is the innermost kept level, or the team when none is kept */
     t->ngroups = t->h.ndom[0];
     t->members = t->h.mem;
     for (int r = 0; r < p; r++)
         t->leader_of[r] = t->h.low[t->h.up[r]];
     return NUMACOLL_OK;
+}
+
+int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
+                         int levels, const nc__doms_t *doms)
+{
+    return nc__tree_init_spec(t, p, radix, leader_radix, NULL, levels, doms);
 }
 
 int nc__tree_init_loc(nc__tree_t *t, int p, int radix, int leader_radix,
@@ -357,14 +439,9 @@ int nc__tree_parent(const nc__tree_t *t, int root, int rank)
 {
     if (!usable(t, root, rank) || rank == root)
         return -1;
-    int p = t->p, v = rel_of(rank, root, p), u;
-    switch (t->kind) {
-    case NUMACOLL_TREE_FLAT:    u = 0; break;
-    case NUMACOLL_TREE_CHAIN:   u = v - 1; break;
-    case NUMACOLL_TREE_KARY:    u = nc__kary_parent(v, t->radix); break;
-    case NUMACOLL_TREE_KNOMIAL: u = nc__knomial_parent(v, t->radix); break;
-    default:                    return hier_parent(t, root, rank);
-    }
+    if (t->kind == NUMACOLL_TREE_NUMA)
+        return hier_parent(t, root, rank);
+    int p = t->p, u = shape_parent(t->kind, t->radix, rel_of(rank, root, p));
     return u < 0 ? -1 : abs_of(u, root, p);
 }
 
@@ -372,26 +449,10 @@ int nc__tree_children(const nc__tree_t *t, int root, int rank, int *out)
 {
     if (!usable(t, root, rank))
         return 0;
-    int p = t->p, v = rel_of(rank, root, p), n = 0;
-    switch (t->kind) {
-    case NUMACOLL_TREE_FLAT:
-        if (v == 0)
-            for (int c = 1; c < p; c++)
-                out[n++] = c;
-        break;
-    case NUMACOLL_TREE_CHAIN:
-        if (v < p - 1)
-            out[n++] = v + 1;
-        break;
-    case NUMACOLL_TREE_KARY:
-        n = nc__kary_children(v, t->radix, p, out);
-        break;
-    case NUMACOLL_TREE_KNOMIAL:
-        n = nc__knomial_children(v, t->radix, p, out);
-        break;
-    default:
+    if (t->kind == NUMACOLL_TREE_NUMA)
         return hier_children(t, root, rank, out);
-    }
+    int p = t->p,
+        n = shape_children(t->kind, t->radix, rel_of(rank, root, p), p, out);
     for (int i = 0; i < n; i++)
         out[i] = abs_of(out[i], root, p);
     return n;
@@ -401,34 +462,42 @@ int nc__tree_max_children(const nc__tree_t *t)
 {
     if (!t || t->p < 1 || !valid_kind(t->kind))
         return 0;
-    int p = t->p;
-    switch (t->kind) {
-    case NUMACOLL_TREE_FLAT:
-        return p - 1;
-    case NUMACOLL_TREE_CHAIN:
-        return p > 1;
-    case NUMACOLL_TREE_KARY:
-        return t->radix < 2 ? 0 : (p - 1 < t->radix ? p - 1 : t->radix);
-    case NUMACOLL_TREE_KNOMIAL:
-        return t->radix < 2 ? 0 : knomial_max(p, t->radix);
-    default: {
-        if (t->radix < 2 || !t->h.up)
-            return 0;
-        /* Per level, what the head of the biggest domain has there; a sum
-         * over levels of (units - 1) of one domain each stays <= p - 1. */
-        int m = 0;
-        for (int j = 0; j <= t->h.nlev; j++) {
-            const int *st = hat(t, t->h.start, j);
-            int big = 0;
-            for (int d = 0; d < t->h.ndom[j]; d++)
-                if (st[d + 1] - st[d] > big)
-                    big = st[d + 1] - st[d];
-            int k = level_k(t, j);
-            m += k < 2 ? big - 1 : knomial_max(big, k);
-        }
-        return m;
+    if (t->kind != NUMACOLL_TREE_NUMA)
+        return shape_max(t->kind, t->radix, t->p);
+    if (t->radix < 2 || !t->h.up)
+        return 0;
+    /* Per level, what the head of the biggest domain has there; a sum over
+     * levels of (units - 1) of one domain each stays <= p - 1. */
+    int m = 0;
+    for (int j = 0; j <= t->h.nlev; j++) {
+        const int *st = hat(t, t->h.start, j);
+        int big = 0;
+        for (int d = 0; d < t->h.ndom[j]; d++)
+            if (st[d + 1] - st[d] > big)
+                big = st[d + 1] - st[d];
+        m += shape_max(t->lkind[j], t->lrad[j], big);
     }
-    }
+    return m;
+}
+
+int nc__tree_relays(const nc__tree_t *t, int root, int rank)
+{
+    return usable(t, root, rank) && t->kind == NUMACOLL_TREE_NUMA &&
+           t->h.nlev > 0 && t->h.up[rank] != t->h.up[root] &&
+           t->h.low[t->h.up[rank]] == rank;
+}
+
+int nc__tree_relay_source(const nc__tree_t *t, int root, int rank)
+{
+    if (!usable(t, root, rank) || t->kind != NUMACOLL_TREE_NUMA ||
+        t->h.nlev == 0 || t->h.up[rank] == t->h.up[root])
+        return root;
+    /* A relay's parent heads a domain of its own (every unit above level 0
+     * is represented by its head), so it holds a copy: the root's or its
+     * relay's. */
+    if (nc__tree_relays(t, root, rank))
+        return nc__tree_parent(t, root, rank);
+    return t->h.low[t->h.up[rank]];
 }
 
 /* ---- checker ---------------------------------------------------------- */

@@ -28,6 +28,9 @@
  *           root's, instead of flat: in a fan-in, members meet their leader
  *           first and leaders meet the root in ceil(log_k domains) steps per
  *           level. Used by Barrier and Reduce.
+ *  spec     (nc__tree_init_spec) either of the two with the tree of any
+ *           level replaced by one of the four integer shapes and its radix,
+ *           as a tuning rule's l3tree=chain ... toptree=kary:4 name them.
  * Every edge of a hierarchical tree stays inside one domain of some level,
  * and an edge that leaves an innermost domain joins two heads.
  */
@@ -38,6 +41,17 @@
 #include "topo/topo.h"
 
 #define NC_TREE_MAX_CHILDREN_ALL (-1)
+
+/* One level's tree as a tuning rule names it (l3tree=kary:4, toptree=flat:
+ * docs/tuning.md): 0 for the default, else NC_LT(kind, radix) with kind
+ * flat, chain, kary or knomial (radix 0 for flat and chain). Rules hold an
+ * array indexed by numacoll_level_t whose slot NC_LT_TOP (0, no level has
+ * that code) is the tree between the outermost kept domains. */
+#define NC_LT_TOP 0
+#define NC_LT(kind, k) ((uint16_t)((((unsigned)(kind) + 1u) << 8) | \
+                                   ((unsigned)(k) & 0xffu)))
+static inline int nc__lt_kind(uint16_t v) { return (int)(v >> 8) - 1; }
+static inline int nc__lt_radix(uint16_t v) { return (int)(v & 0xffu); }
 
 typedef struct nc__tree {
     int kind;           /* numacoll_tree_kind_t */
@@ -50,6 +64,9 @@ typedef struct nc__tree {
     int ngroups;        /* innermost domains (1 when no level is kept)    */
     int *members;       /* [p] ranks by innermost domain (h.mem block 0)  */
     int *leader_of;     /* [p] lowest rank of each rank's innermost domain */
+    /* the shape of each level j = 0 .. h.nlev (numacoll_tree_kind_t, one
+     * of the four integer shapes, and its radix) */
+    int lkind[NUMACOLL_LEVELS_MAX + 1], lrad[NUMACOLL_LEVELS_MAX + 1];
 } nc__tree_t;
 
 /*
@@ -72,6 +89,12 @@ int nc__tree_init_hier(nc__tree_t *t, int p, int radix, int leader_radix,
  * invalid list or no doms; NUMACOLL_ERR_NOMEM. */
 int nc__tree_init_levels(nc__tree_t *t, int p, int radix, int leader_radix,
                          int levels, const nc__doms_t *doms);
+/* The same with the shape of each level from lt (NULL: the defaults
+ * above), indexed as NC_LT says; an entry for a level the hierarchy does
+ * not keep is ignored. NUMACOLL_ERR_ARG as above, or for an invalid
+ * entry (another kind, kary or knomial with a radix below 2). */
+int nc__tree_init_spec(nc__tree_t *t, int p, int radix, int leader_radix,
+                       const uint16_t *lt, int levels, const nc__doms_t *doms);
 /* The same from locality records (no L1/L2 known). */
 int nc__tree_init_loc(nc__tree_t *t, int p, int radix, int leader_radix,
                       int levels, const numacoll_locality_t *loc);
@@ -84,6 +107,16 @@ int nc__tree_parent(const nc__tree_t *t, int root, int rank);
  * returns n. out must hold nc__tree_max_children(t) entries.
  */
 int nc__tree_children(const nc__tree_t *t, int root, int rank, int *out);
+
+/* Where rank reads a Bcast's data from when the leaders relay it: in a
+ * numa tree that keeps a level, the head of each innermost domain without
+ * the root copies each fragment from its tree parent's copy into its own
+ * queue (so this returns its parent), and the other ranks of that domain
+ * read the head's copy (this returns the head); the root's domain reads
+ * the root. Any other tree: root. */
+int nc__tree_relay_source(const nc__tree_t *t, int root, int rank);
+/* 1 if rank is such a relay (then its source is its parent), else 0. */
+int nc__tree_relays(const nc__tree_t *t, int root, int rank);
 
 /* Upper bound on the children of any rank for any root. */
 int nc__tree_max_children(const nc__tree_t *t);

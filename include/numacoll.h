@@ -155,6 +155,8 @@ typedef struct numacoll_config {
                                tuning_file (the autotuner's candidates)       */
     int      levels;        /* packed numacoll_level_t list of the hierarchy
                                (numacoll_levels_parse); since 0.2             */
+    int      relay;         /* Bcast leader relay: -1 as the table says, 0
+                               off, 1 on (pipelined rules); since 0.2         */
 } numacoll_config_t;
 
 /*
@@ -226,7 +228,12 @@ typedef struct numacoll_config {
       "package or socket): one leader per domain of each level, a tree "      \
       "inside each domain, the leaders meeting at the level above. Used by "  \
       "the Bcast tree numa, the Barrier and the Reduce trees; a level that "  \
-      "splits the ranks as the one above it does is dropped.")
+      "splits the ranks as the one above it does is dropped.")                \
+    X(relay,       'i', -1,    0, 1,                                          \
+      "Bcast leader relay with the tree numa: 1 makes the head of each "      \
+      "innermost domain copy every fragment once into its own queue, which "  \
+      "the other ranks of its domain read; 0 makes every rank read the "      \
+      "root's queue. -1 takes it from the tuning table (relay=).")
 
 /*
  * Fill *cfg with the defaults of NUMACOLL_PARAM_LIST and set its

@@ -1,8 +1,9 @@
 /*
  * Open MPI glue of numacoll: a `coll` component (Open MPI 4.1: coll 2.0.0,
  * module 2.3.0; Open MPI 5.0: coll 2.4.0; coll_numacoll_compat.h holds
- * what differs) that hands MPI_Bcast, MPI_Barrier, MPI_Reduce and
- * MPI_Allreduce on node-local intra-communicators to the core library
+ * what differs) that hands MPI_Bcast, MPI_Barrier, MPI_Reduce,
+ * MPI_Allreduce, the gathers (Allgather(v), Gather(v)), Scatter(v) and
+ * Alltoall on node-local intra-communicators to the core library
  * (include/numacoll.h). No
  * algorithm lives here: this folder maps communicators to teams, datatypes
  * to bytes, pack/unpack callbacks or numacoll element types, MPI ops to
@@ -85,6 +86,18 @@ typedef enum {
     X(ibcast) X(ibarrier) X(ireduce) X(iallreduce)                            \
     X(bcast_init) X(barrier_init) X(reduce_init) X(allreduce_init)
 
+/* The gathers, Scatter(v) and Alltoall (coll_numacoll_gather.c): the
+ * blocking forms, then the nonblocking and persistent ones. */
+#define NC_GA_BLOCKING_LIST(X)                                                \
+    X(allgather) X(allgatherv) X(gather) X(gatherv) X(scatter) X(scatterv)    \
+    X(alltoall)
+#define NC_GA_NB_LIST(X)                                                      \
+    X(iallgather) X(iallgatherv) X(igather) X(igatherv) X(iscatter)           \
+    X(iscatterv) X(ialltoall)                                                 \
+    X(allgather_init) X(allgatherv_init) X(gather_init) X(gatherv_init)       \
+    X(scatter_init) X(scatterv_init) X(alltoall_init)
+#define NC_GA_LIST(X) NC_GA_BLOCKING_LIST(X) NC_GA_NB_LIST(X)
+
 /* One module per communicator that selected us. */
 typedef struct mca_coll_numacoll_module_t {
     mca_coll_base_module_t super;
@@ -114,6 +127,7 @@ typedef struct mca_coll_numacoll_module_t {
     mca_coll_base_module_##name##_fn_t prev_##name;                           \
     mca_coll_base_module_t *prev_##name##_module;
     NC_NB_LIST(NC_PREV_FIELDS)
+    NC_GA_LIST(NC_PREV_FIELDS)
 #undef NC_PREV_FIELDS
 
     /* Requests the core runs for this communicator, oldest first (the
@@ -249,6 +263,36 @@ void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
                 int count, ompi_datatype_t *dtype, const nc_red_plan_t *p,
                 int st);
 
+/* Save the communicator's function `name` (its table c) as the one to
+ * fall back on, or, where it has none (or only ours), withdraw ours before
+ * Open MPI copies the module's functions into the communicator: a call
+ * numacoll declines must never find a NULL fallback. */
+#define NC_PREV_SAVE(m, c, comm, name)                                        \
+    if ((c)->coll_##name && (c)->coll_##name##_module &&                      \
+        (c)->coll_##name##_module != &(m)->super) {                           \
+        (m)->prev_##name = (c)->coll_##name;                                  \
+        (m)->prev_##name##_module = (c)->coll_##name##_module;                \
+        OBJ_RETAIN((m)->prev_##name##_module);                                \
+    } else {                                                                  \
+        (m)->super.coll_##name = NULL;                                        \
+        opal_output_verbose(10, NC_OUT, "coll:numacoll:enable: %s (cid %u): " \
+                            "no previous " #name " to fall back on: "         \
+                            "numacoll leaves it alone",                       \
+                            nc_comm_name(comm), nc_comm_cid(comm));           \
+    }
+#define NC_PREV_CLEAR(m, name)                                                \
+    (m)->prev_##name = NULL;                                                  \
+    (m)->prev_##name##_module = NULL;
+#define NC_PREV_RELEASE(m, name)                                              \
+    if ((m)->prev_##name##_module)                                            \
+        OBJ_RELEASE((m)->prev_##name##_module);
+
+/* Reads a counter registered as an MPI_T performance variable (its ctx
+ * is the _Atomic counter). */
+#define nc_pvar_read mca_coll_numacoll_pvar_read
+struct mca_base_pvar_t;
+int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj);
+
 /* ---- coll_numacoll_nb.c: requests --------------------------------------
  * comm_query installs our functions, enable saves the previous ones (and
  * withdraws ours where there are none), construct and destruct handle the
@@ -266,8 +310,11 @@ void nc_nb_construct(nc_module_t *m);
 void nc_nb_destruct(nc_module_t *m);
 /* True while the core has requests of this process in flight. */
 bool nc_nb_inflight(void);
-/* The four collectives, as a request records which it runs. */
-typedef enum { NC_BCAST, NC_BARRIER, NC_REDUCE, NC_ALLREDUCE } nc_kind_t;
+/* The collectives, as a request records which it runs; NC_GATHERS: one
+ * of coll_numacoll_gather.c's, described by the request's nc_ga_t. */
+typedef enum {
+    NC_BCAST, NC_BARRIER, NC_REDUCE, NC_ALLREDUCE, NC_GATHERS
+} nc_kind_t;
 /* A blocking call made while requests are in flight: run through a
  * request and wait on it, so that opal_progress keeps the others moving
  * (the core's own wait would not). buf: Bcast's buffer, Reduce's and
@@ -277,6 +324,45 @@ int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
                    int root);
 /* Component close: unregister the progress callback. */
 void nc_nb_close(void);
+
+/* ---- coll_numacoll_gather.c: the gathers, Scatter(v), Alltoall ---------
+ * A planned call (nc_ga_t, opaque here) runs through a request like the
+ * other collectives: nc_nb_ga makes it (persistent: inactive; otherwise
+ * started; out NULL: a blocking call, waited for here) and owns g from
+ * then on, whatever it returns (MPI status, or NC_DECLINED). nothing: no
+ * bytes move on this rank, so the core is not asked (the request
+ * completes at once). The request calls back: */
+typedef struct nc_ga nc_ga_t;
+#define nc_nb_ga mca_coll_numacoll_nb_ga
+int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
+             _Atomic unsigned long long *counter, nc_ga_t *g,
+             ompi_request_t **out);
+#define nc_ga_prepare mca_coll_numacoll_ga_prepare
+#define nc_ga_core mca_coll_numacoll_ga_core
+#define nc_ga_done mca_coll_numacoll_ga_done
+#define nc_ga_free mca_coll_numacoll_ga_free
+/* Before each run: pack what the derived send types hold; a core status. */
+int nc_ga_prepare(nc_ga_t *g);
+/* The core's nonblocking call, or its persistent init. */
+int nc_ga_core(nc_ga_t *g, numacoll_team_t *t, bool persistent,
+               numacoll_request_t **req);
+/* After each run with core status st: unpack into derived receive types,
+ * log (what: the MPI call's name as logged); returns the final status. */
+int nc_ga_done(nc_ga_t *g, int st, const char *what);
+void nc_ga_free(nc_ga_t *g);
+/* The module's part, as nc_nb_*: install after nc_nb_install (the
+ * nonblocking forms only where it installed its own), enable, construct,
+ * destruct; and the component's MPI_T variables. */
+#define nc_ga_install mca_coll_numacoll_ga_install
+#define nc_ga_enable mca_coll_numacoll_ga_enable
+#define nc_ga_construct mca_coll_numacoll_ga_construct
+#define nc_ga_destruct mca_coll_numacoll_ga_destruct
+#define nc_ga_register_pvars mca_coll_numacoll_ga_register_pvars
+void nc_ga_install(nc_module_t *m);
+void nc_ga_enable(nc_module_t *m, ompi_communicator_t *comm);
+void nc_ga_construct(nc_module_t *m);
+void nc_ga_destruct(nc_module_t *m);
+void nc_ga_register_pvars(void);
 
 /* ---- coll_numacoll_hier.c: two levels ----------------------------------
  * nc_hier_wanted: whether comm_query should give comm a two-level module

@@ -374,8 +374,7 @@ static void nc_register_params(void)
 
 /* ---- MPI_T performance variables -------------------------------------- */
 
-static int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value,
-                        void *obj)
+int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
     (void)obj;  /* not bound to an object: process-wide totals */
     if (pvar->type == MCA_BASE_VAR_TYPE_UNSIGNED_INT)
@@ -526,6 +525,7 @@ static int nc_register(void)
         MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.tuning_file);
 
     nc_register_pvars();
+    nc_ga_register_pvars();
 
     /* Read and check now, so that ompi_info and every process report a bad
      * value at once rather than on some communicator's first collective.

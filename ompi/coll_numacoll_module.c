@@ -111,6 +111,7 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_reduce = nc_reduce;
     m->super.coll_allreduce = nc_allreduce;
     nc_nb_install(m);
+    nc_ga_install(m);
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
                         "coll:numacoll:comm_query: %s (cid %u, %d processes "
@@ -173,6 +174,7 @@ static int nc_module_enable(mca_coll_base_module_t *module,
     m->prev_allreduce_module = c->coll_allreduce_module;
     OBJ_RETAIN(m->prev_allreduce_module);
     nc_nb_enable(m, comm);
+    nc_ga_enable(m, comm);
     m->comm = comm;
     return OMPI_SUCCESS;
 }
@@ -196,6 +198,7 @@ static void nc_module_construct(nc_module_t *m)
     m->prev_allreduce_module = NULL;
     m->hier = NULL;
     nc_nb_construct(m);
+    nc_ga_construct(m);
 }
 
 /* Runs while the communicator is destructed (MPI_Comm_free, MPI_Finalize).
@@ -226,6 +229,7 @@ static void nc_module_destruct(nc_module_t *m)
     if (m->prev_allreduce_module)
         OBJ_RELEASE(m->prev_allreduce_module);
     nc_nb_destruct(m);
+    nc_ga_destruct(m);
 }
 
 /* ---- lazy setup ------------------------------------------------------- */

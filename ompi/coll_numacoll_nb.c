@@ -103,6 +103,7 @@ struct mca_coll_numacoll_request_t {
     bool dt_live;               /* dt is constructed                      */
     nc_red_plan_t red;          /* Reduce, Allreduce                      */
     nc_user_ctx_t user;         /* a user op's context                    */
+    nc_ga_t *ga;                /* NC_GATHERS: the planned call, owned    */
     struct mca_coll_numacoll_request_t *next;   /* the module's queue     */
 };
 
@@ -197,7 +198,12 @@ static void nc_complete(nc_req_t *r)
         nc_dt_end(&r->dt);
         r->dt_live = false;
     }
-    if (nc_call_verbose()) {  /* formatting costs as much as a small call */
+    if (r->ga) {  /* unpacks, and says what it did */
+        char what[40];
+        snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
+                 r->name);
+        st = nc_ga_done(r->ga, st, what);
+    } else if (nc_call_verbose()) {  /* formatting costs as much as a small call */
         char what[32];
         snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
                  r->name);
@@ -286,6 +292,8 @@ static int nc_req_free(ompi_request_t **rp)
     }
     if (r->dt_live)
         nc_dt_end(&r->dt);
+    if (r->ga)
+        nc_ga_free(r->ga);
     if (r->dtype)
         OBJ_RELEASE(r->dtype);
     if (r->op)
@@ -327,6 +335,8 @@ static int nc_core_begin(nc_req_t *r, const void *sbuf)
                                              nc_unpack, &r->dt, q);
     case NC_BARRIER:
         return pers ? numacoll_barrier_init(t, q) : numacoll_ibarrier(t, q);
+    case NC_GATHERS:
+        return nc_ga_core(r->ga, t, pers, q);
     case NC_REDUCE:
     case NC_ALLREDUCE:
         break;
@@ -360,9 +370,12 @@ static int nc_core_begin(nc_req_t *r, const void *sbuf)
                                         &r->user, commute, root, q);
 }
 
-/* A non-contiguous Bcast's convertor, fresh for every run of the call. */
+/* A non-contiguous Bcast's convertor, fresh for every run of the call;
+ * a gather's derived send types packed. */
 static int nc_req_dt_begin(nc_req_t *r)
 {
+    if (r->ga)
+        return nc_ga_prepare(r->ga);
     if (r->kind != NC_BCAST || r->bc.nbytes == 0 || r->bc.contig)
         return NUMACOLL_OK;
     r->dt_live = true;
@@ -399,6 +412,14 @@ static int nc_req_start(size_t n, ompi_request_t **reqs)
     return OMPI_SUCCESS;
 }
 
+static nc_req_t *nc_req_new(nc_module_t *m, nc_kind_t kind, bool persistent,
+                            const char *name,
+                            _Atomic unsigned long long *counter, void *buf,
+                            int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, int root);
+static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
+                         ompi_request_t **out);
+
 /*
  * A request for a call, or NC_DECLINED when the core does not take it
  * (the caller hands it to the previous component), or an MPI error class
@@ -429,9 +450,26 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
             return NC_DECLINED;
     }
 
-    nc_req_t *r = OBJ_NEW(mca_coll_numacoll_request_t);
+    nc_req_t *r = nc_req_new(m, kind, persistent, name,
+                             nothing ? NULL : counter, /* as the blocking calls */
+                             buf, count, dtype, op, root);
     if (!r)
         return MPI_ERR_NO_MEM;
+    r->bc = bc;
+    r->red = red;
+    return nc_req_launch(r, nothing, sbuf, out);
+}
+
+/* A request of m's communicator for a call, not yet started. */
+static nc_req_t *nc_req_new(nc_module_t *m, nc_kind_t kind, bool persistent,
+                            const char *name,
+                            _Atomic unsigned long long *counter, void *buf,
+                            int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, int root)
+{
+    nc_req_t *r = OBJ_NEW(mca_coll_numacoll_request_t);
+    if (!r)
+        return NULL;
     OMPI_REQUEST_INIT(&r->super.req, persistent);
     r->super.req.req_type = OMPI_REQUEST_COLL;
     r->super.req.req_state = persistent ? OMPI_REQUEST_INACTIVE
@@ -448,7 +486,7 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
     r->persistent = persistent;
     r->name = name;
     r->core = NULL;
-    r->counter = nothing ? NULL : counter;  /* as the blocking calls */
+    r->counter = counter;
     r->comm = m->comm;
     OBJ_RETAIN(r->comm);
     r->dtype = dtype;
@@ -460,11 +498,23 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
     r->buf = buf;
     r->count = count;
     r->root = root;
-    r->bc = bc;
+    r->bc = (nc_bc_plan_t){0};
     r->dt_live = false;
-    r->red = red;
+    r->red = (nc_red_plan_t){0};
     r->user = (nc_user_ctx_t){op, dtype, &m->super};
+    r->ga = NULL;
     r->next = NULL;
+    return r;
+}
+
+/* Hand r to the core: nonblocking, started; persistent, made inactive.
+ * nothing: no core request (r completes at once, or at each start). On
+ * failure r is freed and *out is MPI_REQUEST_NULL. */
+static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
+                         ompi_request_t **out)
+{
+    nc_module_t *m = r->m;
+    const bool persistent = r->persistent;
     *out = &r->super.req;
     if (nothing) {
         if (!persistent)
@@ -485,10 +535,19 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
     /* UNSUPPORTED is decided from the arguments and the team's rules
      * before any shared memory, alike on every rank. */
     int rc = st == NUMACOLL_ERR_UNSUPPORTED ? NC_DECLINED
-                                            : nc_finish(m, name, st);
+                                            : nc_finish(m, r->name, st);
     r->super.req.req_complete = REQUEST_COMPLETED;
     (void)nc_req_free(out);
     *out = MPI_REQUEST_NULL;
+    return rc;
+}
+
+/* A blocking call's request: wait in opal_progress, free, its status. */
+static int nc_req_wait_free(ompi_request_t *req)
+{
+    ompi_request_wait_completion(req);
+    int rc = req->req_status.MPI_ERROR;
+    (void)nc_req_free(&req);
     return rc;
 }
 
@@ -507,12 +566,24 @@ int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
     ompi_request_t *req = MPI_REQUEST_NULL;
     int rc = nc_req_make(m, kind, false, names[kind], counters[kind], sbuf,
                          buf, count, dtype, op, root, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    ompi_request_wait_completion(req);
-    rc = req->req_status.MPI_ERROR;
-    (void)nc_req_free(&req);
-    return rc;
+    return rc == MPI_SUCCESS ? nc_req_wait_free(req) : rc;
+}
+
+int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
+             _Atomic unsigned long long *counter, nc_ga_t *g,
+             ompi_request_t **out)
+{
+    nc_req_t *r = nc_req_new(m, NC_GATHERS, persistent, name,
+                             nothing ? NULL : counter, NULL, 0, NULL, NULL,
+                             -1);
+    if (!r) {
+        nc_ga_free(g);
+        return MPI_ERR_NO_MEM;
+    }
+    r->ga = g;
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    int rc = nc_req_launch(r, nothing, NULL, out ? out : &req);
+    return rc == MPI_SUCCESS && !out ? nc_req_wait_free(req) : rc;
 }
 
 /* ---- the coll entry points --------------------------------------------- */
@@ -661,28 +732,14 @@ void nc_nb_install(nc_module_t *m)
 void nc_nb_enable(nc_module_t *m, ompi_communicator_t *comm)
 {
     mca_coll_base_comm_coll_t *c = comm->c_coll;
-#define NC_SAVE(name)                                                         \
-    if (c->coll_##name && c->coll_##name##_module &&                          \
-        c->coll_##name##_module != &m->super) {                               \
-        m->prev_##name = c->coll_##name;                                      \
-        m->prev_##name##_module = c->coll_##name##_module;                    \
-        OBJ_RETAIN(m->prev_##name##_module);                                  \
-    } else {                                                                  \
-        m->super.coll_##name = NULL;                                          \
-        opal_output_verbose(10, NC_OUT, "coll:numacoll:enable: %s (cid %u): " \
-                            "no previous " #name " to fall back on: "         \
-                            "numacoll leaves it alone",                       \
-                            nc_comm_name(comm), nc_comm_cid(comm));           \
-    }
+#define NC_SAVE(name) NC_PREV_SAVE(m, c, comm, name)
     NC_NB_LIST(NC_SAVE)
 #undef NC_SAVE
 }
 
 void nc_nb_construct(nc_module_t *m)
 {
-#define NC_CLEAR(name)                                                        \
-    m->prev_##name = NULL;                                                    \
-    m->prev_##name##_module = NULL;
+#define NC_CLEAR(name) NC_PREV_CLEAR(m, name)
     NC_NB_LIST(NC_CLEAR)
 #undef NC_CLEAR
     m->nb_head = m->nb_tail = NULL;
@@ -693,9 +750,7 @@ void nc_nb_construct(nc_module_t *m)
 
 void nc_nb_destruct(nc_module_t *m)
 {
-#define NC_RELEASE(name)                                                      \
-    if (m->prev_##name##_module)                                              \
-        OBJ_RELEASE(m->prev_##name##_module);
+#define NC_RELEASE(name) NC_PREV_RELEASE(m, name)
     NC_NB_LIST(NC_RELEASE)
 #undef NC_RELEASE
 }

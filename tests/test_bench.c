@@ -412,6 +412,16 @@ static void test_standalone_all_ops(void)
     CU_ASSERT(contains("# allreduce:"));
     CU_ASSERT(contains("# barrier:"));
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    /* the gathers, Allgatherv among them: every block stamped, one call
+     * per size checked byte for byte */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allgather,gather,"
+                        "scatter,alltoall,allgatherv --sizes 1,100,70000 "
+                        "--reps 2 --iters 3"), 0);
+    CU_ASSERT(contains("# allgather:"));
+    CU_ASSERT(contains("# allgatherv: allgather as an Allgatherv of equal "
+                       "counts"));
+    CU_ASSERT(contains("# alltoall:"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
     /* every Allreduce algorithm by name, across its size limits */
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allreduce --sizes "
                         "8,56,60,336,340,5000,100000 --reps 2 --iters 3 --compare "
@@ -432,7 +442,8 @@ static void test_standalone_all_ops(void)
 
 /* The hierarchy in the header, levels through --param and --compare (its
  * names after levels= belong to it), and --transfers on a fake machine:
- * the three-level tree crosses fewer L3 domains than the NUMA one. */
+ * the three-level tree crosses fewer L3 domains than the NUMA one, and
+ * with the relay its data does too. */
 static void test_levels(void)
 {
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 8 --ops bcast,barrier "
@@ -451,6 +462,22 @@ static void test_levels(void)
                        "64 ranks"));
     /* inline at 1 byte: one line per crossing edge, 15 = 16 L3 - 1 */
     CU_ASSERT(contains("|     15.0      1.0      1.0 |"));
+    /* 1 MiB, pipelined in 32 fragments of 32 KiB: with the relay one copy
+     * of its 16384 lines per L3 domain without the root (15) and one into
+     * the other package, plus the notifications and bank lines; without
+     * it 60 readers outside the root's L3 copy the root's */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 64 --transfers --sizes 1m "
+                        "--topology 'synthetic:pack:2 numa:1 l3:8 core:4 "
+                        "pu:1' --compare 'numa,levels=l3,numa,package "
+                        "numa,levels=l3,numa,package,relay=1'"), 0);
+    CU_ASSERT(contains("|    480.0     32.0     32.0 |   983992.5   524572.0"));
+    CU_ASSERT(contains("|    480.0     32.0     32.0 |   246712.5    16668.0"));
+    /* and the relay timed on that machine, data checked */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 8 --ops bcast --sizes "
+                        "100,70000 --reps 2 --iters 3 --topology "
+                        "'synthetic:pack:2 numa:2 l3:4 core:4 pu:1' --param "
+                        "tree=numa,levels=l3,numa,package,relay=1"), 0);
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
     CU_ASSERT_EQUAL(run(BENCH " -p 2 --param levels=l4"), 2);
     CU_ASSERT(contains("levels"));
 }

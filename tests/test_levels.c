@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/team.h"
 #include "coll/tree.h"
 #include "support/runner.h"
 #include "topo/topo.h"
@@ -186,6 +187,24 @@ static int check_levels(const nc__tree_t *t, const ref_t *f, const char *what)
                 }
             }
         }
+        /* relay (bcast_pipelined.c): every rank reads a copy inside its
+         * innermost domain, or is a relay reading its parent's; whoever
+         * is read holds a copy (the root or a relay) */
+        for (int r = 0; r < t->p && f->n > 0; r++) {
+            int src = nc__tree_relay_source(t, root, r);
+            int relays = nc__tree_relays(t, root, r);
+            int holds = src == root || nc__tree_relays(t, root, src);
+            int ok = src >= 0 && src < t->p && holds &&
+                     (relays ? src == nc__tree_parent(t, root, r)
+                             : f->dom[0][src] == f->dom[0][r]) &&
+                     (r != root || (src == root && !relays));
+            if (!ok) {
+                if (printed++ < 5)
+                    fprintf(stderr, "\n  %s root %d: rank %d reads rank %d's "
+                            "copy (relay %d)\n", what, root, r, src, relays);
+                bad++;
+            }
+        }
         /* each domain is one subtree: D - 1 edges cross level i */
         for (int i = 0; i < f->n; i++)
             if (cross[i] != f->ndom[i] - 1) {
@@ -198,6 +217,22 @@ static int check_levels(const nc__tree_t *t, const ref_t *f, const char *what)
     }
     return bad;
 }
+
+/* Level trees of a rule (l3tree= ...): one of every shape at some level. */
+static const uint16_t level_specs[2][NUMACOLL_LEVEL_END] = {
+    {[NC_LT_TOP] = NC_LT(NUMACOLL_TREE_KNOMIAL, 4),
+     [NUMACOLL_LEVEL_L1] = NC_LT(NUMACOLL_TREE_KARY, 3),
+     [NUMACOLL_LEVEL_L2] = NC_LT(NUMACOLL_TREE_KARY, 3),
+     [NUMACOLL_LEVEL_L3] = NC_LT(NUMACOLL_TREE_KARY, 3),
+     [NUMACOLL_LEVEL_NUMA] = NC_LT(NUMACOLL_TREE_CHAIN, 0),
+     [NUMACOLL_LEVEL_PACKAGE] = NC_LT(NUMACOLL_TREE_FLAT, 0)},
+    {[NC_LT_TOP] = NC_LT(NUMACOLL_TREE_CHAIN, 0),
+     [NUMACOLL_LEVEL_L1] = NC_LT(NUMACOLL_TREE_FLAT, 0),
+     [NUMACOLL_LEVEL_L2] = NC_LT(NUMACOLL_TREE_KNOMIAL, 2),
+     [NUMACOLL_LEVEL_L3] = NC_LT(NUMACOLL_TREE_CHAIN, 0),
+     [NUMACOLL_LEVEL_NUMA] = NC_LT(NUMACOLL_TREE_KNOMIAL, 3),
+     [NUMACOLL_LEVEL_PACKAGE] = NC_LT(NUMACOLL_TREE_KARY, 2)},
+};
 
 static void sweep_machine(const machine_t *m)
 {
@@ -215,16 +250,19 @@ static void sweep_machine(const machine_t *m)
             for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
                 int p = ps[pi];
                 ref_build(&f, levels, doms, p);
+                /* hier 2, 3: the level trees of level_specs */
                 for (int k = 2; k <= 3; k++)
-                    for (int hier = 0; hier <= 1; hier++) {
+                    for (int hier = 0; hier <= 3; hier++) {
                         nc__tree_t t;
                         char what[160];
                         snprintf(what, sizeof what, "%s levels %s place %d "
                                  "p %d k %d hier %d", m->topology,
                                  level_lists[li], placement, p, k, hier);
-                        if (nc__tree_init_levels(&t, p, k, hier ? k : 0,
-                                                 levels, doms) != NUMACOLL_OK) {
-                            CU_FAIL("nc__tree_init_levels");
+                        const uint16_t *lt = hier >= 2 ? level_specs[hier - 2]
+                                                       : NULL;
+                        if (nc__tree_init_spec(&t, p, k, hier ? k : 0, lt,
+                                               levels, doms) != NUMACOLL_OK) {
+                            CU_FAIL("nc__tree_init_spec");
                             continue;
                         }
                         bad += check_levels(&t, &f, what);
@@ -260,6 +298,57 @@ static void test_xml_uneven(void)
     sweep_machine(&(machine_t){path, 56});
     snprintf(path, sizeof path, "%s/4c-2n-asym.xml", nct_topo_dir());
     sweep_machine(&(machine_t){path, 4});
+}
+
+/* Level trees shape each level as named: on M1 (4 L3 of 4 cores per NUMA
+ * node, 2 nodes per package), p = 64 with l3tree=chain numatree=flat
+ * packagetree=chain toptree=flat, rooted at 0: 0 -> 1 -> 2 -> 3 inside its
+ * L3, 0 -> 4, 8, 12 (the other L3 heads of NUMA 0), 0 -> 16 (NUMA 1's
+ * head), 0 -> 32 (package 1's head), listed outermost first. A bad entry
+ * is refused. */
+static void test_level_shapes(void)
+{
+    static nc__doms_t doms[MAXP];
+    CU_ASSERT_EQUAL_FATAL(discover(M1, 64, 64, 0, doms), 0);
+    uint16_t lt[NUMACOLL_LEVEL_END] = {
+        [NUMACOLL_LEVEL_L3] = NC_LT(NUMACOLL_TREE_CHAIN, 0),
+        [NUMACOLL_LEVEL_NUMA] = NC_LT(NUMACOLL_TREE_FLAT, 0),
+        [NUMACOLL_LEVEL_PACKAGE] = NC_LT(NUMACOLL_TREE_CHAIN, 0),
+        [NC_LT_TOP] = NC_LT(NUMACOLL_TREE_FLAT, 0)};
+    int levels = numacoll_levels_parse("l3,numa,package");
+    nc__tree_t t;
+    CU_ASSERT_EQUAL_FATAL(nc__tree_init_spec(&t, 64, 2, 0, lt, levels, doms),
+                          NUMACOLL_OK);
+    int kids[MAXP], n = nc__tree_children(&t, 0, 0, kids);
+    static const int want0[] = {32, 16, 4, 8, 12, 1};
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT(n == 6 && memcmp(kids, want0, sizeof want0) == 0);
+    n = nc__tree_children(&t, 0, 16, kids);
+    static const int want16[] = {20, 24, 28, 17};
+    CU_ASSERT(n == 4 && memcmp(kids, want16, sizeof want16) == 0);
+    CU_ASSERT_EQUAL(nc__tree_parent(&t, 0, 3), 2);
+    CU_ASSERT_EQUAL(nc__tree_parent(&t, 0, 48), 32);   /* package chain */
+    /* relay: 16 copies from 0, 17..19 read 16's copy, 1..3 the root's */
+    CU_ASSERT(nc__tree_relays(&t, 0, 16) && !nc__tree_relays(&t, 0, 1));
+    CU_ASSERT_EQUAL(nc__tree_relay_source(&t, 0, 16), 0);
+    CU_ASSERT_EQUAL(nc__tree_relay_source(&t, 0, 19), 16);
+    CU_ASSERT_EQUAL(nc__tree_relay_source(&t, 0, 2), 0);
+    CU_ASSERT_EQUAL(nc__tree_relay_source(&t, 0, 52), 48);
+    CU_ASSERT_EQUAL(nc__tree_relay_source(&t, 0, 48), 32);
+    nc__tree_fini(&t);
+    /* the same with the default shapes: knomial radix 2 inside the L3s */
+    CU_ASSERT_EQUAL_FATAL(nc__tree_init_spec(&t, 64, 2, 0, NULL, levels, doms),
+                          NUMACOLL_OK);
+    CU_ASSERT_EQUAL(nc__tree_parent(&t, 0, 3), 2);
+    CU_ASSERT_EQUAL(nc__tree_parent(&t, 0, 2), 0);
+    nc__tree_fini(&t);
+    lt[NUMACOLL_LEVEL_L3] = NC_LT(NUMACOLL_TREE_KARY, 1);
+    CU_ASSERT_EQUAL(nc__tree_init_spec(&t, 64, 2, 0, lt, levels, doms),
+                    NUMACOLL_ERR_ARG);
+    lt[NUMACOLL_LEVEL_L3] = NC_LT(NUMACOLL_TREE_NUMA, 2);
+    CU_ASSERT_EQUAL(nc__tree_init_spec(&t, 64, 2, 0, lt, levels, doms),
+                    NUMACOLL_ERR_ARG);
+    nc__tree_fini(&t);
 }
 
 /* The hierarchy printed for the machines of docs/parameters.md. */
@@ -335,7 +424,24 @@ static void test_numa_is_levels_numa(void)
 typedef struct e2e {
     const char *levels;
     _Atomic int *counter;       /* shared, for the Barrier check */
+    const char *table;          /* a tuning table instead of the overrides */
+    const char *topology;       /* NULL: M1 */
 } e2e_t;
+
+/* Level trees at every level and the Bcast relay on: each collective's
+ * trees differ from the defaults at some level. */
+static const char relay_table[] =
+    "bcast p=1-* size=0-167 alg=inline tree=numa k=2 l3tree=kary:3 "
+    "numatree=chain toptree=knomial:2\n"
+    "bcast p=1-* size=168-* alg=pipelined f=4K s=8 q=2 tree=numa k=2 "
+    "relay=1 l3tree=chain numatree=kary:2 packagetree=flat "
+    "toptree=knomial:3\n"
+    "barrier p=1-* alg=tree k=2 l3tree=chain numatree=flat toptree=kary:2\n"
+    "reduce p=1-* size=* alg=pipelined f=1K s=4 k=2 ku=3 l3tree=kary:2 "
+    "packagetree=chain\n"
+    "allreduce p=1-* size=0-191 alg=inline\n"
+    "allreduce p=1-* size=192-* alg=reduce_bcast f=1K s=4 k=3 "
+    "numatree=knomial:2 toptree=flat\n";
 
 /* 4 ranks per NUMA node of M1 in rounds, at uneven offsets inside it, so
  * that L3 domains hold 1 to 3 ranks and rank order interleaves nodes. */
@@ -354,21 +460,43 @@ static int e2e_body(const numacoll_bootstrap_t *b, void *arg)
     const e2e_t *e = arg;
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
-    cfg.topology = M1;
+    cfg.topology = e->topology ? e->topology : M1;
     cfg.pu = e2e_pu(b->rank);
     cfg.verbose = 0;
     cfg.tree = NUMACOLL_TREE_NUMA;
     cfg.levels = numacoll_levels_parse(e->levels);
-    cfg.frag_size = 4096;       /* several fragments and bank turns */
-    cfg.queue_depth = 8;
-    cfg.banks = 2;
-    cfg.barrier_radix = 2;
-    cfg.reduce_radix = 2;
-    cfg.reduce_frag_size = 1024;
+    cfg.tuning_text = e->table;
+    if (!e->table) {
+        cfg.frag_size = 4096;       /* several fragments and bank turns */
+        cfg.queue_depth = 8;
+        cfg.banks = 2;
+        cfg.barrier_radix = 2;
+        cfg.reduce_radix = 2;
+        cfg.reduce_frag_size = 1024;
+    }
     numacoll_team_t *team;
-    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+    int rc = numacoll_team_create(b, &cfg, &team);
+    if (rc != NUMACOLL_OK) {
+        fprintf(stderr, "rank %d levels %s: team: %s\n", b->rank, e->levels,
+                numacoll_strerror(rc));
         return 10;
+    }
     int p = b->size, me = b->rank, bad = 0, call = 0;
+    if (e->table) {
+        /* the table's rules are in force: relays exist for root 0 */
+        const nc__choice_t *ch = nc__team_choice(team, NC_COLL_BCAST, 40000);
+        const nc__tree_t *tr = nc__team_tree(team, ch->tree, (int)ch->k, 0,
+                                             ch->lt);
+        int relays = 0;
+        for (int r = 0; tr && r < p; r++)
+            relays += nc__tree_relays(tr, 0, r);
+        if (!ch->relay || !tr || relays == 0) {
+            fprintf(stderr, "rank %d levels %s: relay %u, tree %p, %d relays "
+                    "for root 0\n", me, e->levels, ch->relay, (void *)tr,
+                    relays);
+            bad++;
+        }
+    }
     static const size_t sizes[] = {1, 60, 3000, 40000};
     unsigned char *buf = malloc(40000);
     uint64_t *s = malloc(3000 * sizeof *s), *r = malloc(3000 * sizeof *r);
@@ -382,6 +510,25 @@ static int e2e_body(const numacoll_bootstrap_t *b, void *arg)
             for (size_t i = 0; i < sizes[k]; i++)
                 bad += buf[i] != (unsigned char)val(root, i, call);
         }
+    /* the relay in nonblocking steps too: a request resumes where a
+     * blocking call would wait */
+    for (int root = 0; e->table && root < p; root++, call++) {
+        for (size_t i = 0; i < 40000; i++)
+            buf[i] = me == root ? (unsigned char)val(root, i, call) : 0;
+        numacoll_request_t *rq = NULL;
+        int done = 0;
+        if (numacoll_ibcast(team, buf, 40000, root, &rq) != NUMACOLL_OK) {
+            bad++;
+            continue;
+        }
+        while (!done)
+            if (numacoll_test(&rq, &done) != NUMACOLL_OK) {
+                bad++;
+                break;
+            }
+        for (size_t i = 0; done && i < 40000; i++)
+            bad += buf[i] != (unsigned char)val(root, i, call);
+    }
     for (int it = 0; it < 20; it++) {
         atomic_fetch_add_explicit(e->counter, 1, memory_order_relaxed);
         bad += numacoll_barrier(team) != NUMACOLL_OK;
@@ -445,6 +592,34 @@ static void test_end_to_end(void)
     nc__run_shared_free(counter, sizeof *counter);
 }
 
+/* The same with a table that sets a tree per level for every collective
+ * and the Bcast's leader relay (members read their domain head's copy). */
+static void test_end_to_end_relay(void)
+{
+    static const char *const lists[] = {"l3,numa,package", "numa", "l3"};
+    char xml[512];
+    snprintf(xml, sizeof xml, "%s/28c-2p4n-uneven.xml", nct_topo_dir());
+    /* every list on M1; the first on an uneven machine from XML */
+    const char *const tops[] = {M1, xml};
+    const size_t nl = sizeof lists / sizeof lists[0];
+    _Atomic int *counter = nc__run_shared_alloc(sizeof *counter);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(counter);
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t i = 0; i < (ti ? 1 : nl); i++)
+            for (int p = 8; p <= 16; p += 8) {
+                atomic_store_explicit(counter, 0, memory_order_relaxed);
+                e2e_t e = {.levels = lists[i],
+                           .counter = counter, .table = relay_table,
+                           .topology = tops[ti]};
+                int rc = nct_run(p, e2e_body, &e);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "\n  relay, %s levels %s p %d failed\n",
+                            tops[ti], e.levels, p);
+            }
+    nc__run_shared_free(counter, sizeof *counter);
+}
+
 /* Ranks that set levels differently cannot form a team: it is a shape
  * parameter, hashed into the agreement at creation. */
 static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
@@ -475,6 +650,7 @@ int nct_register_levels(void)
         {"level lists parse, print and are checked", test_parse},
         {"hierarchy described outermost first", test_describe},
         {"levels=numa is the numa tree", test_numa_is_levels_numa},
+        {"level trees shape each level as named", test_level_shapes},
         {"trees on pack:2 numa:2 l3:4 core:4, every list and root",
          test_synthetic_m1},
         {"trees on pack:2 numa:1 l3:8 core:4, every list and root",
@@ -484,6 +660,7 @@ int nct_register_levels(void)
         {"trees on uneven XML machines, every list and root", test_xml_uneven},
         {"Bcast, Barrier, Reduce, Allreduce at p = 8, 16 by levels",
          test_end_to_end},
+        {"the same with level trees and the Bcast relay", test_end_to_end_relay},
         {"levels must be equal on every rank", test_levels_must_agree},
         {NULL, NULL},
     };

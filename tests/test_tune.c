@@ -64,7 +64,8 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            a->ch.alg == b->ch.alg && a->ch.f == b->ch.f && a->ch.s == b->ch.s &&
            a->ch.q == b->ch.q && a->ch.tree == b->ch.tree &&
            a->ch.k == b->ch.k && a->ch.copy == b->ch.copy &&
-           a->ch.ku == b->ch.ku && a->gain == b->gain;
+           a->ch.ku == b->ch.ku && a->ch.relay == b->ch.relay &&
+           memcmp(a->ch.lt, b->ch.lt, sizeof a->ch.lt) == 0 && a->gain == b->gain;
 }
 
 static nc__tune_rule_t rule(nc__coll_t coll, unsigned plo, unsigned phi,
@@ -100,23 +101,23 @@ static void test_builtin_rules(void)
     want[1] = rule(NC_COLL_BCAST, 1, U, 168, 128 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO, 0, {0}, 0};
     want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, Z,
                    NC_ALG_BCAST_PIPELINED);
     want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_NTALL, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_NTALL, 0, {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
-    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO, 0};
+    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
-    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO, 0};
+    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
-                                NC_COPY_NT, 0};
+                                NC_COPY_NT, 0, {0}, 0};
     /* the gathers stage in the Reduce's slots: the same f and s */
     static const int gathers[4][2] = {
         {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED},
@@ -127,7 +128,7 @@ static void test_builtin_rules(void)
         want[8 + g] = rule((nc__coll_t)gathers[g][0], 1, U, 0, Z,
                            (nc__alg_t)gathers[g][1]);
         want[8 + g].ch = (nc__choice_t){(nc__alg_t)gathers[g][1], 131072, 4,
-                                        0, -1, 0, NC_COPY_AUTO, 0};
+                                        0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
     for (int i = 0; i < 12; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
@@ -246,14 +247,14 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, 1000, (size_t)3 << 30, NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 65536, 65536,
-                          NUMACOLL_TREE_CHAIN, 2, NC_COPY_AUTO, 0};
+                          NUMACOLL_TREE_CHAIN, 2, NC_COPY_AUTO, 0, {0}, 0};
     r.ppn_lo = 2;
     r.ppn_hi = 7;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, ((size_t)3 << 30) + 1, Z,
              NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 192, 3, 3,
-                          NUMACOLL_TREE_FLAT, 5, NC_COPY_AUTO, 0};
+                          NUMACOLL_TREE_FLAT, 5, NC_COPY_AUTO, 0, {0}, 0};
     r.gain = 0.00123;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BARRIER, U, U, 0, 0, NC_ALG_BARRIER_TREE);
@@ -261,7 +262,7 @@ static void test_round_trip(void)
     r.gain = 12300;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_REDUCE, 1, 1, SIZE_MAX, SIZE_MAX, NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3, NC_COPY_AUTO, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 0, 56, NC_ALG_ALLREDUCE_INLINE);
     r.nodes_lo = 1;
@@ -270,10 +271,10 @@ static void test_round_trip(void)
     r.ppn_hi = U;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 57, 1 << 20, NC_ALG_ALLREDUCE_REDUCE_BCAST);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64, NC_COPY_AUTO, 0};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, (1 << 20) + 1, Z, NC_ALG_ALLREDUCE_RSAG);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO, 0};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
 
     char *text = write_table(&t, "made by test_tune.c\n\nsecond paragraph");
@@ -328,7 +329,7 @@ static void test_format(void)
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3, NC_COPY_AUTO, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0};
     r.nodes_hi = 2;
     r.ppn_lo = 2;
     r.gain = 1.23456;  /* written with 3 significant digits */
@@ -361,7 +362,7 @@ static void test_syntax(void)
     nc__tune_rule_t w = rule(NC_COLL_BCAST, 5, 5, 1024, 2 << 20,
                              NC_ALG_BCAST_PIPELINED);
     w.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 1, 1,
-                          NUMACOLL_TREE_KNOMIAL, 3, NC_COPY_AUTO, 0};
+                          NUMACOLL_TREE_KNOMIAL, 3, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT(same_rule(&t.rules[0], &w));
     CU_ASSERT_EQUAL(t.rules[0].line, 4);
     w = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
@@ -370,11 +371,11 @@ static void test_syntax(void)
     w = rule(NC_COLL_ALLREDUCE, 2, 3, 0, Z, NC_ALG_ALLREDUCE_RSAG);
     w.nodes_lo = w.nodes_hi = 2;
     w.ppn_hi = 2;
-    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0, NC_COPY_AUTO, 0};
+    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     w.gain = 0.5;
     CU_ASSERT(same_rule(&t.rules[2], &w));
     w = rule(NC_COLL_REDUCE, 1, U, 0, (size_t)4 << 30, NC_ALG_REDUCE_PIPELINED);
-    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0};
+    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT(same_rule(&t.rules[3], &w));
     CU_ASSERT_STRING_EQUAL(t.source, "t.txt");
     nc__tune_free(&t);
@@ -421,11 +422,11 @@ static void test_errors_tokens(void)
     EXPECT_ERRS("bcast p=1 size=0 radix=2" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd or ku), found 'radix'\n");
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'radix'\n");
     EXPECT_ERRS("bcast p=1 size=0 P=1" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd or ku), found 'P'\n");
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'P'\n");
     EXPECT_ERRS("bcast p=1 size=0 p=2" IN,
                 "t.txt:1:18: expected each key once per rule, found 'p'\n");
     EXPECT_ERRS("bcast p=1 size=0" IN " k=2",
@@ -653,7 +654,7 @@ static void test_errors_lines(void)
                 "numa), found 'oak'\n"
                 "t.txt:2:58: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd or ku), found 'z'\n"
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'z'\n"
                 "t.txt:4:24: expected k from 2 to 64 (barrier_radix), found "
                 "'1'\n");
 
@@ -990,7 +991,7 @@ static void test_resolve_gaps(void)
     nc__tune_table_t h = {0};
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 1, U, 10, 100,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
     r.line = 1;
     CU_ASSERT_EQUAL(nc__tune_add(&h, &r), 0);
     r.size_lo = 50;

@@ -121,7 +121,7 @@ static void test_errors(void)
     REFUSED("bcast p=1-* size=0 l4=2" IN,
             "t.txt:1:20: expected a key (p, size, nodes, ppn, alg, f, s, q, "
             "tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-            "packageppd or ku), found 'l4'\n");
+            "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'l4'\n");
 }
 
 static void test_overlap_unreachable(void)
@@ -346,6 +346,100 @@ static void test_ku(void)
             "t.txt:1:51: expected ku from 2 to 64 (reduce_radix), found '1'\n");
 }
 
+/* Level trees (l3tree= ... toptree=) and relay=: parse into NC_LT values,
+ * print back in canonical order, and are refused where they mean nothing. */
+static void test_level_trees(void)
+{
+    nc__tune_table_t t;
+    char errs[4096];
+#define LT_RULES                                                              \
+    "bcast p=1-* size=* alg=pipelined f=8K s=4 q=2 tree=numa k=2 "            \
+    "toptree=flat relay=1 l3tree=kary:4 numatree=chain\n"                     \
+    "barrier p=1-* alg=tree k=3 packagetree=knomial:5 l1tree=flat\n"          \
+    "reduce p=1-* size=* alg=pipelined f=1K s=2 k=2 ku=3 l2tree=chain\n"      \
+    "allreduce p=1-* size=* alg=reduce_bcast f=1K s=2 k=2 toptree=kary:64"
+    CU_ASSERT_EQUAL_FATAL(parse(LT_RULES " relay=0\n", &t, errs, sizeof errs),
+                          1);
+    /* relay= belongs to Bcast's pipelined rules only: the last line */
+    CU_ASSERT_PTR_NOT_NULL(strstr(errs, "t.txt:4:"));
+    nc__tune_free(&t);
+    CU_ASSERT_EQUAL_FATAL(parse(LT_RULES "\n", &t, errs, sizeof errs), 0);
+#undef LT_RULES
+    const nc__choice_t *b = &t.rules[0].ch;
+    CU_ASSERT_EQUAL(b->relay, 1);
+    CU_ASSERT_EQUAL(b->lt[NC_LT_TOP], NC_LT(NUMACOLL_TREE_FLAT, 0));
+    CU_ASSERT_EQUAL(b->lt[NUMACOLL_LEVEL_L3], NC_LT(NUMACOLL_TREE_KARY, 4));
+    CU_ASSERT_EQUAL(b->lt[NUMACOLL_LEVEL_NUMA], NC_LT(NUMACOLL_TREE_CHAIN, 0));
+    CU_ASSERT_EQUAL(b->lt[NUMACOLL_LEVEL_L1], 0);
+    CU_ASSERT_EQUAL(t.rules[1].ch.lt[NUMACOLL_LEVEL_PACKAGE],
+                    NC_LT(NUMACOLL_TREE_KNOMIAL, 5));
+    CU_ASSERT_EQUAL(t.rules[3].ch.lt[NC_LT_TOP], NC_LT(NUMACOLL_TREE_KARY, 64));
+    char line[512];
+    nc__tune_format_rule(&t.rules[0], line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " tree=numa k=2 l3tree=kary:4 "
+                                        "numatree=chain toptree=flat relay=1"));
+    nc__tune_format_rule(&t.rules[2], line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " k=2 ku=3 l2tree=chain"));
+    /* what is written reads back to equal rules */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(nc__tune_write(&t, NULL, m), 0);
+    fclose(m);
+    nc__tune_table_t u;
+    CU_ASSERT_EQUAL(nc__tune_parse(text, len, "w.txt", &u, errs, sizeof errs),
+                    0);
+    CU_ASSERT_EQUAL(u.n, t.n);
+    for (int i = 0; i < t.n && i < u.n; i++)
+        CU_ASSERT(memcmp(&u.rules[i].ch.lt, &t.rules[i].ch.lt,
+                         sizeof t.rules[i].ch.lt) == 0 &&
+                  u.rules[i].ch.relay == t.rules[i].ch.relay);
+    free(text);
+    nc__tune_free(&u);
+    nc__tune_free(&t);
+
+#define PIPE "bcast p=1-* size=* alg=pipelined f=8K s=4 q=2 k=2 "
+    REFUSED(PIPE "tree=numa l3tree=ring\n",
+            "t.txt:1:68: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'ring'\n");
+    REFUSED(PIPE "tree=numa l3tree=kary\n",
+            "t.txt:1:68: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'kary'\n");
+    REFUSED(PIPE "tree=numa l3tree=knomial:1\n",
+            "t.txt:1:68: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'knomial:1'\n");
+    REFUSED(PIPE "tree=numa toptree=kary:65\n",
+            "t.txt:1:69: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'kary:65'\n");
+    REFUSED(PIPE "tree=numa numatree=flat:2\n",
+            "t.txt:1:70: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'flat:2'\n");
+    REFUSED(PIPE "tree=numa numatree=numa\n",
+            "t.txt:1:70: expected a level tree (flat, chain, kary:K or "
+            "knomial:K, K from 2 to 64), found 'numa'\n");
+    REFUSED(PIPE "tree=numa relay=2\n",
+            "t.txt:1:67: expected relay 0 or 1, found '2'\n");
+    REFUSED(PIPE "tree=kary l3tree=kary:2\n",
+            "t.txt:1:61: expected l3tree= only with tree=numa (it shapes the "
+            "hierarchical tree), found 'l3tree'\n");
+    REFUSED(PIPE "relay=1 tree=knomial\n",
+            "t.txt:1:51: expected relay= only with tree=numa (it shapes the "
+            "hierarchical tree), found 'relay'\n");
+    REFUSED("bcast p=1-* size=0-64 alg=inline tree=numa k=2 relay=1\n",
+            "t.txt:1:48: expected relay= only in a bcast rule of "
+            "alg=pipelined, found 'relay'\n");
+    REFUSED("allreduce p=1-* size=* alg=rsag f=1K s=2 l3tree=chain\n",
+            "t.txt:1:42: expected l3tree= only with k= (a rule whose trees "
+            "follow the levels), found 'l3tree'\n");
+    REFUSED("gather p=1-* size=* alg=staged f=1K s=2 toptree=flat\n",
+            "t.txt:1:41: expected toptree= only with k= (a rule whose trees "
+            "follow the levels), found 'toptree'\n");
+    REFUSED(PIPE "tree=numa l3tree=chain l3tree=flat\n",
+            "t.txt:1:74: expected each key once per rule, found 'l3tree'\n");
+#undef PIPE
+}
+
 /* A Reduce whose rule gives ku=3 runs on the tree with radix 2 inside the
  * L3 domains and 3 between heads, and sums right, at p = 8 under levels
  * l3,numa,package (p = 8 on PUs 0-7: 4 L3 in 2 NUMA in 1 package). */
@@ -363,7 +457,7 @@ static int ku_body(const numacoll_bootstrap_t *b, void *arg)
     numacoll_team_t *team;
     if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
         return 10;
-    int bad = !nc__team_tree(team, NUMACOLL_TREE_NUMA, 2, 3);
+    int bad = !nc__team_tree(team, NUMACOLL_TREE_NUMA, 2, 3, NULL);
     int64_t in[300], out[300];
     for (int root = 0; root < b->size && !bad; root += 3) {
         for (int i = 0; i < 300; i++)
@@ -542,6 +636,8 @@ int nct_register_tune_levels(void)
         {"rules resolve by the shape per level", test_resolve},
         {"a team takes the rule of its shape per level", test_team},
         {"ku=: parse, print back, errors", test_ku},
+        {"level trees and relay=: parse, print back, errors",
+         test_level_trees},
         {"the levels line: parse, print back, errors", test_levels_line},
         {"a team takes the table's levels unless set", test_levels_team},
         {"numacoll-tune --quick measures level lists, or says they coincide",

@@ -28,7 +28,8 @@ static int same_choice(const nc__choice_t *a, const nc__choice_t *b)
 {
     return a->alg == b->alg && a->f == b->f && a->s == b->s && a->q == b->q &&
            a->tree == b->tree && a->k == b->k && a->copy == b->copy &&
-           a->ku == b->ku;
+           a->ku == b->ku && a->relay == b->relay &&
+           memcmp(a->lt, b->lt, sizeof a->lt) == 0;
 }
 
 static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)

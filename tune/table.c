@@ -22,6 +22,7 @@
 #include "numacoll.h"
 #include "tune/defaults.h"
 #include "coll/copy.h"
+#include "coll/tree.h"
 #include "tune/table.h"
 
 #define LINE_MAX_BYTES 1024
@@ -60,14 +61,25 @@ typedef enum {
      * LEVEL_KEYS lists (NUMA has nodes and ppn) */
     K_L1, K_L1PPD, K_L2, K_L2PPD, K_L3, K_L3PPD, K_PKG, K_PKGPPD,
     K_KU,   /* optional radix between the heads of the levels (Reduce's) */
+    /* optional tree inside the domains of a level (l1tree= .. packagetree=,
+     * in level-code order) and between the outermost ones (toptree=) */
+    K_L1T, K_L2T, K_L3T, K_NUMAT, K_PKGT, K_TOPT,
+    K_RELAY, /* optional leader relay of the pipelined Bcast */
     K_COUNT
 } tkey_t;
 
 static const char *const key_names[K_COUNT] = {
     "p", "size", "nodes", "ppn", "alg", "f", "s", "q", "tree", "k", "gain",
     "copy", "l1", "l1ppd", "l2", "l2ppd", "l3", "l3ppd", "package",
-    "packageppd", "ku",
+    "packageppd", "ku", "l1tree", "l2tree", "l3tree", "numatree",
+    "packagetree", "toptree", "relay",
 };
+
+/* The slot of nc__choice_t.lt a level-tree key sets. */
+static int key_lt_slot(int key)
+{
+    return key == K_TOPT ? NC_LT_TOP : NUMACOLL_LEVEL_L1 + (key - K_L1T);
+}
 
 /* The level of each pair of level keys, in key order. */
 static const int level_keys[] = {
@@ -528,6 +540,19 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
         o += snprintf(line + o, sizeof line - (size_t)o, " k=%u", r->ch.k);
     if (r->ch.ku)
         o += snprintf(line + o, sizeof line - (size_t)o, " ku=%u", r->ch.ku);
+    for (int k = K_L1T; k <= K_TOPT; k++) {
+        uint16_t lt = r->ch.lt[key_lt_slot(k)];
+        const char *t = numacoll_tree_name((numacoll_tree_kind_t)nc__lt_kind(lt));
+        if (!lt || !t)
+            continue;
+        o += snprintf(line + o, sizeof line - (size_t)o, " %s=%s",
+                      key_names[k], t);
+        if (nc__lt_kind(lt) >= NUMACOLL_TREE_KARY)
+            o += snprintf(line + o, sizeof line - (size_t)o, ":%d",
+                          nc__lt_radix(lt));
+    }
+    if (r->ch.relay)
+        o += snprintf(line + o, sizeof line - (size_t)o, " relay=1");
     if (r->ch.copy != NC_COPY_AUTO && nc__copy_name(r->ch.copy))
         o += snprintf(line + o, sizeof line - (size_t)o, " copy=%s",
                       nc__copy_name(r->ch.copy));
@@ -715,6 +740,31 @@ static void expect_one_of(errsink_t *es, int line, int col, const char *noun,
     expect(es, line, col, what, tok, len);
 }
 
+/* "flat", "chain", "kary:K" or "knomial:K" (K in lo..hi) as an NC_LT
+ * value; 0 when v is none of them. */
+static uint16_t parse_level_tree(const char *v, size_t vn,
+                                 unsigned long long lo, unsigned long long hi)
+{
+    const char *colon = memchr(v, ':', vn);
+    size_t nn = colon ? (size_t)(colon - v) : vn;
+    char name[16];
+    if (nn >= sizeof name)
+        return 0;
+    memcpy(name, v, nn);
+    name[nn] = '\0';
+    int kind = numacoll_tree_parse(name);
+    if (kind == NUMACOLL_TREE_FLAT || kind == NUMACOLL_TREE_CHAIN)
+        return colon ? 0 : NC_LT(kind, 0);
+    if ((kind != NUMACOLL_TREE_KARY && kind != NUMACOLL_TREE_KNOMIAL) ||
+        !colon)
+        return 0;
+    unsigned long long k;
+    if (parse_num(colon + 1, vn - nn - 1, 0, UINT_MAX, &k) != NUM_OK ||
+        k < lo || k > hi)
+        return 0;
+    return NC_LT(kind, k);
+}
+
 static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
 {
     errsink_t *es = ps->es;
@@ -793,6 +843,8 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
         r.size_hi = NC_TUNE_ANY_Z;
     }
     unsigned seen = 0;
+    int numa_col = 0;  /* a key that needs tree=numa in a Bcast rule */
+    const tok_t *numa_tok = NULL;
 
     for (int i = 1; i < nt; i++) {
         const tok_t *t = &tk[i];
@@ -962,6 +1014,48 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
                 r.ch.ku = (unsigned)x;
             break;
         }
+        case K_L1T: case K_L2T: case K_L3T: case K_NUMAT: case K_PKGT:
+        case K_TOPT: {
+            /* optional; wherever the rule's trees have a radix */
+            int prm = key_param((nc__coll_t)coll, K_K);
+            if (prm < 0 || (alg >= 0 && !(alg_mask & (1u << K_K)))) {
+                snprintf(what, sizeof what, "%.*s= only with k= (a rule "
+                         "whose trees follow the levels)", (int)kn, t->s);
+                expect(es, L, t->col, what, t->s, kn);
+                break;
+            }
+            key_bounds(prm, K_K, &lo, &hi);
+            uint16_t lt = parse_level_tree(v, vn, lo, hi);
+            if (!lt) {
+                snprintf(what, sizeof what, "a level tree (flat, chain, "
+                         "kary:K or knomial:K, K from %llu to %llu)", lo, hi);
+                expect(es, L, vcol, what, v, vn);
+                break;
+            }
+            r.ch.lt[key_lt_slot(key)] = lt;
+            if (coll == NC_COLL_BCAST && !numa_tok) {
+                numa_tok = t;
+                numa_col = t->col;
+            }
+            break;
+        }
+        case K_RELAY:
+            if (coll != NC_COLL_BCAST ||
+                (alg >= 0 && alg != NC_ALG_BCAST_PIPELINED)) {
+                expect(es, L, t->col, "relay= only in a bcast rule of "
+                       "alg=pipelined", t->s, kn);
+                break;
+            }
+            if (vn != 1 || (v[0] != '0' && v[0] != '1')) {
+                expect(es, L, vcol, "relay 0 or 1", v, vn);
+                break;
+            }
+            r.ch.relay = (unsigned)(v[0] - '0');
+            if (r.ch.relay && !numa_tok) {
+                numa_tok = t;
+                numa_col = t->col;
+            }
+            break;
         case K_GAIN: {
             double g = 0;
             st = parse_gain(v, vn, &g);
@@ -1027,6 +1121,15 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
             expect(es, L, endcol, what, "end of line", 11);
         }
 
+    /* Level trees and the relay shape the numa tree only: in a Bcast rule
+     * with another tree they would be silently void. */
+    if (numa_tok && es->count == before && r.ch.tree != NUMACOLL_TREE_NUMA) {
+        size_t kn = (size_t)((const char *)memchr(numa_tok->s, '=',
+                                                  numa_tok->n) - numa_tok->s);
+        snprintf(what, sizeof what, "%.*s= only with tree=numa (it shapes "
+                 "the hierarchical tree)", (int)kn, numa_tok->s);
+        expect(es, L, numa_col, what, numa_tok->s, kn);
+    }
     if (es->count != before)
         return;
     char why[256];

@@ -50,6 +50,14 @@ typedef struct nc__choice {
                         * auto, the default of every rule)                */
     unsigned ku;       /* Reduce, Allreduce (reduce_bcast): radix between
                         * the heads of the levels (ku=); 0: k, the default */
+    /* The tree inside each domain of a level (l3tree=kary:4 ...), by
+     * numacoll_level_t, slot 0 the tree between the outermost domains
+     * (toptree=): NC_LT values of coll/tree.h, 0 where the rule names
+     * none. Rules whose algorithm takes k; Bcast's with tree=numa. */
+    uint16_t lt[NUMACOLL_LEVEL_END];
+    unsigned relay;    /* Bcast pipelined, tree=numa (relay=1): the head of
+                        * each innermost domain copies every fragment once
+                        * into its own queue and its members read that */
 } nc__choice_t;
 
 /* One line of a table. Ranges are inclusive; an absent nodes/ppn key is

@@ -87,7 +87,7 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     const nc__choice_t *ch = o->bc.ch;
     const size_t nbytes = o->bc.nbytes;
     const int root = o->bc.root;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     const int parent = nc__tree_parent(tree, root, t->rank);
     const size_t f = ch->f;

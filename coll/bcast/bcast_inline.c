@@ -124,7 +124,7 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned lines = nbytes ? (unsigned)((nbytes + NC_INL_PAYLOAD - 1) /
                                                NC_INL_PAYLOAD) : 1;
     const uint64_t want = (uint64_t)t->sig32 << 32 | (uint32_t)n;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     int rc;
 

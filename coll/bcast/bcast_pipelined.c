@@ -15,13 +15,29 @@
  *          fragment out of the ROOT's buffer; after the bank, decrement
  *          nreaders (release).
  *  leaf:   as inner, with no children.
- * The tree carries notifications only; every rank reads the root's queue.
+ * The tree carries notifications only; every rank reads the root's queue,
+ * unless the rule says relay=1 (tree=numa over at least one kept level):
+ *  relay:  the head of an innermost domain without the root, after its
+ *          control slot, copies the fragment from its tree parent's copy
+ *          (the root's or another relay's queue, one level out) into the
+ *          same buffer of its own queue, then forwards the length and
+ *          copies out of its own buffer;
+ *  member: reads its innermost domain's head's copy (the root's domain
+ *          reads the root's), so only the heads' copies cross domains.
+ * (nc__tree_relay_source says who reads whom.) The relays' buffers need no
+ * bookkeeping of their own: a relay writes buffer idx of a bank only in a
+ * use the root has claimed, and the root claims a use only when all p-1
+ * readers of the previous one (the relay's members among them) are done.
  *
  * Cost (DESIGN.md section 4), m bytes, b = s*f, t per byte, t_W the depth of
  * the tree in notification hops, t_WO / t_A bank wait and atomic:
  *   T(m, s, q) = q*ceil(m/b)*(t_WO + t_A) + f*t + ceil(m/f)*t_W + m*t
- * Shared slots: reads root buffers and own control slots, writes children's
- * control slots, bank op/nreaders. f, s, q, tree and radix come from the
+ * and with relay, per kept level on the way, f*t more before a relay's
+ * children hear of a fragment; in exchange a member's m*t reads lines of
+ * its own domain.
+ * Shared slots: reads root buffers (with relay: its source's) and own
+ * control slots, writes children's control slots, bank op/nreaders (and
+ * a relay its own buffers). f, s, q, tree, radix and relay come from the
  * team's tuning rule for the size (ch); the caller has made (f, s, q) the
  * geometry in force (nc__bcast_geometry).
  */
@@ -74,9 +90,14 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned q = ch->q, per_bank = ch->s / q;
     const size_t f = ch->f, nbytes = o->bc.nbytes;
     const int root = o->bc.root;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0);
+    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     const int parent = nc__tree_parent(tree, root, t->rank);
+    /* whose queue this rank reads; a relay (src = parent) copies into its
+     * own first */
+    const int src = ch->relay ? nc__tree_relay_source(tree, root, t->rank)
+                              : root;
+    const int relay = ch->relay && nc__tree_relays(tree, root, t->rank);
     nc__bcast_pos_t *b = &o->b;
     nc__io_t *io = &o->bc.io;
     uint64_t seen;
@@ -123,11 +144,19 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
                 /* Cleared before our decrement below, and nobody writes the
                  * slot again before the root has seen that decrement. */
                 atomic_store_explicit(&mine->word, 0, memory_order_relaxed);
+                const unsigned char *from = nc__buf(t, src, idx, f);
+                if (relay) {
+                    /* our members read this copy: in the queue before
+                     * they hear of the fragment (the release below) */
+                    unsigned char *own = nc__buf(t, t->rank, idx, f);
+                    nc__copy(io->cin, own, from, want);
+                    from = own;
+                }
                 /* forward first: children start while we copy */
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
                                           seen, memory_order_release);
-                nc__io_unpack(io, b->sent, nc__buf(t, root, idx, f), want);
+                nc__io_unpack(io, b->sent, from, want);
                 b->sent += want;
             }
             /* our copies out of the bank are done before the root may reuse it */

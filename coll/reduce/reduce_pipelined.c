@@ -21,7 +21,9 @@
  * Trees: commutative ops (all predefined ones) use the hier tree rooted at
  * the root (members meet their NUMA leader along a k-nomial tree, leaders
  * meet the root along another, k = reduce_radix, or the rule's ku= between
- * the leaders where it gives one); a node folds its own
+ * the leaders where it gives one, over the domains of every level of
+ * `levels`, any level shaped as the rule's l3tree= ... toptree= say); a
+ * node folds its own
  * fragment first, then its children smallest subtree first, remote leaders
  * last. Non-commutative user ops use a k-nomial tree over ranks rooted at
  * rank 0, whose subtrees are runs of consecutive ranks: folding own, then
@@ -99,8 +101,8 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
     const nc__tree_t *tree =
         op->commutative
             ? nc__team_tree(t, NUMACOLL_TREE_NUMA, (int)ch->k,
-                            (int)(ch->ku ? ch->ku : ch->k))
-            : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0);
+                            (int)(ch->ku ? ch->ku : ch->k), ch->lt)
+            : nc__team_tree(t, NUMACOLL_TREE_KNOMIAL, (int)ch->k, 0, NULL);
     const int top = op->commutative ? root : 0;
     const unsigned rs = ch->s;
     const size_t elem = op->elem;

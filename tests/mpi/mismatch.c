@@ -10,7 +10,10 @@
  *     rank gets MPI_ERR_ARG, nothing past any buffer is written;
  *  3. MPI_Bcast on rank 0 against MPI_Barrier on the others: the others
  *     get MPI_ERR_ARG instead of waiting forever, rank 0 at its next call,
- *     as in 1.
+ *     as in 1;
+ *  4. MPI_Allgather whose send block (16 bytes) differs from its receive
+ *     blocks (8) on every rank: each gets MPI_ERR_ARG at once, and its
+ *     receive buffer is untouched.
  * After each, the ranks meet on MPI_COMM_WORLD (as an application's own
  * synchronisation would), then correct Bcasts from every root and an
  * Allreduce on the same communicator must give the right results.
@@ -128,6 +131,21 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     told(c, "a Bcast against a Barrier");
     correct_calls(c, "a Bcast against a Barrier");
+
+    /* 4. send and receive blocks of different sizes on every rank */
+    unsigned char snd[16] = {0}, rcv[8 * 64 + GUARD];
+    memset(rcv, 0x5a, sizeof rcv);
+    cls = mpit_size <= 64 ? error_class(MPI_Allgather(snd, 16, MPI_BYTE, rcv,
+                                                      8, MPI_BYTE, c))
+                          : MPI_ERR_ARG;
+    MPIT_CHECK(cls == MPI_ERR_ARG, "Allgather of 16 bytes into blocks of 8: "
+               "class %d", cls);
+    intact = 1;
+    for (size_t i = 0; i < sizeof rcv; i++)
+        intact &= rcv[i] == 0x5a;
+    MPIT_CHECK(intact, "Allgather with a size mismatch wrote to rbuf");
+    MPI_Barrier(MPI_COMM_WORLD);
+    correct_calls(c, "an Allgather whose send and receive blocks differ");
 
     MPI_Comm_free(&c);
     return mpit_finish();

@@ -28,7 +28,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers"
 # Run at the shapes of its own section below.
 TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
@@ -195,6 +195,15 @@ for np in 2 3; do
         "$BIN/nonblocking"
 done
 
+# The hierarchical Bcast with the leader relay and the levels set through
+# MCA parameters. On a machine of one NUMA node and one L3 no level splits
+# the ranks and the relay has nothing to do; the core suite "levels" runs
+# it on synthetic machines, where it does.
+mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
+    "$WITH_PATH" 4 $FORCE -x NUMACOLL_EXPECT=core \
+    --mca coll_numacoll_tree numa --mca coll_numacoll_levels l3,numa \
+    --mca coll_numacoll_relay 1 "$BIN/bcast_types"
+
 # Two levels (ompi/coll_numacoll_hier.c): coll_numacoll_virtual_nodes cuts
 # the machine into N virtual nodes, numacoll runs within each, and the
 # leaders' level goes over TCP on the loopback (--mca btl self,tcp), as
@@ -229,8 +238,9 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # level): root and readers with different datatypes of one signature
 # (bytes in segments, 4 KiB), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
-# sits in a two-level Barrier on another (nonblocking's cross_progress).
-for t in bcast_derived reduce_ops nonblocking; do
+# sits in a two-level Barrier on another (nonblocking's cross_progress),
+# and the gathers, which stay with the previous component there.
+for t in bcast_derived reduce_ops nonblocking gathers; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
@@ -261,6 +271,16 @@ mpi "budget: node_budget=used+40MiB, mixed" "$WITH_PATH" 4 $FORCE \
 mpi "budget: mem_budget=64KiB, all fall back" "$WITH_PATH" 3 $FORCE \
     -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_mem_budget 65536 \
     "$BIN/bcast_derived"
+# The gathers: without a team every call goes to the previous component,
+# and says why at coll_base_verbose 20; with one, numacoll says it served
+# them (the MPI_T counters of tests/mpi/gathers.c check every call).
+must="coll:numacoll:MPI_Iscatterv: MPI_COMM_WORLD (cid 0): handed to the previous component: numacoll has no team"
+mpi "budget: node_budget=1, gathers fall back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_node_budget 1 \
+    --mca coll_base_verbose 20 "$BIN/gathers"
+must="coll:numacoll:alltoall: MPI_COMM_WORLD (cid 0) root -1, 4194304 bytes per block, contiguous: success"
+mpi "gathers served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/gathers"
 
 # Shape parameters that differ between ranks (rank 1 sets its own
 # frag_size): every communicator falls back instead of misreading memory.

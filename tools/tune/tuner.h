@@ -91,6 +91,8 @@ typedef struct tn_ctx {
     int nshape;
     int nroots;                            /* roots compared per shape      */
     int *roots;                            /* [nroots]                       */
+    int relay_ok;                          /* the levels measured under keep
+                                              a level: relay=1 is tried     */
 } tn_ctx_t;
 
 typedef struct tn_cand {

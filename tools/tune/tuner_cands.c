@@ -85,6 +85,8 @@ void tn_choice_str(const nc__choice_t *ch, char *buf, size_t len)
     }
     if (nc__alg_takes(a, "k") && o >= 0 && (size_t)o < len)
         o += snprintf(buf + o, len - (size_t)o, " k=%u", ch->k);
+    if (ch->relay && o >= 0 && (size_t)o < len)
+        o += snprintf(buf + o, len - (size_t)o, " relay=1");
     if (ch->copy != NC_COPY_AUTO && o >= 0 && (size_t)o < len)
         snprintf(buf + o, len - (size_t)o, " copy=%s", nc__copy_name(ch->copy));
 }
@@ -233,7 +235,7 @@ static int choice_shape(tn_ctx_t *x, const nc__choice_t *ch)
 
 int tn_choice_same(tn_ctx_t *x, const nc__choice_t *a, const nc__choice_t *b)
 {
-    if (a->alg != b->alg || a->copy != b->copy)
+    if (a->alg != b->alg || a->copy != b->copy || a->relay != b->relay)
         return 0;
     int g = (int)a->alg;
     if ((nc__alg_takes(g, "f") && a->f != b->f) || (nc__alg_takes(g, "s") && a->s != b->s) ||
@@ -525,6 +527,17 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
         m <= 56)    /* one line's payload: too short for a copy kind to tell */
         return n;
     nc__choice_t v = *def;
+    if (op == NCB_OP_BCAST && m >= 16 * KIB && x && x->relay_ok &&
+        def->alg == NC_ALG_BCAST_PIPELINED) {
+        /* the default's geometry on the hierarchy with the leader relay
+         * (first: --quick takes only the first extras): it pays where a
+         * domain's ranks would otherwise all pull the root's lines across
+         * its boundary. The hierarchy without it is in bcast_list. */
+        v.tree = NUMACOLL_TREE_NUMA;
+        v.relay = 1;
+        add(x, &c, v, 0);
+        v = *def;
+    }
     v.copy = NC_COPY_LIBC;
     add(x, &c, v, 0);
     if (m >= 256 * KIB) {

@@ -549,6 +549,18 @@ static const char *const level_lists[] = {
  * the points are then measured under it (S->base.levels). Rank 0 writes
  * what it saw to rep->levels_note. 0, or 4 when a team or a call failed.
  */
+/* Whether the team's hierarchy keeps a level: then a Bcast relay has
+ * domains to serve, and the relay is worth a candidate (tuner_cands.c). */
+static int keeps_level(ncb_team_t *tm)
+{
+    const numacoll_team_t *t = ncb_team_handle(tm);
+    nc__hier_t h;
+    int keep = nc__hier_init(&h, t->p, t->cfg.levels, t->doms) ==
+                   NUMACOLL_OK && h.nlev > 0;
+    nc__hier_fini(&h);
+    return keep;
+}
+
 static int measure_levels(rstate_t *S, size_t maxm)
 {
     const tn_opts_t *o = S->o;
@@ -558,7 +570,7 @@ static int measure_levels(rstate_t *S, size_t maxm)
     ncb_team_t *tm[N_LEVEL_LISTS + 1] = {0};
     ncb_target_t tg[N_LEVEL_LISTS + 1];
     char hier[N_LEVEL_LISTS][160];
-    int idx[N_LEVEL_LISTS], n = 0, rc = 0;
+    int idx[N_LEVEL_LISTS], n = 0, rc = 0, kept[N_LEVEL_LISTS] = {0};
     for (int i = 0; i < N_LEVEL_LISTS && !rc; i++) {
         numacoll_config_t cfg = S->base;
         cfg.levels = numacoll_levels_parse(level_lists[i]);
@@ -574,6 +586,7 @@ static int measure_levels(rstate_t *S, size_t maxm)
         }
         /* the same on every rank: the domains came with the exchange */
         nc__team_hierarchy(ncb_team_handle(tm[n]), hier[n], sizeof hier[n]);
+        kept[i] = keeps_level(tm[n]);
         int dup = 0;
         for (int j = 0; j < n && !dup; j++)
             dup = strcmp(hier[j], hier[n]) == 0;
@@ -594,6 +607,8 @@ static int measure_levels(rstate_t *S, size_t maxm)
             rc = 4;
         }
     }
+    /* level_lists[0] (numa) unless another list wins below */
+    S->x.relay_ok = kept[0];
     if (rc || n < 2) {
         if (!rc && S->w.rank == 0)
             snprintf(rep->levels_note, sizeof rep->levels_note,
@@ -683,6 +698,7 @@ static int measure_levels(rstate_t *S, size_t maxm)
         return 4;
     if (win[0] > 0) {
         S->base.levels = numacoll_levels_parse(level_lists[(int)win[0]]);
+        S->x.relay_ok = kept[(int)win[0]];
         if (S->w.rank == 0)
             rep->levels_win = S->base.levels;
     }

@@ -1,0 +1,786 @@
+/*
+ * The gathers of the component: MPI_Allgather, MPI_Allgatherv, MPI_Gather,
+ * MPI_Gatherv, MPI_Scatter, MPI_Scatterv and MPI_Alltoall, blocking,
+ * nonblocking (MPI_Iallgather, ...) and persistent (MPIX_Allgather_init on
+ * Open MPI 4.1, MPI_Allgather_init on 5.0), on the core's byte-block calls
+ * (numacoll_allgather etc., include/numacoll.h).
+ *
+ * Planning (nc_ga_plan) turns a call's (buffer, count(s), datatype) sides
+ * into the core's pointers and byte counts, once per call (per init for a
+ * persistent one):
+ *  - a side whose blocks lie contiguously (the datatype's elements back to
+ *    back, blocks where count * extent puts them) goes straight to the
+ *    core: its first byte is the buffer plus the type's true lower bound,
+ *    v blocks get byte displacements from the lowest one;
+ *  - any other side goes through a temporary buffer, the p blocks packed
+ *    back to back: sends are packed by Open MPI's convertor before each run
+ *    (nc_ga_prepare), receives unpacked after it (nc_ga_done). A derived
+ *    type on one side only costs that side's copy;
+ *  - only the bytes must match: send and receive signatures may differ;
+ *  - MPI_IN_PLACE where MPI allows it: the core's NUMACOLL_IN_PLACE when
+ *    the receive side goes straight to the core, else the rank's own block
+ *    (Alltoall: all its blocks) packed into the temporary first.
+ * Arguments MPI calls insignificant (a non-root's receive side of Gather,
+ * the send side of an in-place call) are never read.
+ *
+ * Every rank takes the same way for a call: the core serves it unless the
+ * team could not be set up (then every rank falls back, for good), and the
+ * core itself declines nothing here (NUMACOLL_ERR_UNSUPPORTED would still
+ * go to the previous component, decided alike on every rank). A call with
+ * no bytes on this rank (count 0; an Allgatherv of nothing at all) does
+ * nothing collective, as Open MPI's bindings let some ranks' count-0 calls
+ * return before they reach a component; the v forms of Gather and Scatter,
+ * whose counts only the root knows, always run. A rank whose own send and
+ * receive sizes differ gets MPI_ERR_ARG without the collective (erroneous:
+ * the others may wait for it until coll_numacoll_timeout_ms).
+ *
+ * Requests (nonblocking, persistent, and blocking calls made while others
+ * are in flight) are coll_numacoll_nb.c's, with this file's nc_ga_t
+ * attached: it calls nc_ga_prepare before each start, nc_ga_core to start
+ * or init, nc_ga_done at each completion and nc_ga_free at the end.
+ *
+ * Cost on top of the core's call: contiguous sides, the plan alone (O(1);
+ * the v forms O(p) for the byte counts and displacements, in a malloc'd
+ * array); a derived side, a temporary of its packed bytes B and one
+ * convertor pass over them per run (T ~ B t_pack, before the core's call
+ * on the send side, after it on the receive side).
+ */
+#include "coll_numacoll.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/constants.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/util/output.h"
+
+/* X(ID, name, Name): the collectives of this file. */
+#define NC_GA_KINDS(X)                                                        \
+    X(ALLGATHER, allgather, Allgather)                                        \
+    X(ALLGATHERV, allgatherv, Allgatherv)                                     \
+    X(GATHER, gather, Gather)                                                 \
+    X(GATHERV, gatherv, Gatherv)                                              \
+    X(SCATTER, scatter, Scatter)                                              \
+    X(SCATTERV, scatterv, Scatterv)                                           \
+    X(ALLTOALL, alltoall, Alltoall)
+
+typedef enum {
+#define NC_GA_ID(ID, name, Name) NC_GA_##ID,
+    NC_GA_KINDS(NC_GA_ID)
+#undef NC_GA_ID
+    NC_GA_N
+} nc_ga_kind_t;
+
+typedef enum { NC_FORM_BLOCKING, NC_FORM_NB, NC_FORM_PERSISTENT } nc_form_t;
+
+/* The MPI calls' names, by kind and form, for messages; the blocking
+ * calls' log lines name them in lower case, as the other blocking calls. */
+static const char *const nc_ga_names[NC_GA_N][4] = {
+#define NC_GA_NAME(ID, name, Name)                                            \
+    [NC_GA_##ID] = {"MPI_" #Name, "MPI_I" #name, "MPI_" #Name "_init",       \
+                    #name},
+    NC_GA_KINDS(NC_GA_NAME)
+#undef NC_GA_NAME
+};
+
+/* MPI_T counters, process-wide: per kind, the calls the core completed
+ * and those handed to the previous component, blocking and the
+ * nonblocking calls with persistent starts (inits, for the fallbacks). */
+enum { NC_N_DONE, NC_N_FALLBACK, NC_N_IDONE, NC_N_IFALLBACK, NC_N_COUNTERS };
+static _Atomic unsigned long long nc_ga_n[NC_GA_N][NC_N_COUNTERS];
+
+/* A call's arguments as MPI gave them; the v arrays NULL in the other
+ * forms. */
+typedef struct nc_ga_args {
+    nc_ga_kind_t kind;
+    const void *sbuf;
+    int scount;
+    const int *scounts, *sdispls;
+    ompi_datatype_t *sdt;
+    void *rbuf;
+    int rcount;
+    const int *rcounts, *rdispls;
+    ompi_datatype_t *rdt;
+    int root;
+} nc_ga_args_t;
+
+/* One block copied through the convertor: count x dt at user, packed at
+ * tmp (bytes of it). */
+typedef struct nc_ga_seg {
+    char *user;
+    int count;
+    ompi_datatype_t *dt;
+    char *tmp;
+    size_t bytes;
+    bool pack;          /* into tmp before the run, else out after it */
+} nc_ga_seg_t;
+
+struct nc_ga {
+    nc_module_t *m;
+    nc_ga_kind_t kind;
+    int root;
+    const void *send;       /* the core's arguments */
+    void *recv;
+    size_t nbytes;          /* Allgather, Gather, Scatter, Alltoall: a
+                               block; Allgatherv, Gatherv: this rank's
+                               send; Scatterv: this rank's receive */
+    size_t *vbytes, *vdispls;   /* v forms, where the core reads them */
+    char *stmp, *rtmp;      /* temporaries of derived-type sides */
+    nc_ga_seg_t *seg;
+    int nseg, capseg;
+    ompi_datatype_t *held[2];   /* retained for the segments */
+    bool heap;              /* g itself was allocated (a request's) */
+};
+
+/* ---- planning ----------------------------------------------------------- */
+
+static void nc_ga_init(nc_ga_t *g, nc_module_t *m, nc_ga_kind_t kind,
+                       int root)
+{
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->kind = kind;
+    g->root = root;
+}
+
+void nc_ga_free(nc_ga_t *g)
+{
+    for (int i = 0; i < 2; i++)
+        if (g->held[i])
+            OBJ_RELEASE(g->held[i]);
+    free(g->vbytes);
+    free(g->stmp);
+    free(g->rtmp);
+    free(g->seg);
+    if (g->heap)
+        free(g);
+}
+
+/* Add a convertor copy of count x dt between user and tmp. */
+static int nc_ga_add(nc_ga_t *g, bool pack, char *user, int count,
+                     ompi_datatype_t *dt, char *tmp, size_t bytes)
+{
+    if (g->nseg == g->capseg) {
+        int cap = g->capseg ? 2 * g->capseg
+                            : 2 * ompi_comm_size(g->m->comm) + 2;
+        nc_ga_seg_t *s = realloc(g->seg, (size_t)cap * sizeof *s);
+        if (!s)
+            return NUMACOLL_ERR_NOMEM;
+        g->seg = s;
+        g->capseg = cap;
+    }
+    if (dt != g->held[0] && dt != g->held[1]) {
+        g->held[g->held[0] ? 1 : 0] = dt;
+        OBJ_RETAIN(dt);
+    }
+    g->seg[g->nseg++] = (nc_ga_seg_t){user, count, dt, tmp, bytes, pack};
+    return NUMACOLL_OK;
+}
+
+static size_t nc_dt_size(ompi_datatype_t *dt)
+{
+    size_t s = 0;
+    (void)ompi_datatype_type_size(dt, &s);
+    return s;
+}
+
+static ptrdiff_t nc_dt_extent(ompi_datatype_t *dt)
+{
+    ptrdiff_t lb = 0, ext = 0;
+    (void)ompi_datatype_get_extent(dt, &lb, &ext);
+    return ext;
+}
+
+/* Whether n elements of dt are one run of bytes from the true lower bound
+ * on: Open MPI's answer only distinguishes one element from several. */
+static bool nc_dense(ompi_datatype_t *dt, size_t n)
+{
+    return ompi_datatype_is_contiguous_memory_layout(dt, n > 1 ? 2 : 1);
+}
+
+/*
+ * A side of n equal blocks of count x dt at buf, nb bytes each (n = 1: a
+ * single block). Straight: *core is the first byte. Otherwise a temporary
+ * of n * nb bytes (*tmp, *core) with one convertor copy per block.
+ */
+static int nc_ga_blocks(nc_ga_t *g, bool pack, const void *buf, int count,
+                        ompi_datatype_t *dt, size_t nb, int n, char **tmp,
+                        void **core)
+{
+    char *b = (char *)(uintptr_t)buf;
+    if (nb == 0) {      /* nothing is read or written there */
+        *core = b;
+        return NUMACOLL_OK;
+    }
+    if (nc_dense(dt, (size_t)count * (size_t)n)) {
+        *core = b + dt->super.true_lb;
+        return NUMACOLL_OK;
+    }
+    const ptrdiff_t stride = (ptrdiff_t)count * nc_dt_extent(dt);
+    *tmp = malloc((size_t)n * nb);
+    if (!*tmp)
+        return NUMACOLL_ERR_NOMEM;
+    *core = *tmp;
+    for (int j = 0; j < n; j++) {
+        int st = nc_ga_add(g, pack, b + j * stride, count, dt,
+                           *tmp + (size_t)j * nb, nb);
+        if (st != NUMACOLL_OK)
+            return st;
+    }
+    return NUMACOLL_OK;
+}
+
+/*
+ * A side of p v blocks (counts, displs in elements of dt) at buf: the
+ * core's byte counts and displacements in g->vbytes/vdispls. Straight when
+ * every block is contiguous: displacements from the lowest block, which
+ * *core points to. Otherwise packed back to back in rank order in a
+ * temporary (*tmp, *core).
+ */
+static int nc_ga_vblocks(nc_ga_t *g, bool pack, const void *buf,
+                         const int *counts, const int *displs,
+                         ompi_datatype_t *dt, char **tmp, void **core)
+{
+    const int p = ompi_comm_size(g->m->comm);
+    const size_t size = nc_dt_size(dt);
+    const ptrdiff_t ext = nc_dt_extent(dt), lb = dt->super.true_lb;
+    char *b = (char *)(uintptr_t)buf;
+    g->vbytes = malloc(2 * (size_t)p * sizeof *g->vbytes);
+    if (!g->vbytes)
+        return NUMACOLL_ERR_NOMEM;
+    g->vdispls = g->vbytes + p;
+    bool straight = true, any = false;
+    ptrdiff_t base = 0;
+    size_t total = 0;
+    for (int j = 0; j < p; j++) {
+        g->vbytes[j] = (size_t)counts[j] * size;
+        total += g->vbytes[j];
+        if (counts[j] == 0)
+            continue;
+        straight = straight && nc_dense(dt, (size_t)counts[j]);
+        ptrdiff_t off = (ptrdiff_t)displs[j] * ext + lb;
+        base = any && base < off ? base : off;
+        any = true;
+    }
+    if (straight) {
+        for (int j = 0; j < p; j++)
+            g->vdispls[j] = counts[j] == 0
+                                ? 0
+                                : (size_t)((ptrdiff_t)displs[j] * ext + lb -
+                                           base);
+        *core = b + base;
+        return NUMACOLL_OK;
+    }
+    *tmp = malloc(total ? total : 1);
+    if (!*tmp)
+        return NUMACOLL_ERR_NOMEM;
+    *core = *tmp;
+    size_t at = 0;
+    for (int j = 0; j < p; j++) {
+        g->vdispls[j] = at;
+        if (counts[j] > 0) {
+            int st = nc_ga_add(g, pack, b + (ptrdiff_t)displs[j] * ext,
+                               counts[j], dt, *tmp + at, g->vbytes[j]);
+            if (st != NUMACOLL_OK)
+                return st;
+        }
+        at += g->vbytes[j];
+    }
+    return NUMACOLL_OK;
+}
+
+/* The bytes this rank moves in a non-v call (0: nothing to do), from the
+ * arguments MPI makes significant on it. */
+static size_t nc_ga_block_bytes(const nc_ga_args_t *a, int rank)
+{
+    switch (a->kind) {
+    case NC_GA_GATHER:
+        return rank == a->root ? (size_t)a->rcount * nc_dt_size(a->rdt)
+                               : (size_t)a->scount * nc_dt_size(a->sdt);
+    case NC_GA_SCATTER:
+        return rank == a->root ? (size_t)a->scount * nc_dt_size(a->sdt)
+                               : (size_t)a->rcount * nc_dt_size(a->rdt);
+    case NC_GA_ALLGATHER:
+    case NC_GA_ALLTOALL:
+        return (size_t)a->rcount * nc_dt_size(a->rdt);
+    default:
+        return 0;
+    }
+}
+
+/* True when the call moves no bytes on this rank and must not touch the
+ * core (see the top of the file). */
+static bool nc_ga_nothing(const nc_ga_args_t *a, int rank, int p)
+{
+    switch (a->kind) {
+    case NC_GA_GATHERV:
+    case NC_GA_SCATTERV:
+        return false;
+    case NC_GA_ALLGATHERV:
+        for (int j = 0; j < p; j++)
+            if ((size_t)a->rcounts[j] * nc_dt_size(a->rdt) > 0)
+                return false;
+        return true;
+    default:
+        return nc_ga_block_bytes(a, rank) == 0;
+    }
+}
+
+/* The rank's own send bytes must equal its own receive block. */
+static int nc_ga_same(size_t send, size_t recv)
+{
+    return send == recv ? NUMACOLL_OK : NUMACOLL_ERR_MISMATCH;
+}
+
+/* Plan a call that moves bytes (g initialised); a core status. */
+static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
+{
+    const int me = ompi_comm_rank(g->m->comm);
+    const int p = ompi_comm_size(g->m->comm);
+    const bool root = me == a->root;
+    const bool in_place = a->sbuf == MPI_IN_PLACE || a->rbuf == MPI_IN_PLACE;
+    int st = NUMACOLL_OK;
+    char *own = NULL;       /* in place: where the own block goes in rtmp */
+    const char *from = NULL;    /* ... and where it is in rbuf */
+    int own_count = 0;
+
+    switch (a->kind) {
+    case NC_GA_ALLGATHER:
+    case NC_GA_GATHER:
+    case NC_GA_ALLTOALL: {
+        const size_t nb = nc_ga_block_bytes(a, me);
+        const bool recv = a->kind != NC_GA_GATHER || root;
+        g->nbytes = nb;
+        if (!in_place)
+            st = nc_ga_same((size_t)a->scount * nc_dt_size(a->sdt),
+                            nb);
+        if (st == NUMACOLL_OK && recv)
+            st = nc_ga_blocks(g, false, a->rbuf, a->rcount, a->rdt, nb, p,
+                              &g->rtmp, &g->recv);
+        if (st != NUMACOLL_OK)
+            break;
+        if (!in_place) {
+            int n = a->kind == NC_GA_ALLTOALL ? p : 1;
+            st = nc_ga_blocks(g, true, a->sbuf, a->scount, a->sdt, nb, n,
+                              &g->stmp, (void **)&g->send);
+            break;
+        }
+        g->send = NUMACOLL_IN_PLACE;
+        if (!g->rtmp)
+            break;
+        /* The receive side is a temporary: what stands in rbuf goes into
+         * it first, all blocks for Alltoall, the own one otherwise. */
+        if (a->kind == NC_GA_ALLTOALL) {
+            const ptrdiff_t stride =
+                (ptrdiff_t)a->rcount * nc_dt_extent(a->rdt);
+            for (int j = 0; j < p && st == NUMACOLL_OK; j++)
+                st = nc_ga_add(g, true, (char *)a->rbuf + j * stride,
+                               a->rcount, a->rdt, g->rtmp + (size_t)j * nb,
+                               nb);
+            break;
+        }
+        own = g->rtmp + (size_t)me * nb;
+        from = (char *)a->rbuf +
+               (ptrdiff_t)me * a->rcount * nc_dt_extent(a->rdt);
+        own_count = a->rcount;
+        break;
+    }
+    case NC_GA_ALLGATHERV:
+    case NC_GA_GATHERV: {
+        const bool recv = a->kind == NC_GA_ALLGATHERV || root;
+        if (recv)
+            st = nc_ga_vblocks(g, false, a->rbuf, a->rcounts, a->rdispls,
+                               a->rdt, &g->rtmp, &g->recv);
+        if (st != NUMACOLL_OK)
+            break;
+        if (!in_place) {
+            g->nbytes = (size_t)a->scount * nc_dt_size(a->sdt);
+            if (recv)
+                st = nc_ga_same(g->nbytes, g->vbytes[me]);
+            if (st == NUMACOLL_OK)
+                st = nc_ga_blocks(g, true, a->sbuf, a->scount, a->sdt,
+                                  g->nbytes, 1, &g->stmp, (void **)&g->send);
+            break;
+        }
+        g->nbytes = g->vbytes[me];
+        g->send = NUMACOLL_IN_PLACE;
+        if (g->rtmp && a->rcounts[me] > 0) {
+            own = g->rtmp + g->vdispls[me];
+            from = (char *)a->rbuf +
+                   (ptrdiff_t)a->rdispls[me] * nc_dt_extent(a->rdt);
+            own_count = a->rcounts[me];
+        }
+        break;
+    }
+    case NC_GA_SCATTER:
+    case NC_GA_SCATTERV: {
+        const bool v = a->kind == NC_GA_SCATTERV;
+        size_t mine = 0;    /* the root's own block */
+        if (root && v) {
+            st = nc_ga_vblocks(g, true, a->sbuf, a->scounts, a->sdispls,
+                               a->sdt, &g->stmp, (void **)&g->send);
+            mine = st == NUMACOLL_OK ? g->vbytes[me] : 0;
+        } else if (root) {
+            mine = nc_ga_block_bytes(a, me);
+            st = nc_ga_blocks(g, true, a->sbuf, a->scount, a->sdt, mine, p,
+                              &g->stmp, (void **)&g->send);
+        }
+        if (st != NUMACOLL_OK)
+            break;
+        if (in_place) {     /* the root's own block stays in sbuf */
+            g->nbytes = mine;
+            g->recv = (void *)(uintptr_t)NUMACOLL_IN_PLACE;
+            break;
+        }
+        g->nbytes = (size_t)a->rcount * nc_dt_size(a->rdt);
+        if (root)
+            st = nc_ga_same(mine, g->nbytes);
+        if (st == NUMACOLL_OK)
+            st = nc_ga_blocks(g, false, a->rbuf, a->rcount, a->rdt,
+                              g->nbytes, 1, &g->rtmp, &g->recv);
+        break;
+    }
+    case NC_GA_N:
+        st = NUMACOLL_ERR_ARG;
+        break;
+    }
+    if (st == NUMACOLL_OK && own)
+        st = nc_ga_add(g, true, (char *)(uintptr_t)from, own_count, a->rdt,
+                       own, (size_t)own_count * nc_dt_size(a->rdt));
+    return st;
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+/* One convertor copy; a core status. */
+static int nc_ga_copy(const nc_ga_seg_t *s)
+{
+    nc_dt_ctx_t c;
+    int st = nc_dt_begin(&c, s->pack, s->user, s->count, s->dt);
+    if (st == NUMACOLL_OK &&
+        (s->pack ? nc_pack(&c, 0, s->tmp, s->bytes)
+                 : nc_unpack(&c, 0, s->tmp, s->bytes)) != 0)
+        st = NUMACOLL_ERR_CALLBACK;
+    nc_dt_end(&c);
+    return st;
+}
+
+int nc_ga_prepare(nc_ga_t *g)
+{
+    for (int i = 0; i < g->nseg; i++)
+        if (g->seg[i].pack) {
+            int st = nc_ga_copy(&g->seg[i]);
+            if (st != NUMACOLL_OK)
+                return st;
+        }
+    return NUMACOLL_OK;
+}
+
+/* The core's call of g in the given form. */
+static int nc_ga_run(nc_ga_t *g, numacoll_team_t *t, nc_form_t form,
+                     numacoll_request_t **q)
+{
+#define NC_GA_CALL(fn, ...)                                                   \
+    (form == NC_FORM_BLOCKING ? numacoll_##fn(t, __VA_ARGS__)                 \
+     : form == NC_FORM_NB     ? numacoll_i##fn(t, __VA_ARGS__, q)             \
+                              : numacoll_##fn##_init(t, __VA_ARGS__, q))
+    switch (g->kind) {
+    case NC_GA_ALLGATHER:
+        return NC_GA_CALL(allgather, g->send, g->recv, g->nbytes);
+    case NC_GA_ALLGATHERV:
+        return NC_GA_CALL(allgatherv, g->send, g->nbytes, g->recv, g->vbytes,
+                          g->vdispls);
+    case NC_GA_GATHER:
+        return NC_GA_CALL(gather, g->send, g->recv, g->nbytes, g->root);
+    case NC_GA_GATHERV:
+        return NC_GA_CALL(gatherv, g->send, g->nbytes, g->recv, g->vbytes,
+                          g->vdispls, g->root);
+    case NC_GA_SCATTER:
+        return NC_GA_CALL(scatter, g->send, g->recv, g->nbytes, g->root);
+    case NC_GA_SCATTERV:
+        return NC_GA_CALL(scatterv, g->send, g->vbytes, g->vdispls, g->recv,
+                          g->nbytes, g->root);
+    case NC_GA_ALLTOALL:
+        return NC_GA_CALL(alltoall, g->send, g->recv, g->nbytes);
+    case NC_GA_N:
+        break;
+    }
+#undef NC_GA_CALL
+    return NUMACOLL_ERR_ARG;
+}
+
+int nc_ga_core(nc_ga_t *g, numacoll_team_t *t, bool persistent,
+               numacoll_request_t **req)
+{
+    return nc_ga_run(g, t, persistent ? NC_FORM_PERSISTENT : NC_FORM_NB,
+                     req);
+}
+
+int nc_ga_done(nc_ga_t *g, int st, const char *what)
+{
+    for (int i = 0; i < g->nseg && st == NUMACOLL_OK; i++)
+        if (!g->seg[i].pack)
+            st = nc_ga_copy(&g->seg[i]);
+    if (nc_call_verbose()) {
+        const bool v = g->kind == NC_GA_ALLGATHERV ||
+                       g->kind == NC_GA_GATHERV || g->kind == NC_GA_SCATTERV;
+        opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                            "coll:numacoll:%s: %s (cid %u) root %d, %zu bytes "
+                            "%s, %s: %s", what, nc_comm_name(g->m->comm),
+                            nc_comm_cid(g->m->comm), g->root, g->nbytes,
+                            v ? "of this rank" : "per block",
+                            g->nseg ? "through the convertor" : "contiguous",
+                            numacoll_strerror(st));
+    }
+    return st;
+}
+
+/* ---- the entry points --------------------------------------------------- */
+
+/* A call refused before any collective step: this rank's own sizes
+ * differ (MISMATCH) or no memory for a temporary. Said in our words (the
+ * team's last error belongs to another call); its MPI error class. */
+static int nc_ga_refuse(nc_module_t *m, const char *name, int st)
+{
+    const bool sizes = st == NUMACOLL_ERR_MISMATCH;
+    if (nc_component.config.verbose >= 1)
+        opal_output(0, "coll:numacoll: %s on %s (cid %u) refused on rank %d: "
+                    "%s", name, nc_comm_name(m->comm), nc_comm_cid(m->comm),
+                    ompi_comm_rank(m->comm),
+                    sizes ? "its send and receive blocks differ in bytes "
+                            "(an erroneous call; the other ranks may wait "
+                            "for this one)"
+                          : "no memory for the packed copy of a derived "
+                            "datatype");
+    return sizes ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
+}
+
+/*
+ * A call of any form: the MPI status, or NC_DECLINED for the previous
+ * component. Blocking calls run in the core right here unless requests
+ * are in flight (then through one, as coll_numacoll_nb.c explains).
+ */
+static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
+                       ompi_request_t **req)
+{
+    const nc_ga_kind_t k = a->kind;
+    const char *name = nc_ga_names[k][form];
+    const int rank = ompi_comm_rank(m->comm), p = ompi_comm_size(m->comm);
+    const bool nothing = nc_ga_nothing(a, rank, p);
+    _Atomic unsigned long long *counter =
+        &nc_ga_n[k][form == NC_FORM_BLOCKING ? NC_N_DONE : NC_N_IDONE];
+    if (nothing && form == NC_FORM_BLOCKING)
+        return MPI_SUCCESS;
+    if (!nothing && !nc_ready(m)) {
+        if (nc_call_verbose())
+            opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                                "coll:numacoll:%s: %s (cid %u): handed to the "
+                                "previous component: numacoll has no team on "
+                                "this communicator (its setup failed or did "
+                                "not fit the memory budget)", name,
+                                nc_comm_name(m->comm), nc_comm_cid(m->comm));
+        return NC_DECLINED;
+    }
+    nc_ga_t local, *g = &local;
+    nc_ga_init(g, m, k, a->root);
+    int st = nothing ? NUMACOLL_OK : nc_ga_plan(g, a);
+    if (st != NUMACOLL_OK) {
+        nc_ga_free(g);
+        return nc_ga_refuse(m, name, st);
+    }
+    if (form == NC_FORM_BLOCKING && !nc_nb_inflight()) {
+        st = nc_ga_prepare(g);
+        if (st == NUMACOLL_OK)
+            st = nc_ga_run(g, m->team, NC_FORM_BLOCKING, NULL);
+        if (st == NUMACOLL_ERR_UNSUPPORTED) {   /* alike on every rank */
+            nc_ga_free(g);
+            return NC_DECLINED;
+        }
+        st = nc_ga_done(g, st, nc_ga_names[k][3]);
+        nc_ga_free(g);
+        if (st == NUMACOLL_OK)
+            nc_count(counter);
+        return nc_finish(m, name, st);
+    }
+    g = malloc(sizeof *g);
+    if (!g) {
+        nc_ga_free(&local);
+        return nc_ga_refuse(m, name, NUMACOLL_ERR_NOMEM);
+    }
+    *g = local;
+    g->heap = true;
+    return nc_nb_ga(m, form == NC_FORM_PERSISTENT, nothing, name, counter, g,
+                    form == NC_FORM_BLOCKING ? NULL : req);
+}
+
+/*
+ * The 21 coll functions, three per collective (blocking, nonblocking,
+ * persistent init), generated from the shape of their parameters: ONE
+ * (a count and type per side), RV (receive counts and displacements), SV
+ * (send counts and displacements), rooted (Y) or not (N). Each builds the
+ * call's nc_ga_args_t, runs nc_ga_entry and, when that declines, calls
+ * the previous component's function of the same name.
+ */
+#define NC_P_ONE                                                              \
+    const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf,           \
+        int rcount, ompi_datatype_t *rdt,
+#define NC_P_RV                                                               \
+    const void *sbuf, int scount, ompi_datatype_t *sdt, void *rbuf,           \
+        const int *rcounts, const int *displs, ompi_datatype_t *rdt,
+#define NC_P_SV                                                               \
+    const void *sbuf, const int *scounts, const int *displs,                  \
+        ompi_datatype_t *sdt, void *rbuf, int rcount, ompi_datatype_t *rdt,
+#define NC_A_ONE sbuf, scount, sdt, rbuf, rcount, rdt,
+#define NC_A_RV sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
+#define NC_A_SV sbuf, scounts, displs, sdt, rbuf, rcount, rdt,
+#define NC_ARGS_ONE(ID, root)                                                 \
+    {NC_GA_##ID, sbuf, scount, NULL, NULL, sdt, rbuf, rcount, NULL, NULL,     \
+     rdt, root}
+#define NC_ARGS_RV(ID, root)                                                  \
+    {NC_GA_##ID, sbuf, scount, NULL, NULL, sdt, rbuf, 0, rcounts, displs,     \
+     rdt, root}
+#define NC_ARGS_SV(ID, root)                                                  \
+    {NC_GA_##ID, sbuf, 0, scounts, displs, sdt, rbuf, rcount, NULL, NULL,     \
+     rdt, root}
+/* rooted: the parameter, the argument, the value in nc_ga_args_t */
+#define NC_RP_Y int root,
+#define NC_RP_N
+#define NC_RA_Y root,
+#define NC_RA_N
+#define NC_RV_Y root
+#define NC_RV_N -1
+
+/* Our status, or the previous component's function for the call. */
+#define NC_GA_OR_PREV(name, ID, fb, call_prev)                                \
+    do {                                                                      \
+        if (rc != NC_DECLINED)                                                \
+            return rc;                                                        \
+        nc_count(&nc_ga_n[NC_GA_##ID][fb]);                                   \
+        return m->prev_##name call_prev;                                      \
+    } while (0)
+
+#define NC_GA_DEFINE(name, ID, shape, r)                                      \
+    static int nc_##name(NC_P_##shape NC_RP_##r ompi_communicator_t *comm,    \
+                         mca_coll_base_module_t *module)                      \
+    {                                                                         \
+        nc_module_t *m = (nc_module_t *)module;                               \
+        const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
+        int rc = nc_ga_entry(m, NC_FORM_BLOCKING, &a, NULL);                  \
+        NC_GA_OR_PREV(name, ID, NC_N_FALLBACK,                                \
+                      (NC_A_##shape NC_RA_##r comm,                           \
+                       m->prev_##name##_module));                             \
+    }                                                                         \
+    static int nc_i##name(NC_P_##shape NC_RP_##r ompi_communicator_t *comm,   \
+                          ompi_request_t **req,                               \
+                          mca_coll_base_module_t *module)                     \
+    {                                                                         \
+        nc_module_t *m = (nc_module_t *)module;                               \
+        const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
+        int rc = nc_ga_entry(m, NC_FORM_NB, &a, req);                         \
+        NC_GA_OR_PREV(i##name, ID, NC_N_IFALLBACK,                            \
+                      (NC_A_##shape NC_RA_##r comm, req,                      \
+                       m->prev_i##name##_module));                            \
+    }                                                                         \
+    /* the info argument carries no hint numacoll reads */                    \
+    static int nc_##name##_init(NC_P_##shape NC_RP_##r                        \
+                                ompi_communicator_t *comm,                    \
+                                struct ompi_info_t *info,                     \
+                                ompi_request_t **req,                         \
+                                mca_coll_base_module_t *module)               \
+    {                                                                         \
+        nc_module_t *m = (nc_module_t *)module;                               \
+        const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
+        int rc = nc_ga_entry(m, NC_FORM_PERSISTENT, &a, req);                 \
+        NC_GA_OR_PREV(name##_init, ID, NC_N_IFALLBACK,                        \
+                      (NC_A_##shape NC_RA_##r comm, info, req,                \
+                       m->prev_##name##_init_module));                        \
+    }
+
+NC_GA_DEFINE(allgather, ALLGATHER, ONE, N)
+NC_GA_DEFINE(allgatherv, ALLGATHERV, RV, N)
+NC_GA_DEFINE(gather, GATHER, ONE, Y)
+NC_GA_DEFINE(gatherv, GATHERV, RV, Y)
+NC_GA_DEFINE(scatter, SCATTER, ONE, Y)
+NC_GA_DEFINE(scatterv, SCATTERV, SV, Y)
+NC_GA_DEFINE(alltoall, ALLTOALL, ONE, N)
+
+/* ---- module part -------------------------------------------------------- */
+
+void nc_ga_install(nc_module_t *m)
+{
+#define NC_INSTALL(name) m->super.coll_##name = nc_##name;
+    NC_GA_BLOCKING_LIST(NC_INSTALL)
+    /* The nonblocking forms need coll_numacoll_nb.c's requests, which it
+     * installs its own functions only where they fit. */
+    if (m->super.coll_ibcast) {
+        NC_GA_NB_LIST(NC_INSTALL)
+    }
+#undef NC_INSTALL
+}
+
+void nc_ga_enable(nc_module_t *m, ompi_communicator_t *comm)
+{
+    mca_coll_base_comm_coll_t *c = comm->c_coll;
+#define NC_SAVE(name)                                                         \
+    if (m->super.coll_##name) {                                               \
+        NC_PREV_SAVE(m, c, comm, name)                                        \
+    }
+    NC_GA_LIST(NC_SAVE)
+#undef NC_SAVE
+}
+
+void nc_ga_construct(nc_module_t *m)
+{
+#define NC_CLEAR(name) NC_PREV_CLEAR(m, name)
+    NC_GA_LIST(NC_CLEAR)
+#undef NC_CLEAR
+}
+
+void nc_ga_destruct(nc_module_t *m)
+{
+#define NC_RELEASE(name) NC_PREV_RELEASE(m, name)
+    NC_GA_LIST(NC_RELEASE)
+#undef NC_RELEASE
+}
+
+/* <name>_count, <name>_fallback_count, i<name>_count and
+ * i<name>_fallback_count for each kind. */
+void nc_ga_register_pvars(void)
+{
+    static const char *const names[NC_GA_N][2] = {
+#define NC_GA_PV(ID, name, Name) [NC_GA_##ID] = {#name, "MPI_" #Name},
+        NC_GA_KINDS(NC_GA_PV)
+#undef NC_GA_PV
+    };
+    for (int k = 0; k < NC_GA_N; k++)
+        for (int c = 0; c < NC_N_COUNTERS; c++) {
+            const bool nb = c >= NC_N_IDONE;
+            const bool fb = c == NC_N_FALLBACK || c == NC_N_IFALLBACK;
+            char name[64], doc[320];
+            snprintf(name, sizeof name, "%s%s%s_count", nb ? "i" : "",
+                     names[k][0], fb ? "_fallback" : "");
+            if (fb)
+                snprintf(doc, sizeof doc, "Number of %s%s calls on "
+                         "communicators that selected numacoll which it "
+                         "handed to the previous component (no team: setup "
+                         "failed or the memory budget was reached).",
+                         names[k][1], nb ? " nonblocking and persistent-init"
+                                         : "");
+            else
+                snprintf(doc, sizeof doc, "Number of %s%s this process "
+                         "completed through numacoll's shared segment, over "
+                         "all communicators.", names[k][1],
+                         nb ? " nonblocking calls and persistent starts"
+                            : " calls");
+            (void)mca_base_component_pvar_register(
+                &nc_component.super.collm_version, name, doc,
+                OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+                MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                MCA_BASE_VAR_BIND_NO_OBJECT,
+                MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                nc_pvar_read, NULL, NULL, &nc_ga_n[k][c]);
+        }
+}
