@@ -140,6 +140,10 @@ typedef struct ncb_world {
      * one-line round trip is measured on them. ping is written by rank 0,
      * pong by rank 1. */
     _Atomic uint64_t *ping, *pong;
+    /* Nonzero on every rank when ranks 0 and 1 have the lines: measuring
+     * the round trip is collective (a sync per run and an allmax), so the
+     * ranks beyond 1, which have no lines, must know it too. */
+    int lines;
     void *ctx;
 } ncb_world_t;
 

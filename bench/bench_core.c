@@ -665,7 +665,10 @@ static double memcpy_ref(run_t *R, size_t m, int k, int reps)
 static double line_rtt(run_t *R)
 {
     ncb_world_t *w = R->w;
-    if (w->p < 2 || !w->ping)
+    /* Ranks beyond 1 have no lines but take part in the syncs and the
+     * allmax: skipping them would pair their next collective with ranks 0
+     * and 1's sync (a hang under tuned from np 4 on). */
+    if (w->p < 2 || !w->lines)
         return -1;
     enum { N = 2000, RUNS = 5 };
     double s[RUNS];

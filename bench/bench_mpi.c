@@ -233,7 +233,7 @@ static int w_gather(ncb_world_t *w, const double *mine, int n, double *all)
 
 /* Map one page shared by ranks 0 and 1; NULL (no line reference) when
  * they cannot share memory, e.g. on different hosts. */
-static unsigned char *share_lines(int rank, MPI_Comm comm)
+static unsigned char *share_lines(int rank, MPI_Comm comm, int *lines)
 {
     char name[64] = "";
     unsigned char *page = NULL;
@@ -277,6 +277,7 @@ static unsigned char *share_lines(int rank, MPI_Comm comm)
         munmap(page, 4096);
         page = NULL;
     }
+    *lines = all;   /* the same on every rank */
     return all ? page : NULL;
 }
 
@@ -309,8 +310,10 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 28
-/* pairs: the calls numacoll ran, those it handed back */
+#define NPVARS 30
+/* pairs: the calls numacoll ran, those it handed back (two_level: calls
+ * on communicators that span (virtual) nodes, whose node-local parts count
+ * as the core's nonblocking calls too; it has no fallback counter) */
 static const char *const pvar_names[NPVARS] = {
     "bcast", "bcast_fallback", "barrier", "barrier_fallback",
     "reduce", "reduce_fallback", "allreduce", "allreduce_fallback",
@@ -318,7 +321,8 @@ static const char *const pvar_names[NPVARS] = {
     "iallreduce", "iallreduce_fallback", "ibarrier", "ibarrier_fallback",
     "allgather", "allgather_fallback", "gather", "gather_fallback",
     "scatter", "scatter_fallback", "alltoall", "alltoall_fallback",
-    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback"};
+    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback",
+    "two_level", "two_level_fallback"};
 
 typedef struct pvars {
     int on;
@@ -451,9 +455,11 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
                                  [NCB_OP_BARRIER] = istart_barrier},
                       .iwait = iwait, .applies = applies,
                       .barrier = barrier, .last_error = last_error, .ctx = &m};
-    unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD) : NULL;
+    int lines = 0;
+    unsigned char *page = p >= 2 ? share_lines(rank, MPI_COMM_WORLD, &lines)
+                                 : NULL;
     ncb_world_t w = {.rank = rank, .p = p, .sync = w_sync, .allmax = w_allmax,
-                     .gather = w_gather, .ctx = &m};
+                     .gather = w_gather, .lines = lines, .ctx = &m};
     if (page) {
         w.ping = (_Atomic uint64_t *)page;
         w.pong = (_Atomic uint64_t *)(page + 64);

@@ -328,6 +328,7 @@ void ncb_team_world(const numacoll_bootstrap_t *b, void *shared,
     if (shared && b->size >= 2) {
         w->ping = (_Atomic uint64_t *)shared;
         w->pong = (_Atomic uint64_t *)((unsigned char *)shared + 64);
+        w->lines = 1;
     }
 }
 

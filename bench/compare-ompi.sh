@@ -7,6 +7,7 @@
 #
 #   bench/compare-ompi.sh [-n NP] [-r ROUNDS] [-c CONFIGS] [-b BASELINE]
 #                         [-o DIR] [-t SECONDS] [--plot FILE.png] [--overlap]
+#                         [--two-level N[:block|rr]]
 #                         [-- numacoll-bench-mpi options]
 #
 # Configurations (-c, comma-separated; default numacoll,tuned,sm,han):
@@ -30,21 +31,30 @@
 # buffers start; default malloc, as applications) and --loop app|b2b|both
 # (default both: back-to-back calls, and barrier + one call as OSU and IMB
 # time). NC_BUILD (default build) holds the programs.
+# --two-level N[:SPLIT] compares numacoll's two-level mode (ompi/
+# coll_numacoll_hier.c) with tuned as between nodes: every configuration
+# runs with --mca btl self,tcp (TCP on the loopback, also within a
+# virtual node: no shared-memory BTL), and numacoll with
+# coll_numacoll_virtual_nodes N and coll_numacoll_virtual_split SPLIT
+# (default block), so numacoll moves data within each virtual node itself
+# and only its N leaders talk over TCP. Defaults then: -n 4, -c
+# numacoll,tuned, options --ops bcast,allreduce --sizes 8,1k,64k,1m,4m.
 set -euo pipefail
 
 me=compare-ompi.sh
 np=2 rounds=3 configs=numacoll,tuned,sm,han baseline=tuned out="" plot=""
-limit=300 overlap=0 configs_set=0 baseline_set=0
+limit=300 overlap=0 configs_set=0 baseline_set=0 two_level="" np_set=0
 bench_args=()
 # the comment block at the top, however long it grows
 usage() { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
-    -n) np=${2:?-n needs a value}; shift 2 ;;
+    -n) np=${2:?-n needs a value}; np_set=1; shift 2 ;;
     -r) rounds=${2:?-r needs a value}; shift 2 ;;
     -c) configs=${2:?-c needs a value}; configs_set=1; shift 2 ;;
     -b) baseline=${2:?-b needs a value}; baseline_set=1; shift 2 ;;
     --overlap) overlap=1; shift ;;
+    --two-level) two_level=${2:?--two-level needs a value}; shift 2 ;;
     -o) out=${2:?-o needs a value}; shift 2 ;;
     -t) limit=${2:?-t needs a value}; shift 2 ;;
     --plot) plot=${2:?--plot needs a value}; shift 2 ;;
@@ -63,6 +73,23 @@ if [ $overlap = 1 ]; then
     [ $baseline_set = 1 ] || baseline=libnbc
     [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast,allreduce)
     bench_args=(--overlap "${bench_args[@]}")
+fi
+# two levels: N virtual nodes, dealt by blocks or round-robin
+tl_nodes="" tl_split=block
+if [ -n "$two_level" ]; then
+    tl_nodes=${two_level%%:*}
+    case "$two_level" in *:*) tl_split=${two_level#*:} ;; esac
+    case "$tl_nodes" in
+    ''|*[!0-9]*|0|1) echo "$me: --two-level '$two_level': N must be 2 or more" >&2; exit 2 ;;
+    esac
+    case "$tl_split" in
+    block|rr) ;;
+    *) echo "$me: --two-level '$two_level': the split is block or rr" >&2; exit 2 ;;
+    esac
+    [ $np_set = 1 ] || np=4
+    [ $configs_set = 1 ] || configs=numacoll,tuned
+    [ ${#bench_args[@]} -gt 0 ] ||
+        bench_args=(--ops bcast,allreduce --sizes 8,1k,64k,1m,4m)
 fi
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast)
 
@@ -154,9 +181,15 @@ config_args() {
     han)      env_add=(); mca=(--mca coll ^numacoll --mca coll_han_priority 100) ;;
     basic)    env_add=(); mca=(--mca coll basic,libnbc,self) ;;
     esac
+    if [ -n "$tl_nodes" ]; then
+        mca+=(--mca btl self,tcp)
+        [ "$1" != numacoll ] || mca+=(--mca coll_numacoll_virtual_nodes "$tl_nodes"
+                                      --mca coll_numacoll_virtual_split "$tl_split")
+    fi
 }
 
 echo "# $me: $(ompi_info --version 2>/dev/null | head -1), np $np, $rounds rounds, results in $out"
+[ -z "$tl_nodes" ] || echo "#   two levels: $tl_nodes virtual nodes ($tl_split), every configuration over --mca btl self,tcp"
 if [ $overlap = 1 ]; then
     echo "#   overlap (OSU's method, root 0, reused buffers); run options: ${bench_args[*]}"
 else

@@ -39,6 +39,10 @@ typedef struct mca_coll_numacoll_component_t {
     numacoll_config_t config;   /* coll_numacoll_<field> of NUMACOLL_PARAM_LIST */
     char *tuning_file;          /* coll_numacoll_tuning_file                  */
     size_t node_budget;         /* coll_numacoll_node_budget; 0 = no limit   */
+    /* Two levels on communicators that span nodes (coll_numacoll_hier.c). */
+    int virtual_nodes;          /* coll_numacoll_virtual_nodes; 0, 1: off    */
+    char *virtual_split;        /* coll_numacoll_virtual_split: block, rr    */
+    size_t hier_segsize;        /* coll_numacoll_hier_segsize                */
     bool config_ok;             /* false: a parameter was rejected; the
                                    component then declines to open           */
 
@@ -53,6 +57,8 @@ typedef struct mca_coll_numacoll_component_t {
     _Atomic unsigned long long n_reduce_fallback; /* handed to the previous  */
     _Atomic unsigned long long n_allreduce_fallback; /* component instead    */
     _Atomic unsigned n_teams;                     /* teams alive now         */
+    /* Blocking calls run in two levels (coll_numacoll_hier.c). */
+    _Atomic unsigned long long n_two_level;
     /* Nonblocking calls and persistent starts the core ran, and the
      * nonblocking calls and persistent inits handed to the previous
      * component (coll_numacoll_nb.c). */
@@ -133,6 +139,11 @@ typedef struct mca_coll_numacoll_module_t {
     struct mca_coll_numacoll_module_t *nb_next;
     bool nb_listed;
     _Atomic bool nb_lock;
+
+    /* Non-NULL on a communicator that spans nodes (or virtual nodes):
+     * its node-local and leaders' sub-communicators, created on the first
+     * call (coll_numacoll_hier.c). Such a module has no team of its own. */
+    struct nc_hier *hier;
 } mca_coll_numacoll_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_numacoll_module_t);
@@ -352,6 +363,23 @@ void nc_ga_enable(nc_module_t *m, ompi_communicator_t *comm);
 void nc_ga_construct(nc_module_t *m);
 void nc_ga_destruct(nc_module_t *m);
 void nc_ga_register_pvars(void);
+
+/* ---- coll_numacoll_hier.c: two levels ----------------------------------
+ * nc_hier_wanted: whether comm_query should give comm a two-level module
+ * (its processes span nodes, or coll_numacoll_virtual_nodes splits this
+ * one, and it is not one of the node-local sub-communicators the two-level
+ * mode creates itself). nc_hier_query: that module, less its enable
+ * function (comm_query's). nc_hier_free: the
+ * module's two-level state, from its destructor. nc_hier_register: the
+ * parameter that is not a number; false when its value is rejected. */
+#define nc_hier_wanted mca_coll_numacoll_hier_wanted
+#define nc_hier_query mca_coll_numacoll_hier_query
+#define nc_hier_free mca_coll_numacoll_hier_free
+#define nc_hier_register mca_coll_numacoll_hier_register
+bool nc_hier_wanted(ompi_communicator_t *comm);
+nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority);
+void nc_hier_free(nc_module_t *m);
+bool nc_hier_register(void);
 
 END_C_DECLS
 

@@ -15,6 +15,10 @@
  *                          (128-bit) id, whose local index is c_index.
  *   nc_comm_name(comm)     its name: 4.1 keeps an array in the
  *                          communicator, 5.0 a pointer, which may be NULL.
+ *   nc_comm_info_is(comm, key, value)
+ *                          whether the communicator's info holds key =
+ *                          value: 4.1's opal_info_get copies into a buffer,
+ *                          5.0's hands out a reference-counted string.
  *
  * What needs no guard, because the source names fields instead of relying
  * on their order: 5.0's module struct lost ft_event and gained coll_agree,
@@ -33,7 +37,11 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "opal/util/info.h"
 
 #if OMPI_MAJOR_VERSION >= 6 || !defined(OMPI_MAJOR_VERSION)
 /* main (6.0) moves to coll 3.0.0: modules install and restore their own
@@ -52,6 +60,20 @@ static inline const char *nc_comm_name(const ompi_communicator_t *comm)
 {
     return comm->c_name && comm->c_name[0] ? comm->c_name : "(unnamed)";
 }
+
+static inline bool nc_comm_info_is(ompi_communicator_t *comm, const char *key,
+                                   const char *value)
+{
+    opal_cstring_t *v = NULL;
+    int flag = 0;
+    if (!comm->super.s_info ||
+        opal_info_get(comm->super.s_info, key, &v, &flag) != OPAL_SUCCESS ||
+        !flag || !v)
+        return false;
+    bool eq = strcmp(v->string, value) == 0;
+    OBJ_RELEASE(v);
+    return eq;
+}
 #else
 #define NC_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
 typedef mca_coll_base_component_2_0_0_t nc_coll_component_t;
@@ -64,6 +86,18 @@ static inline unsigned nc_comm_cid(const ompi_communicator_t *comm)
 static inline const char *nc_comm_name(const ompi_communicator_t *comm)
 {
     return comm->c_name[0] ? comm->c_name : "(unnamed)";
+}
+
+static inline bool nc_comm_info_is(ompi_communicator_t *comm, const char *key,
+                                   const char *value)
+{
+    char v[64];
+    int flag = 0;
+    if (!comm->super.s_info ||
+        opal_info_get(comm->super.s_info, key, (int)sizeof v - 1, v, &flag) !=
+            OPAL_SUCCESS)
+        return false;
+    return flag && strcmp(v, value) == 0;
 }
 #endif
 

@@ -87,6 +87,10 @@ _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->priority) ==
                    NC_C_SIZE('i'), "priority is read as an int");
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->node_budget) ==
                    NC_C_SIZE('z'), "node_budget is read as a size_t");
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->virtual_nodes) ==
+                   NC_C_SIZE('i'), "virtual_nodes is read as an int");
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_segsize) ==
+                   NC_C_SIZE('z'), "hier_segsize is read as a size_t");
 
 typedef struct nc_param {
     const char *name;
@@ -124,6 +128,24 @@ static const nc_param_t nc_params[] = {
      "included), that communicator uses the previous component instead. 0 "
      "means no limit beyond the free space of /dev/shm.",
      offsetof(mca_coll_numacoll_component_t, node_budget)},
+    /* Two levels (coll_numacoll_hier.c). */
+    {"virtual_nodes", 'i', 0, 0, 1024,
+     "For testing and experiments: split the processes of each node into "
+     "this many virtual nodes (by coll_numacoll_virtual_split), so that "
+     "communicators on one machine run numacoll's two-level collectives: "
+     "numacoll within each virtual node, and the component Open MPI selects "
+     "without numacoll (tuned, over the BTLs given, e.g. --mca btl "
+     "self,tcp) between one leader per virtual node. 0 or 1: off, only "
+     "communicators that span real nodes run in two levels.",
+     offsetof(mca_coll_numacoll_component_t, virtual_nodes)},
+    {"hier_segsize", 'z', 262144, 1024, 1073741824,
+     "Segment size of the two-level collectives on communicators that span "
+     "nodes: a Bcast, Reduce or Allreduce of more bytes is cut into "
+     "segments of about this many bytes (whole elements for Reduce and "
+     "Allreduce), so that the "
+     "node-local level of one segment overlaps the leaders' level of the "
+     "next.",
+     offsetof(mca_coll_numacoll_component_t, hier_segsize)},
 };
 #define NC_NPARAMS (sizeof nc_params / sizeof nc_params[0])
 
@@ -308,11 +330,13 @@ static bool nc_param_read(const nc_param_t *p, const char *text, char *msg,
 }
 
 /* pu names one processing unit for every process of the job; it exists for
- * tests under synthetic topologies, so it sits at the developer level.
+ * tests under synthetic topologies, and virtual_nodes for tests of the
+ * two-level mode on one machine, so they sit at the developer level.
  * priority is the one a user changes to pick components. */
 static mca_base_var_info_lvl_t nc_param_level(const nc_param_t *p)
 {
-    return strcmp(p->name, "pu") == 0         ? OPAL_INFO_LVL_9
+    return strcmp(p->name, "pu") == 0 ||
+           strcmp(p->name, "virtual_nodes") == 0 ? OPAL_INFO_LVL_9
          : strcmp(p->name, "priority") == 0   ? OPAL_INFO_LVL_6
                                               : OPAL_INFO_LVL_5;
 }
@@ -439,6 +463,12 @@ static void nc_register_pvars(void)
         {"iallreduce_fallback_count", "The same for MPI_Iallreduce and "
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_iallreduce_fallback)},
+        {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce "
+         "and MPI_Barrier calls this process ran in two levels (numacoll "
+         "within the node, another component between the nodes' leaders) on "
+         "communicators that span nodes or virtual nodes.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_two_level)},
         {"teams", "Number of numacoll teams (shared-memory segments) this "
          "process has mapped right now; returns to 0 once their "
          "communicators are freed.",
@@ -512,6 +542,8 @@ static int nc_register(void)
         opal_output(0, "coll:numacoll: rejected: %s; the numacoll "
                     "component is disabled", msg);
     }
+    if (!nc_hier_register())
+        nc_component.config_ok = false;
     char core[256];
     if (nc_component.config_ok &&
         numacoll_config_check(&nc_component.config, core, sizeof core) !=

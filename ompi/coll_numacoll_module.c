@@ -83,10 +83,17 @@ mca_coll_numacoll_comm_query(struct ompi_communicator_t *comm, int *priority)
         why = "intercommunicator";
     else if (size < 2)
         why = "only 1 process";
-    else if (ompi_group_have_remote_peers(comm->c_local_group))
-        why = "its processes are on more than one node";
     else if (nc_component.priority < 0)
         why = "coll_numacoll_priority is negative";
+    else if (nc_hier_wanted(comm)) {
+        /* Two levels (coll_numacoll_hier.c); enabled as any module. */
+        nc_module_t *h = nc_hier_query(comm, priority);
+        if (h)
+            h->super.coll_module_enable = nc_module_enable;
+        return h ? &h->super : NULL;
+    }
+    else if (ompi_group_have_remote_peers(comm->c_local_group))
+        why = "its processes are on more than one node";
     if (why) {
         opal_output_verbose(10, NC_OUT,
                             "coll:numacoll:comm_query: %s (cid %u, %d "
@@ -189,6 +196,7 @@ static void nc_module_construct(nc_module_t *m)
     m->prev_reduce_module = NULL;
     m->prev_allreduce = NULL;
     m->prev_allreduce_module = NULL;
+    m->hier = NULL;
     nc_nb_construct(m);
     nc_ga_construct(m);
 }
@@ -199,6 +207,8 @@ static void nc_module_construct(nc_module_t *m)
  * come at any time. */
 static void nc_module_destruct(nc_module_t *m)
 {
+    if (m->hier)
+        nc_hier_free(m);
     if (m->team) {
         int st = numacoll_team_destroy(m->team);
         if (st != NUMACOLL_OK)

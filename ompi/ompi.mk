@@ -41,12 +41,13 @@ NC_OMPI_SYSTEM_DIR = $(or $(OMPI_COMPONENT_DIR),$(NC_OMPI_PKGLIBDIR))
 
 NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
 NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c \
+               ompi/coll_numacoll_hier.c \
                ompi/coll_numacoll_nb.c ompi/coll_numacoll_gather.c
 NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
 NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
 NC_MPI_TESTS = bcast_types bcast_derived barrier_order many_comms errors reduce_ops \
-               nonblocking gathers \
+               nonblocking gathers two_level \
                mismatch
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
 NC_MPI_COMMON = tests/mpi/mpit.c

@@ -7,7 +7,9 @@
 # its calls), and with the component absent (the programs check MPI
 # semantics only); mismatch (erroneous calls) with the component only;
 # sessions (MPI 4.0, built where the Open MPI has them: 5.0) at np 2, 3, 4
-# with the component and at np 3 without. Then the budget fallbacks, the parameter listing and
+# with the component and at np 3 without; two_level (numacoll's two-level
+# mode on virtual nodes over TCP) at np 4, 6 and 8 with 2, 3 and 4 virtual
+# nodes (NC_TWO_LEVEL overrides: "np:nodes:block|rr ..."). Then the budget fallbacks, the parameter listing and
 # rejection, the selection lines under coll_base_verbose, and that nothing
 # is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
 # fails instead of hanging.
@@ -27,6 +29,8 @@ TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
 TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers"
+# Run at the shapes of its own section below.
+TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
@@ -44,7 +48,7 @@ fi
 
 # Build what is missing (the Makefile may not include ompi/ompi.mk yet).
 need_build=0
-for t in $TESTS $CORE_ONLY; do [ -x "$BIN/$t" ] || need_build=1; done
+for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
@@ -200,6 +204,48 @@ mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
     --mca coll_numacoll_tree numa --mca coll_numacoll_levels l3,numa \
     --mca coll_numacoll_relay 1 "$BIN/bcast_types"
 
+# Two levels (ompi/coll_numacoll_hier.c): coll_numacoll_virtual_nodes cuts
+# the machine into N virtual nodes, numacoll runs within each, and the
+# leaders' level goes over TCP on the loopback (--mca btl self,tcp), as
+# between real nodes. np:nodes:split; uneven splits (6 on 4: 2,1,2,1; 8 on
+# 3) and nodes of one process included; tests/mpi/two_level.c checks every
+# root and the MPI_T count of two-level calls.
+TWO_LEVEL=${NC_TWO_LEVEL:-"4:2:block 4:2:rr 6:3:block 6:4:rr 8:4:block 8:3:rr"}
+TCP="--mca btl self,tcp"
+for cfg in $TWO_LEVEL; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split" "$WITH_PATH" "$np" \
+        $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" \
+        -x NC_EXPECT_TWO_LEVEL="$split" "$BIN/two_level"
+done
+# Many small segments (4 KiB): every pipelined schedule runs long; what
+# coll_base_verbose 10 says of the communicator.
+must="coll:numacoll:two-level: MPI_COMM_WORLD (cid 0, 6 processes): 4 nodes (virtual: 4 per node, block) of 2,1,2,1 processes, contiguous in rank order"
+mpi "two-level   np=6, 4 nodes, 4 KiB segments, verbose" "$WITH_PATH" 6 \
+    $FORCE $TCP --mca coll_numacoll_virtual_nodes 4 \
+    --mca coll_numacoll_hier_segsize 4096 --mca coll_base_verbose 10 \
+    -x NC_EXPECT_TWO_LEVEL=block "$BIN/two_level"
+# Every node one process: nothing for numacoll, the previous component
+# serves the communicator.
+must="falling back to the previous component for good: every node holds one process"
+mpi "two-level   np=4, 4 nodes of 1: falls back" "$WITH_PATH" 4 $FORCE $TCP \
+    --mca coll_numacoll_virtual_nodes 4 --mca coll_base_verbose 10 \
+    "$BIN/two_level"
+mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
+# Other programs on two levels (MPI semantics; their counters assume one
+# level): root and readers with different datatypes of one signature
+# (bytes in segments, 4 KiB), reductions of every type and op, and
+# libnbc's Ibcast on a two-level communicator kept moving while its root
+# sits in a two-level Barrier on another (nonblocking's cross_progress),
+# and the gathers, which stay with the previous component there.
+for t in bcast_derived reduce_ops nonblocking gathers; do
+    mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
+        --mca coll_numacoll_virtual_nodes 2 \
+        --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
+done
+
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
 # two at once (tests/mpi/sessions.c).
@@ -287,7 +333,8 @@ params_listed() {
     names=$(sed -n '/define NUMACOLL_PARAM_LIST/,/^$/s/^ *X(\([a-z_]*\),.*/\1/p' \
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
-    for n in $names priority node_budget tuning_file; do
+    for n in $names priority node_budget tuning_file virtual_nodes \
+             virtual_split hier_segsize; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
@@ -299,7 +346,7 @@ params_listed() {
     done
     for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count \
              reduce_count allreduce_count reduce_fallback_count \
-             allreduce_fallback_count teams; do
+             allreduce_fallback_count two_level_count teams; do
         echo "$listing" | grep -q "pvar:coll_numacoll_$v:" ||
             { echo "MPI_T variable coll_numacoll_$v missing"; return 1; }
     done
@@ -350,6 +397,17 @@ rejects_all() {  # rejects_all <value> <what the message says of it>
     done
     echo "$out" | grep "coll:numacoll: rejected"
 }
+# The two-level mode's numbers (component parameters, not in the core's list).
+rejects_two() {
+    out=$(info_with OMPI_MCA_coll_numacoll_virtual_nodes=abc \
+          OMPI_MCA_coll_numacoll_hier_segsize=100 2>&1)
+    for m in 'coll_numacoll_virtual_nodes = "abc" is not an integer: valid values are 0 to 1024' \
+             'coll_numacoll_hier_segsize = 100 is out of range: valid values are 1024 to 1073741824'; do
+        echo "$out" | grep "coll:numacoll: rejected" | grep -qF -- "$m" ||
+            { echo "missing: $m"; echo "$out" | grep numacoll; return 1; }
+    done
+    echo "$out" | grep "coll:numacoll: rejected"
+}
 check "rejects every numeric parameter = abc" rejects_all abc '"abc" is not'
 check "rejects every numeric parameter = 12abc" rejects_all 12abc '"12abc" is not'
 check "rejects verbose=1e3" rejects verbose 1e3 \
@@ -362,6 +420,9 @@ check "rejects frag_size=16g (range)" rejects frag_size 16g \
     "coll_numacoll_frag_size = 16g is out of range"
 check "rejects tree=bogus (name)" rejects tree bogus \
     'coll_numacoll_tree = "bogus" is not a tree name or an integer: valid values are table (-1'
+check "rejects virtual_split=bogus (name)" rejects virtual_split bogus \
+    'coll_numacoll_virtual_split = "bogus" is not a split: valid values are block or rr'
+check "rejects virtual_nodes=abc, hier_segsize=100" rejects_two
 check "rejects verbose= (empty)" rejects verbose "" \
     "coll_numacoll_verbose is empty: valid values are 0 to 3"
 # The same sentence when the value comes from a parameter file.

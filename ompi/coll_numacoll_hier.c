@@ -1,0 +1,909 @@
+/*
+ * Two levels on communicators whose processes span nodes: numacoll within
+ * each node, and whatever component Open MPI selects without numacoll
+ * (tuned, libnbc, basic, over the network BTLs) between one leader per
+ * node. numacoll writes no network code: the leaders' level is Open MPI's.
+ *
+ * Sub-communicators. Created inside the first Bcast, Reduce, Allreduce or
+ * Barrier on the communicator, which every rank makes, as coll/han does:
+ * creating them from comm_query or module_enable would run coll selection
+ * inside selection. Two of them per process:
+ *   - node-local: ompi_comm_split_type(MPI_COMM_TYPE_SHARED), split again
+ *     by virtual node when coll_numacoll_virtual_nodes > 1 (for testing on
+ *     one machine), rank order kept; it carries the info key
+ *     ompi_comm_coll_numacoll_level=node, by which comm_query gives it an
+ *     ordinary numacoll team instead of two levels again;
+ *   - leaders: ompi_comm_split of the ranks with node-local rank 0, key =
+ *     rank, so leader i is node i in rank order; its info key
+ *     ompi_comm_coll_preference=^numacoll keeps numacoll off it (on one
+ *     machine it would otherwise take it).
+ * While they are created, the communicator's own blocking functions point
+ * to the previous component: ompi_comm_split_type runs an Allreduce on it,
+ * which would land back here. An allgather over the point-to-point layer
+ * then tells every rank the node and node-local rank of every rank. A
+ * communicator whose nodes all hold one process has nothing for numacoll
+ * to do: it falls back to the previous component for good (every rank
+ * sees the same table, so all decide alike).
+ *
+ * What each rank does (root r on node R; L(m): node-local cost, U(m): the
+ * leaders' cost of m bytes):
+ *   Bcast     node R: local Bcast from r, then R's leader joins the
+ *             leaders' Bcast from R (when r leads R, both at once); other
+ *             nodes: leaders' Bcast, then local Bcast from the leader.
+ *             L + U, or U + L when r leads its node.
+ *   Reduce    local Reduce to each leader; leaders' Reduce to R's leader;
+ *             if r does not lead R, its leader sends it the result.
+ *             L + U (+ one node-local transfer of m).
+ *   Allreduce local Reduce to each leader, leaders' Allreduce in place,
+ *             local Bcast from the leader. 2L + U.
+ *   Barrier   local, leaders', local.
+ * Node-local calls are always numacoll's nonblocking ones, waited for in
+ * Open MPI's wait (NC_LOW): numacoll's blocking calls spin without
+ * opal_progress, and another component's request on the communicator
+ * (libnbc serves its Ibcast) must move while its root sits here.
+ * Above coll_numacoll_hier_segsize bytes, Bcast, Reduce and Allreduce cut
+ * the buffer into S segments (of bytes for Bcast, see nc_hier_bcast; of
+ * whole elements for the reductions). The node-local level runs
+ * as numacoll's nonblocking calls; the leaders' level as the leaders'
+ * component's nonblocking Ibcast and Ireduce (libnbc), and for Allreduce
+ * as its blocking Allreduce (tuned's recursive doubling or ring: libnbc's
+ * Iallreduce is a Reduce then a Bcast, twice the time between two
+ * nodes), whose waits drive opal_progress and so numacoll's requests.
+ * One segment's leaders' step overlaps the node-local steps of its
+ * neighbours: about (S + 1) * max(L(m/S), U(m/S)) instead of L(m) + U(m)
+ * (Allreduce: (S + 2) * max(...)). Each communicator sees its calls in
+ * the same order on every rank, which the fixed schedules below keep.
+ *
+ * Non-commutative ops keep rank order only when each node's ranks are
+ * contiguous and the nodes follow each other in rank order (local Reduce
+ * in rank order, then the leaders' in node order); otherwise that call
+ * goes to the previous component.
+ */
+#include "coll_numacoll.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ompi/constants.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_base_functions.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/request/request.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+
+#define NC_LEVEL_KEY "ompi_comm_coll_numacoll_level"
+#define NC_PREF_KEY "ompi_comm_coll_preference"
+
+typedef enum { NC_HIER_LAZY = 0, NC_HIER_READY, NC_HIER_OFF } nc_hier_state_t;
+
+typedef struct nc_hier {
+    nc_hier_state_t state;
+    ompi_communicator_t *low;   /* this node's processes, in rank order    */
+    ompi_communicator_t *up;    /* the leaders, node i = rank i; NULL on
+                                   the others                               */
+    int nnodes, my_node;
+    int *node_of;               /* per rank of the communicator: its node   */
+    int *local_of;              /* ... and its rank in that node            */
+    bool ordered;               /* nodes contiguous and in rank order       */
+} nc_hier_t;
+
+static bool nc_split_rr;        /* coll_numacoll_virtual_split = rr */
+
+/* ---- parameters -------------------------------------------------------- */
+
+bool nc_hier_register(void)
+{
+    nc_component.virtual_split = "block";
+    (void)mca_base_component_var_register(
+        &nc_component.super.collm_version, "virtual_split",
+        "For testing and experiments, with coll_numacoll_virtual_nodes: how "
+        "the processes of a node are dealt to its virtual nodes, by their "
+        "rank on the node: block (contiguous blocks, the first ones one "
+        "process larger when the count does not divide) or rr (round-robin: "
+        "rank i to virtual node i mod N, so nodes are not contiguous and "
+        "non-commutative reductions take the previous component).",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_ALL_EQ, &nc_component.virtual_split);
+    const char *v = nc_component.virtual_split ? nc_component.virtual_split
+                                               : "";
+    if (strcasecmp(v, "block") == 0 || strcasecmp(v, "rr") == 0) {
+        nc_split_rr = strcasecmp(v, "rr") == 0;
+        return true;
+    }
+    opal_output(0, "coll:numacoll: rejected: coll_numacoll_virtual_split = "
+                "\"%.64s\" is not a split: valid values are block or rr; the "
+                "numacoll component is disabled", v);
+    return false;
+}
+
+/* ---- selection ------------------------------------------------------------ */
+
+bool nc_hier_wanted(ompi_communicator_t *comm)
+{
+    /* Our own node-local sub-communicators get a plain team. */
+    if (nc_comm_info_is(comm, NC_LEVEL_KEY, "node"))
+        return false;
+    return nc_component.virtual_nodes > 1 ||
+           ompi_group_have_remote_peers(comm->c_local_group);
+}
+
+static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
+                         int root, ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module);
+static int nc_hier_barrier(ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
+static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
+                          ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          int root, ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module);
+static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
+                             ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+
+/* The blocking four only: the nonblocking and persistent forms, and every
+ * other collective, stay with the previous component on such a
+ * communicator. */
+nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
+{
+    nc_module_t *m = OBJ_NEW(mca_coll_numacoll_module_t);
+    if (!m)
+        return NULL;
+    m->hier = calloc(1, sizeof *m->hier);
+    if (!m->hier) {
+        OBJ_RELEASE(m);
+        return NULL;
+    }
+    m->super.coll_bcast = nc_hier_bcast;
+    m->super.coll_barrier = nc_hier_barrier;
+    m->super.coll_reduce = nc_hier_reduce;
+    m->super.coll_allreduce = nc_hier_allreduce;
+    *priority = nc_component.priority;
+    opal_output_verbose(10, NC_OUT,
+                        "coll:numacoll:comm_query: %s (cid %u, %d processes): "
+                        "accepted for two levels, priority %d, because %s; "
+                        "the sub-communicators are created on the first "
+                        "collective", nc_comm_name(comm), nc_comm_cid(comm),
+                        ompi_comm_size(comm), *priority,
+                        ompi_group_have_remote_peers(comm->c_local_group)
+                            ? "its processes span nodes"
+                            : "coll_numacoll_virtual_nodes splits its node");
+    return m;
+}
+
+/* Free the sub-communicators. ompi_comm_free leaves MPI_COMM_NULL behind,
+ * which must not be freed again. */
+static void nc_hier_drop(nc_hier_t *h)
+{
+    if (h->low && h->low != MPI_COMM_NULL)
+        ompi_comm_free(&h->low);
+    if (h->up && h->up != MPI_COMM_NULL)
+        ompi_comm_free(&h->up);
+    h->low = h->up = NULL;
+}
+
+void nc_hier_free(nc_module_t *m)
+{
+    nc_hier_t *h = m->hier;
+    /* Local in Open MPI 4.1 and 5.0: nothing is exchanged, so freeing from
+     * the communicator's destructor is safe, as coll/han does. */
+    nc_hier_drop(h);
+    free(h->node_of);
+    free(h->local_of);
+    free(h);
+    m->hier = NULL;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+/* The communicator's blocking functions, swapped for the previous
+ * component's while the sub-communicators are created. */
+typedef struct nc_parent_fns {
+    mca_coll_base_module_bcast_fn_t bcast;
+    mca_coll_base_module_t *bcast_module;
+    mca_coll_base_module_barrier_fn_t barrier;
+    mca_coll_base_module_t *barrier_module;
+    mca_coll_base_module_reduce_fn_t reduce;
+    mca_coll_base_module_t *reduce_module;
+    mca_coll_base_module_allreduce_fn_t allreduce;
+    mca_coll_base_module_t *allreduce_module;
+} nc_parent_fns_t;
+
+static void nc_parent_swap(mca_coll_base_comm_coll_t *c, nc_parent_fns_t *out,
+                           const nc_parent_fns_t *in)
+{
+#define NC_SWAP(n)                                                            \
+    out->n = c->coll_##n;                                                     \
+    out->n##_module = c->coll_##n##_module;                                   \
+    c->coll_##n = in->n;                                                      \
+    c->coll_##n##_module = in->n##_module;
+    NC_SWAP(bcast) NC_SWAP(barrier) NC_SWAP(reduce) NC_SWAP(allreduce)
+#undef NC_SWAP
+}
+
+/* Node-local communicator: this machine's processes, then this virtual
+ * node's when virtual nodes are asked for. */
+static int nc_make_low(nc_module_t *m, opal_info_t *mine, opal_info_t *other)
+{
+    nc_hier_t *h = m->hier;
+    int nv = nc_component.virtual_nodes;
+    if (nv <= 1)
+        return ompi_comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, mine,
+                                    &h->low);
+    ompi_communicator_t *node = NULL;
+    int rc = ompi_comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, other,
+                                  &node);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    int r = ompi_comm_rank(node), n = ompi_comm_size(node);
+    int k = nv < n ? nv : n;
+    int color = nc_split_rr ? r % k : (int)((long long)r * k / n);
+    rc = ompi_comm_split_with_info(node, color, r, mine, &h->low, false);
+    ompi_comm_free(&node);
+    return rc;
+}
+
+/* From every rank's leader (as a rank of the communicator, -1 where setup
+ * failed): each rank's node and node-local rank. False when the table is
+ * not a partition into nodes led by their lowest rank. */
+static bool nc_hier_table(nc_hier_t *h, const int *lead, int size,
+                          int *max_local)
+{
+    int *index = malloc((size_t)size * sizeof *index);
+    int *count = calloc((size_t)size, sizeof *count);
+    h->node_of = malloc((size_t)size * sizeof *h->node_of);
+    h->local_of = malloc((size_t)size * sizeof *h->local_of);
+    bool ok = index && count && h->node_of && h->local_of;
+    h->nnodes = 0;
+    h->ordered = true;
+    *max_local = 0;
+    for (int r = 0; ok && r < size; r++) {
+        int l = lead[r];
+        if (l < 0 || l > r || (l < r && lead[l] != l)) {
+            ok = false;
+            break;
+        }
+        if (l == r)
+            index[r] = h->nnodes++;
+        int node = index[l];
+        /* Nodes are numbered by their lowest rank, so going back to a
+         * lower number means a node's ranks are not contiguous. */
+        if (r > 0 && node < h->node_of[r - 1])
+            h->ordered = false;
+        h->node_of[r] = node;
+        h->local_of[r] = count[node]++;
+        if (count[node] > *max_local)
+            *max_local = count[node];
+    }
+    free(index);
+    free(count);
+    return ok;
+}
+
+static void nc_hier_describe(nc_module_t *m)
+{
+    nc_hier_t *h = m->hier;
+    /* Counting the nodes' sizes costs nodes x ranks: only when shown. */
+    if (ompi_coll_base_framework.framework_verbose < 10)
+        return;
+    int size = ompi_comm_size(m->comm);
+    char sizes[160];
+    size_t at = 0;
+    sizes[0] = '\0';
+    for (int n = 0, r = 0; n < h->nnodes && at + 16 < sizeof sizes; n++) {
+        int c = 0;
+        for (r = 0; r < size; r++)
+            c += h->node_of[r] == n;
+        at += (size_t)snprintf(sizes + at, sizeof sizes - at, "%s%d",
+                               n ? "," : "", c);
+    }
+    if (at + 16 >= sizeof sizes)
+        snprintf(sizes + at, sizeof sizes - at, ",...");
+    char virt[64] = "";
+    if (nc_component.virtual_nodes > 1)
+        snprintf(virt, sizeof virt, " (virtual: %d per node, %s)",
+                 nc_component.virtual_nodes, nc_split_rr ? "rr" : "block");
+    opal_output_verbose(10, NC_OUT,
+                        "coll:numacoll:two-level: %s (cid %u, %d processes): "
+                        "%d nodes%s of %s processes, %s; numacoll within "
+                        "each node, the leaders' communicator (cid %u) by "
+                        "the component Open MPI selects without numacoll; "
+                        "segments of %zu bytes",
+                        nc_comm_name(m->comm), nc_comm_cid(m->comm), size,
+                        h->nnodes, virt, sizes,
+                        h->ordered ? "contiguous in rank order"
+                                   : "not contiguous (non-commutative ops "
+                                     "take the previous component)",
+                        h->up ? nc_comm_cid(h->up) : 0u,
+                        nc_component.hier_segsize);
+}
+
+/* Collective over the communicator: create the sub-communicators and the
+ * table, or decide (everywhere alike) to fall back for good. */
+static void nc_hier_setup(nc_module_t *m)
+{
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *comm = m->comm;
+    int rank = ompi_comm_rank(comm), size = ompi_comm_size(comm);
+    nc_parent_fns_t prev = {
+        m->prev_bcast, m->prev_bcast_module, m->prev_barrier,
+        m->prev_barrier_module, m->prev_reduce, m->prev_reduce_module,
+        m->prev_allreduce, m->prev_allreduce_module};
+    nc_parent_fns_t ours;
+    nc_parent_swap(comm->c_coll, &ours, &prev);
+
+    opal_info_t mine, other;
+    OBJ_CONSTRUCT(&mine, opal_info_t);
+    OBJ_CONSTRUCT(&other, opal_info_t);
+    int rc = opal_info_set(&mine, NC_LEVEL_KEY, "node");
+    if (rc == OPAL_SUCCESS)
+        rc = opal_info_set(&other, NC_PREF_KEY, "^numacoll");
+    if (rc == OPAL_SUCCESS)
+        rc = nc_make_low(m, &mine, &other);
+    if (rc == OMPI_SUCCESS) {
+        bool leader = ompi_comm_rank(h->low) == 0;
+        rc = ompi_comm_split_with_info(comm, leader ? 0 : MPI_UNDEFINED,
+                                       rank, &other, &h->up, false);
+        if (h->up == MPI_COMM_NULL)
+            h->up = NULL;
+    }
+    OBJ_DESTRUCT(&mine);
+    OBJ_DESTRUCT(&other);
+
+    /* Every rank's leader, through the point-to-point layer (not our own
+     * functions); -1 says that setup failed here. */
+    int lead = -1, zero = 0;
+    if (rc == OMPI_SUCCESS &&
+        ompi_group_translate_ranks(h->low->c_local_group, 1, &zero,
+                                   comm->c_local_group, &lead) != OMPI_SUCCESS)
+        lead = -1;
+    int *leads = malloc((size_t)size * sizeof *leads);
+    int max_local = 0;
+    bool ok = leads &&
+              ompi_coll_base_allgather_intra_ring(&lead, 1, MPI_INT, leads, 1,
+                                                  MPI_INT, comm, &m->super) ==
+                  OMPI_SUCCESS &&
+              nc_hier_table(h, leads, size, &max_local);
+    free(leads);
+    nc_parent_swap(comm->c_coll, &prev, &ours);
+    if (ok) {
+        h->my_node = h->node_of[rank];
+        /* Leader i must be node i: the split's key is the rank. */
+        ok = (h->up != NULL) == (h->local_of[rank] == 0) &&
+             (!h->up || ompi_comm_rank(h->up) == h->my_node);
+    }
+    const char *why = !ok ? "the sub-communicators could not be created"
+                    : h->nnodes < 2 ? "all its processes are on one node"
+                    : max_local < 2 ? "every node holds one process"
+                                    : NULL;
+    if (why) {
+        /* Where setup failed on some rank only, the others found lead -1
+         * in the table and say so too. */
+        h->state = NC_HIER_OFF;
+        nc_hier_drop(h);
+        if (rank == 0 || !ok)
+            opal_output_verbose(10, NC_OUT,
+                                "coll:numacoll:two-level: %s (cid %u, %d "
+                                "processes): falling back to the previous "
+                                "component for good: %s", nc_comm_name(comm),
+                                nc_comm_cid(comm), size, why);
+        return;
+    }
+    h->state = NC_HIER_READY;
+    if (rank == 0)
+        nc_hier_describe(m);
+}
+
+static bool nc_hier_ready(nc_module_t *m)
+{
+    if (m->hier->state == NC_HIER_LAZY)
+        nc_hier_setup(m);
+    return m->hier->state == NC_HIER_READY;
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* A blocking call on a sub-communicator, through its own function table
+ * (the leaders' only: see NC_LOW). */
+#define NC_CALL(c, fn, ...)                                                   \
+    ((c)->c_coll->coll_##fn(__VA_ARGS__, (c), (c)->c_coll->coll_##fn##_module))
+/* A nonblocking one, its request added to q. */
+#define NC_ICALL(q, c, fn, ...)                                               \
+    nc_rq_note((q), (c)->c_coll->coll_##fn(__VA_ARGS__, (c), nc_rq_slot(q),   \
+                                           (c)->c_coll->coll_##fn##_module))
+
+/* Requests in flight of one step. */
+typedef struct nc_rq {
+    ompi_request_t *r[3];
+    int n;
+    int rc;             /* the first error of a start or a wait */
+} nc_rq_t;
+
+static ompi_request_t **nc_rq_slot(nc_rq_t *q)
+{
+    q->r[q->n] = MPI_REQUEST_NULL;  /* stays so if the start fails */
+    return &q->r[q->n++];
+}
+
+static void nc_rq_note(nc_rq_t *q, int rc)
+{
+    if (rc != OMPI_SUCCESS && q->rc == OMPI_SUCCESS)
+        q->rc = rc;
+}
+
+/* Wait for q's requests; returns (and clears) q's first error. */
+static int nc_rq_wait(nc_rq_t *q)
+{
+    if (q->n > 0)
+        nc_rq_note(q, ompi_request_wait_all((size_t)q->n, q->r,
+                                            MPI_STATUSES_IGNORE));
+    int rc = q->rc;
+    q->n = 0;
+    q->rc = OMPI_SUCCESS;
+    return rc;
+}
+
+static int nc_first(int a, int b)
+{
+    return a != OMPI_SUCCESS ? a : b;
+}
+
+/* A node-local call, made as numacoll's nonblocking one and waited for
+ * in Open MPI's wait: numacoll's blocking calls spin on shared memory
+ * without opal_progress, and a nonblocking call of another component on
+ * the parent communicator (libnbc's Ibcast, whose root may be waiting
+ * here) must keep moving meanwhile. Adds the first error to rc. */
+#define NC_LOW(rc, lo, fn, ...)                                               \
+    do {                                                                      \
+        nc_rq_t q_ = {.n = 0};                                                \
+        NC_ICALL(&q_, lo, fn, __VA_ARGS__);                                   \
+        (rc) = nc_first((rc), nc_rq_wait(&q_));                               \
+    } while (0)
+
+/* Segments of whole elements of about coll_numacoll_hier_segsize bytes. */
+typedef struct nc_segs {
+    int n;              /* how many                        */
+    int per;            /* elements in each but the last   */
+    size_t count;
+    ptrdiff_t extent;
+} nc_segs_t;
+
+/* count elements of tsize bytes, extent apart. */
+static nc_segs_t nc_segs_of(size_t count, size_t tsize, ptrdiff_t extent)
+{
+    nc_segs_t g = {.n = 1, .per = (int)(count < INT_MAX ? count : INT_MAX),
+                   .count = count, .extent = extent};
+    if (tsize == 0 || count == 0)
+        return g;
+    size_t per = nc_component.hier_segsize / tsize;
+    if (per == 0)
+        per = 1;
+    if (per >= count)
+        return g;
+    g.per = (int)(per < INT_MAX ? per : INT_MAX);
+    g.n = (int)((count + (size_t)g.per - 1) / (size_t)g.per);
+    return g;
+}
+
+static nc_segs_t nc_segs(int count, ompi_datatype_t *dtype)
+{
+    size_t tsize = 0;
+    ptrdiff_t lb = 0, extent = 0;
+    (void)ompi_datatype_type_size(dtype, &tsize);
+    (void)ompi_datatype_get_extent(dtype, &lb, &extent);
+    return nc_segs_of(count > 0 ? (size_t)count : 0, tsize, extent);
+}
+
+static int nc_seg_len(const nc_segs_t *g, int s)
+{
+    return s == g->n - 1 ? (int)(g->count - (size_t)s * (size_t)g->per)
+                         : g->per;
+}
+
+/* Segment s of buf; MPI_IN_PLACE and NULL stay what they are. */
+static void *nc_seg_at(const nc_segs_t *g, const void *buf, int s)
+{
+    if (buf == MPI_IN_PLACE || buf == NULL)
+        return (void *)(uintptr_t)buf;
+    return (char *)(uintptr_t)buf + (ptrdiff_t)s * g->per * g->extent;
+}
+
+static void nc_hier_log(nc_module_t *m, const char *what, int root, int count,
+                        ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
+{
+    if (!nc_call_verbose())
+        return;
+    opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                        "coll:numacoll:two-level %s: %s (cid %u) root %d, %d "
+                        "x %s, %d segment%s: %s", what, nc_comm_name(m->comm),
+                        nc_comm_cid(m->comm), root, count,
+                        dtype && dtype->name[0] ? dtype->name : "-",
+                        g ? g->n : 1, g && g->n > 1 ? "s" : "",
+                        rc == OMPI_SUCCESS ? "done" : "failed");
+}
+
+static int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
+                        ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
+{
+    nc_hier_log(m, what, root, count, dtype, g, rc);
+    if (rc == OMPI_SUCCESS)
+        nc_count(&nc_component.n_two_level);
+    return rc;
+}
+
+/* ---- Bcast -------------------------------------------------------------------- */
+
+/* The two levels of a Bcast of g's segments of (buf, dtype). */
+static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
+                             ompi_datatype_t *dtype, int root,
+                             const nc_segs_t *gp)
+{
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    int rn = h->node_of[root], rl = h->local_of[root];
+    bool home = h->my_node == rn;
+    nc_segs_t g = *gp;
+    int rc = OMPI_SUCCESS;
+
+    if (g.n == 1) {
+        if (home && up && rl == 0) {
+            /* The root leads: its node's Bcast starts first (it costs the
+             * root a few stores), then the leaders' one, during whose
+             * waits the node's moves on. */
+            nc_rq_t q = {.n = 0};
+            NC_ICALL(&q, lo, ibcast, buf, count, dtype, 0);
+            rc = NC_CALL(up, bcast, buf, count, dtype, rn);
+            rc = nc_first(rc, nc_rq_wait(&q));
+        } else if (home) {
+            if (up && rl == 0)
+                rc = NC_CALL(up, bcast, buf, count, dtype, rn);
+            NC_LOW(rc, lo, ibcast, buf, count, dtype, rl);
+            if (up && rl != 0)
+                rc = nc_first(rc, NC_CALL(up, bcast, buf, count, dtype, rn));
+        } else {
+            if (up)
+                rc = NC_CALL(up, bcast, buf, count, dtype, rn);
+            NC_LOW(rc, lo, ibcast, buf, count, dtype, 0);
+        }
+        return rc;
+    }
+
+    /* Step s waits for step s - 1's requests at its end, so the leaders'
+     * transfer of one segment overlaps the node-local one of the next
+     * (root's node) or of the previous (other nodes, whose leaders fetch
+     * one segment ahead). */
+    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, ahead[2] = {{.n = 0}, {.n = 0}};
+    for (int s = 0; s < g.n; s++) {
+        void *p = nc_seg_at(&g, buf, s);
+        int n = nc_seg_len(&g, s);
+        if (home && rl == 0) {
+            if (up)
+                NC_ICALL(&cur, up, ibcast, p, n, dtype, rn);
+            NC_ICALL(&cur, lo, ibcast, p, n, dtype, 0);
+        } else if (home && up) {
+            /* The root is elsewhere on this node: it reaches the leader
+             * first, in the node-local Bcast of this segment. */
+            nc_rq_t one = {.n = 0};
+            NC_ICALL(&one, lo, ibcast, p, n, dtype, rl);
+            nc_rq_note(&cur, nc_rq_wait(&one));
+            NC_ICALL(&cur, up, ibcast, p, n, dtype, rn);
+        } else if (home) {
+            NC_ICALL(&cur, lo, ibcast, p, n, dtype, rl);
+        } else if (up) {
+            if (s == 0)
+                NC_ICALL(&ahead[0], up, ibcast, p, n, dtype, rn);
+            if (s + 1 < g.n)
+                NC_ICALL(&ahead[(s + 1) % 2], up, ibcast,
+                         nc_seg_at(&g, buf, s + 1), nc_seg_len(&g, s + 1),
+                         dtype, rn);
+            nc_rq_note(&cur, nc_rq_wait(&ahead[s % 2]));
+            NC_ICALL(&cur, lo, ibcast, p, n, dtype, 0);
+        } else {
+            NC_ICALL(&cur, lo, ibcast, p, n, dtype, 0);
+        }
+        rc = nc_first(rc, nc_rq_wait(&prev));
+        prev = cur;
+        cur = (nc_rq_t){.n = 0};
+    }
+    return nc_first(rc, nc_rq_wait(&prev));
+}
+
+/* Pack (root) or unpack (the others) count elements of dtype at buf
+ * to or from the contiguous bytes at tmp. */
+static int nc_hier_convert(bool pack, void *buf, int count,
+                           ompi_datatype_t *dtype, void *tmp, size_t nbytes)
+{
+    opal_convertor_t conv;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    int rc = pack ? opal_convertor_copy_and_prepare_for_send(
+                        ompi_mpi_local_convertor, &dtype->super,
+                        (size_t)count, buf, 0, &conv)
+                  : opal_convertor_copy_and_prepare_for_recv(
+                        ompi_mpi_local_convertor, &dtype->super,
+                        (size_t)count, buf, 0, &conv);
+    struct iovec iov = {.iov_base = tmp, .iov_len = nbytes};
+    uint32_t n = 1;
+    size_t done = nbytes;
+    if (rc == OPAL_SUCCESS)
+        rc = pack ? opal_convertor_pack(&conv, &iov, &n, &done)
+                  : opal_convertor_unpack(&conv, &iov, &n, &done);
+    OBJ_DESTRUCT(&conv);
+    return rc >= 0 && done == nbytes ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+/*
+ * MPI lets the root and the others pass different (count, datatype) pairs
+ * of one type signature, so a Bcast is cut into segments of bytes, which
+ * every rank counts alike: straight from the buffer where this rank's data
+ * lie contiguously, else through a packed copy (the root packs before, the
+ * others unpack after). Segments travel as MPI_BYTE, which assumes the
+ * nodes share one data representation (Open MPI's default build).
+ */
+static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
+                         int root, ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    if (!nc_hier_ready(m)) {
+        nc_count(&nc_component.n_bcast_fallback);
+        return m->prev_bcast(buf, count, dtype, root, comm,
+                             m->prev_bcast_module);
+    }
+    size_t tsize = 0;
+    (void)ompi_datatype_type_size(dtype, &tsize);
+    size_t nbytes = tsize * (size_t)(count > 0 ? count : 0);
+    nc_segs_t g = nc_segs_of(nbytes, 1, 1);
+    int rc;
+    if (g.n == 1) {
+        rc = nc_hier_bcast_run(m->hier, buf, count, dtype, root, &g);
+    } else if (ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        rc = nc_hier_bcast_run(m->hier, (char *)buf + dtype->super.true_lb,
+                               (int)(nbytes < INT_MAX ? nbytes : INT_MAX),
+                               MPI_BYTE, root, &g);
+    } else {
+        bool me = ompi_comm_rank(comm) == root;
+        void *tmp = malloc(nbytes);
+        rc = tmp ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+        if (tmp && me)
+            rc = nc_hier_convert(true, buf, count, dtype, tmp, nbytes);
+        /* Every rank runs the Bcast, even one that failed: the others
+         * wait for it. */
+        if (tmp)
+            rc = nc_first(rc, nc_hier_bcast_run(
+                                  m->hier, tmp,
+                                  (int)(nbytes < INT_MAX ? nbytes : INT_MAX),
+                                  MPI_BYTE, root, &g));
+        if (tmp && !me && rc == OMPI_SUCCESS)
+            rc = nc_hier_convert(false, buf, count, dtype, tmp, nbytes);
+        free(tmp);
+    }
+    return nc_hier_done(m, "bcast", root, count, dtype, &g, rc);
+}
+
+/* ---- Barrier ------------------------------------------------------------------ */
+
+static int nc_hier_barrier(ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    if (!nc_hier_ready(m)) {
+        nc_count(&nc_component.n_barrier_fallback);
+        return m->prev_barrier(comm, m->prev_barrier_module);
+    }
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    /* Everyone on the node has arrived; then every node; then release.
+     * The node-local ones nonblocking, as NC_LOW says why. */
+    nc_rq_t q = {.n = 0};
+    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
+                                             lo->c_coll->coll_ibarrier_module));
+    int rc = nc_rq_wait(&q);
+    if (up)
+        rc = nc_first(rc, up->c_coll->coll_barrier(
+                              up, up->c_coll->coll_barrier_module));
+    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
+                                             lo->c_coll->coll_ibarrier_module));
+    rc = nc_first(rc, nc_rq_wait(&q));
+    return nc_hier_done(m, "barrier", -1, 0, NULL, NULL, rc);
+}
+
+/* ---- Reduce and Allreduce ------------------------------------------------------ */
+
+/* Whether the two levels keep the op's meaning: a non-commutative op
+ * needs ranks in node order (see the top of this file). Same answer on
+ * every rank. */
+static bool nc_hier_takes_op(nc_module_t *m, struct ompi_op_t *op)
+{
+    return nc_hier_ready(m) && (m->hier->ordered || nc_op_commutes(op));
+}
+
+/* Scratch for count elements of dtype: the returned pointer is where
+ * element 0 goes (the span's gap taken off); *raw is what to free. */
+static void *nc_scratch(int count, ompi_datatype_t *dtype, void **raw)
+{
+    ptrdiff_t gap = 0;
+    ptrdiff_t span = opal_datatype_span(&dtype->super, (size_t)count, &gap);
+    *raw = malloc(span > 0 ? (size_t)span : 1);
+    return *raw ? (char *)*raw - gap : NULL;
+}
+
+static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
+                          ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          int root, ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    if (count == 0)     /* as the one-level Reduce: nothing collective */
+        return MPI_SUCCESS;
+    if (!nc_hier_takes_op(m, op)) {
+        nc_count(&nc_component.n_reduce_fallback);
+        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                              m->prev_reduce_module);
+    }
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    int rn = h->node_of[root], rl = h->local_of[root];
+    bool home = h->my_node == rn, me = ompi_comm_rank(comm) == root;
+    const int tag = MCA_COLL_BASE_TAG_REDUCE;
+    int rc = OMPI_SUCCESS;
+
+    /* What this rank gives to the node-local Reduce, and where a leader
+     * keeps its node's partial result (the root's rbuf if it leads). */
+    const void *give = sbuf;
+    void *part = NULL, *raw = NULL;
+    if (up) {
+        part = me ? rbuf : nc_scratch(count, dtype, &raw);
+        if (!part)
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+    } else if (sbuf == MPI_IN_PLACE) {
+        give = rbuf;    /* only the root may pass MPI_IN_PLACE */
+    }
+    /* The leaders' Reduce: R's leader keeps its contribution in place. */
+    const void *up_give = home ? MPI_IN_PLACE : part;
+    void *up_recv = home ? part : NULL;
+    nc_segs_t g = nc_segs(count, dtype);
+
+    if (g.n == 1) {
+        NC_LOW(rc, lo, ireduce, give, up ? part : NULL, count, dtype, op, 0);
+        if (up)
+            rc = nc_first(rc, NC_CALL(up, reduce, up_give, up_recv, count,
+                                      dtype, op, rn));
+        if (home && rl != 0 && up)
+            rc = nc_first(rc, MCA_PML_CALL(send(part, count, dtype, rl, tag,
+                                                MCA_PML_BASE_SEND_STANDARD,
+                                                lo)));
+        else if (me && !up)
+            rc = nc_first(rc, MCA_PML_CALL(recv(rbuf, count, dtype, 0, tag, lo,
+                                                MPI_STATUS_IGNORE)));
+        free(raw);
+        return nc_hier_done(m, "reduce", root, count, dtype, &g, rc);
+    }
+
+    /* Pipelined: a leader's node-local Reduce of segment s + 1 runs while
+     * the leaders' Reduce of segment s is in flight; R's leader forwards
+     * segment s to a root it does not lead once that one is done. */
+    bool forward = home && up && rl != 0;
+    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, upq[2] = {{.n = 0}, {.n = 0}};
+    for (int s = 0; s < g.n; s++) {
+        int n = nc_seg_len(&g, s);
+        void *ps = nc_seg_at(&g, part, s);
+        if (up) {
+            nc_rq_t one = {.n = 0};
+            NC_ICALL(&one, lo, ireduce, nc_seg_at(&g, give, s), ps, n, dtype,
+                     op, 0);
+            nc_rq_note(&cur, nc_rq_wait(&one));
+            nc_rq_t *q = forward ? &upq[s % 2] : &cur;
+            NC_ICALL(q, up, ireduce, home ? MPI_IN_PLACE : ps,
+                     home ? ps : NULL, n, dtype, op, rn);
+            if (forward && s > 0) {
+                nc_rq_note(&cur, nc_rq_wait(&upq[(s - 1) % 2]));
+                nc_rq_note(&cur, MCA_PML_CALL(isend(
+                                     nc_seg_at(&g, part, s - 1),
+                                     nc_seg_len(&g, s - 1), dtype, rl, tag,
+                                     MCA_PML_BASE_SEND_STANDARD, lo,
+                                     nc_rq_slot(&cur))));
+            }
+        } else if (me) {
+            nc_rq_t one = {.n = 0};
+            NC_ICALL(&one, lo, ireduce, nc_seg_at(&g, give, s), NULL, n,
+                     dtype, op, 0);
+            nc_rq_note(&cur, nc_rq_wait(&one));
+            /* Posted after this rank's part of segment s is given, so an
+             * in-place contribution is read before it is overwritten. */
+            nc_rq_note(&cur, MCA_PML_CALL(irecv(nc_seg_at(&g, rbuf, s), n,
+                                                dtype, 0, tag, lo,
+                                                nc_rq_slot(&cur))));
+        } else {
+            NC_ICALL(&cur, lo, ireduce, nc_seg_at(&g, give, s), NULL, n,
+                     dtype, op, 0);
+        }
+        rc = nc_first(rc, nc_rq_wait(&prev));
+        prev = cur;
+        cur = (nc_rq_t){.n = 0};
+    }
+    if (forward) {
+        int s = g.n - 1;
+        nc_rq_note(&cur, nc_rq_wait(&upq[s % 2]));
+        nc_rq_note(&cur, MCA_PML_CALL(isend(nc_seg_at(&g, part, s),
+                                            nc_seg_len(&g, s), dtype, rl, tag,
+                                            MCA_PML_BASE_SEND_STANDARD, lo,
+                                            nc_rq_slot(&cur))));
+    }
+    rc = nc_first(rc, nc_rq_wait(&prev));
+    rc = nc_first(rc, nc_rq_wait(&cur));
+    free(raw);
+    return nc_hier_done(m, "reduce", root, count, dtype, &g, rc);
+}
+
+static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
+                             ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    if (count == 0)
+        return MPI_SUCCESS;
+    if (!nc_hier_takes_op(m, op)) {
+        nc_count(&nc_component.n_allreduce_fallback);
+        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                 m->prev_allreduce_module);
+    }
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    /* The leader reduces its node into its own rbuf; the others give
+     * sbuf (rbuf when in place) and receive the result in the Bcast. */
+    const void *give = sbuf == MPI_IN_PLACE && !up ? rbuf : sbuf;
+    nc_segs_t g = nc_segs(count, dtype);
+    int rc = OMPI_SUCCESS;
+
+    if (g.n == 1) {
+        NC_LOW(rc, lo, ireduce, give, up ? rbuf : NULL, count, dtype, op, 0);
+        if (up)
+            rc = nc_first(rc, NC_CALL(up, allreduce, MPI_IN_PLACE, rbuf,
+                                      count, dtype, op));
+        NC_LOW(rc, lo, ibcast, rbuf, count, dtype, 0);
+        return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
+    }
+
+    /* Pipelined. On the node-local communicator every rank starts, in
+     * this order, Reduce(0), then in step s Reduce(s + 1) and Bcast(s - 1),
+     * then Bcast(S - 1): the same order everywhere. In step s a leader,
+     * once Reduce(s) is done, runs the leaders' Allreduce of s as a
+     * blocking call: the leaders' component's own (tuned: recursive
+     * doubling or a ring; libnbc's nonblocking one is a Reduce then a
+     * Bcast, twice the time between two nodes). Its waits drive
+     * opal_progress, which moves numacoll's requests, so Reduce(s + 1) and
+     * Bcast(s - 1) run on the node meanwhile. */
+    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, red[2] = {{.n = 0}, {.n = 0}};
+    for (int s = -1; s < g.n; s++) {
+        nc_rq_t *rq = up ? &red[(s + 1) % 2] : &cur;
+        if (s + 1 < g.n)
+            NC_ICALL(rq, lo, ireduce, nc_seg_at(&g, give, s + 1),
+                     up ? nc_seg_at(&g, rbuf, s + 1) : NULL,
+                     nc_seg_len(&g, s + 1), dtype, op, 0);
+        if (s > 0)
+            NC_ICALL(&cur, lo, ibcast, nc_seg_at(&g, rbuf, s - 1),
+                     nc_seg_len(&g, s - 1), dtype, 0);
+        if (up && s >= 0) {
+            nc_rq_note(&cur, nc_rq_wait(&red[s % 2]));
+            nc_rq_note(&cur, NC_CALL(up, allreduce, MPI_IN_PLACE,
+                                     nc_seg_at(&g, rbuf, s),
+                                     nc_seg_len(&g, s), dtype, op));
+        }
+        rc = nc_first(rc, nc_rq_wait(&prev));
+        prev = cur;
+        cur = (nc_rq_t){.n = 0};
+    }
+    NC_ICALL(&cur, lo, ibcast, nc_seg_at(&g, rbuf, g.n - 1),
+             nc_seg_len(&g, g.n - 1), dtype, 0);
+    rc = nc_first(rc, nc_rq_wait(&prev));
+    rc = nc_first(rc, nc_rq_wait(&cur));
+    return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
+}

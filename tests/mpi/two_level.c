@@ -1,0 +1,279 @@
+/*
+ * Bcast, Reduce, Allreduce and Barrier on communicators that span
+ * (virtual) nodes: numacoll's two-level mode (ompi/coll_numacoll_hier.c).
+ * tests/mpi/run.sh runs it with coll_numacoll_virtual_nodes = 2, 3 or 4
+ * and coll_numacoll_virtual_split = block or rr over --mca btl self,tcp,
+ * so the leaders' level goes through TCP on the loopback. A plain MPI
+ * program: it passes with or without the component.
+ *
+ * On MPI_COMM_WORLD, every root, sizes from 1 byte to above 1 MiB (several
+ * segments of coll_numacoll_hier_segsize, so the pipelined schedules run):
+ *   - Bcast of bytes, byte-exact against the root's pattern;
+ *   - Reduce (also MPI_IN_PLACE at the root) and Allreduce (also in place)
+ *     of uint32 sums, exact against a reference each rank computes;
+ *   - a non-commutative user op (composition of affine maps modulo 2^32)
+ *     that must give the rank-ordered composition;
+ *   - Barrier: nobody leaves before a late rank came in (one clock: the
+ *     ranks share the machine).
+ * On MPI_COMM_WORLD in reversed rank order, a few of the same; first, a
+ * dup whose first collective is MPI_Comm_split_type's own.
+ *
+ * NC_EXPECT_TWO_LEVEL=block|rr (set by run.sh where the component is
+ * loaded with virtual nodes): numacoll's MPI_T counter two_level_count
+ * must grow by exactly the calls made, the non-commutative ones counted
+ * only with block (under rr nodes are not contiguous in rank order and
+ * those calls go to the previous component, whose Allreduce may call the
+ * communicator's Bcast: then up to all calls).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpit.h"
+
+static const int sizes[] = {1, 8, 1000, 65536 + 13, 300 * 1024 + 4,
+                            (3 << 19) + 20};
+#define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
+
+static unsigned long long calls, noncomm_calls;
+
+/* ---- contributions ---------------------------------------------------- */
+
+static uint32_t val(int rank, size_t i, unsigned seed)
+{
+    uint64_t x = (uint64_t)rank * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull + seed;
+    x ^= x >> 29;
+    x *= 0x94D049BB133111EBull;
+    return (uint32_t)(x >> 32);
+}
+
+/* An affine map x -> a x + b modulo 2^32; composing is associative and
+ * does not commute. */
+typedef struct { uint32_t a, b; } affine_t;
+
+static affine_t aff(int rank, size_t i, unsigned seed)
+{
+    affine_t f = {val(rank, i, seed) | 1u, val(rank, i, seed + 7)};
+    return f;
+}
+
+/* in op inout, in from the lower ranks: first in, then inout. */
+static affine_t compose(affine_t in, affine_t io)
+{
+    affine_t r = {io.a * in.a, io.a * in.b + io.b};
+    return r;
+}
+
+static void compose_op(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    affine_t *a = in, *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = compose(a[i], b[i]);
+}
+
+/* ---- the tests -------------------------------------------------------- */
+
+static void t_bcast(MPI_Comm comm, const char *cname, int root, int n)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    unsigned char *buf = malloc((size_t)n), *want = malloc((size_t)n);
+    unsigned seed = (unsigned)(root * 131 + n);
+    mpit_fill(want, (size_t)n, seed);
+    if (rank == root)
+        memcpy(buf, want, (size_t)n);
+    else
+        memset(buf, 0xA5, (size_t)n);
+    int rc = MPI_Bcast(buf, n, MPI_BYTE, root, comm);
+    calls++;
+    MPIT_CHECK(rc == MPI_SUCCESS && memcmp(buf, want, (size_t)n) == 0,
+               "%s Bcast root %d, %d bytes: rc %d, data %s", cname, root, n,
+               rc, memcmp(buf, want, (size_t)n) ? "differs" : "right");
+    free(buf);
+    free(want);
+}
+
+/* Reduce (root >= 0) or Allreduce (root < 0) of n uint32 sums. */
+static void t_sum(MPI_Comm comm, const char *cname, int root, int n,
+                  bool in_place)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    unsigned seed = (unsigned)(n * 7 + root + 3 + in_place);
+    uint32_t *s = malloc((size_t)n * 4), *r = malloc((size_t)n * 4);
+    for (int i = 0; i < n; i++) {
+        s[i] = val(rank, (size_t)i, seed);
+        r[i] = 0xDEADBEEF;
+    }
+    bool receives = root < 0 || rank == root;
+    if (in_place && receives)
+        memcpy(r, s, (size_t)n * 4);
+    const void *send = in_place && receives ? MPI_IN_PLACE : s;
+    int rc = root >= 0
+                 ? MPI_Reduce(send, r, n, MPI_UINT32_T, MPI_SUM, root, comm)
+                 : MPI_Allreduce(send, r, n, MPI_UINT32_T, MPI_SUM, comm);
+    calls++;
+    int bad = -1;
+    for (int i = 0; receives && i < n && bad < 0; i++) {
+        uint32_t w = 0;
+        for (int q = 0; q < size; q++)
+            w += val(q, (size_t)i, seed);
+        if (r[i] != w)
+            bad = i;
+    }
+    MPIT_CHECK(rc == MPI_SUCCESS && bad < 0,
+               "%s %s%s root %d, %d x uint32: rc %d, first wrong element %d",
+               cname, root >= 0 ? "Reduce" : "Allreduce",
+               in_place ? " in place" : "", root, n, rc, bad);
+    free(s);
+    free(r);
+}
+
+static void t_noncomm(MPI_Comm comm, const char *cname, int root, int n,
+                      MPI_Datatype dt, MPI_Op op)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    unsigned seed = (unsigned)(n + root * 5 + 11);
+    affine_t *s = malloc((size_t)n * sizeof *s), *r = malloc((size_t)n * sizeof *r);
+    for (int i = 0; i < n; i++) {
+        s[i] = aff(rank, (size_t)i, seed);
+        r[i] = (affine_t){0, 0};
+    }
+    int rc = root >= 0 ? MPI_Reduce(s, r, n, dt, op, root, comm)
+                       : MPI_Allreduce(s, r, n, dt, op, comm);
+    calls++;
+    noncomm_calls++;
+    int bad = -1;
+    for (int i = 0; (root < 0 || rank == root) && i < n && bad < 0; i++) {
+        affine_t w = aff(0, (size_t)i, seed);
+        for (int q = 1; q < size; q++)
+            w = compose(w, aff(q, (size_t)i, seed));
+        if (r[i].a != w.a || r[i].b != w.b)
+            bad = i;
+    }
+    MPIT_CHECK(rc == MPI_SUCCESS && bad < 0,
+               "%s non-commutative %s root %d, %d maps: rc %d, first wrong "
+               "element %d", cname, root >= 0 ? "Reduce" : "Allreduce", root,
+               n, rc, bad);
+    free(s);
+    free(r);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A late rank: nobody may leave the Barrier before it came in. The ranks
+ * share one machine, so CLOCK_MONOTONIC is one clock for all of them. */
+static void t_barrier(MPI_Comm comm, const char *cname, int late)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Barrier(comm);
+    calls++;
+    double t_in = 0;
+    if (rank == late) {
+        usleep(30000);
+        t_in = now();
+    }
+    int rc = MPI_Barrier(comm);
+    double t_out = now();
+    calls++;
+    MPI_Bcast(&t_in, 1, MPI_DOUBLE, late, comm);
+    calls++;
+    MPIT_CHECK(rc == MPI_SUCCESS && t_out >= t_in,
+               "%s Barrier, rank %d late: rc %d, left %.3f ms before it came",
+               cname, late, rc, (t_in - t_out) * 1e3);
+}
+
+static void run_all(MPI_Comm comm, const char *cname, bool full,
+                    MPI_Datatype aff_t, MPI_Op op)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    for (int k = 0; k < NSIZES; k++) {
+        int n = sizes[k];
+        /* Every root on the world; the first and last elsewhere. */
+        for (int root = 0; root < size; root++) {
+            if (!full && root != 0 && root != size - 1)
+                continue;
+            t_bcast(comm, cname, root, n);
+            int elems = (n + 3) / 4;
+            t_sum(comm, cname, root, elems, false);
+            /* In place and non-commutative: at two roots per size. */
+            if (root == 0 || root == size - 1) {
+                t_sum(comm, cname, root, elems, true);
+                t_noncomm(comm, cname, root, (n + 7) / 8, aff_t, op);
+            }
+        }
+        t_sum(comm, cname, -1, (n + 3) / 4, false);
+        t_sum(comm, cname, -1, (n + 3) / 4, true);
+        t_noncomm(comm, cname, -1, (n + 7) / 8, aff_t, op);
+    }
+    t_barrier(comm, cname, size - 1);
+    t_barrier(comm, cname, size / 2);
+}
+
+int main(int argc, char **argv)
+{
+    mpit_init(&argc, &argv, "two_level");
+    static const char *const names[] = {"coll_numacoll_two_level_count"};
+    mpit_named_t pv;
+    mpit_named_open(&pv, names, 1);
+    unsigned long long before = 0, after = 0;
+
+    /* A communicator whose first collective comes from inside
+     * MPI_Comm_split_type (which runs an Allreduce on it): the two-level
+     * setup then creates its sub-communicators inside that call. Before
+     * the counter's first reading, as MPI's own calls are not counted. */
+    MPI_Comm d, sh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_split_type(d, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh);
+    t_sum(d, "dup split first", -1, 70000, false);
+    t_bcast(sh, "its shared split", mpit_size - 1, 300000);
+    MPI_Comm_free(&sh);
+    MPI_Comm_free(&d);
+    calls = 0;
+    mpit_named_read(&pv, &before);
+
+    MPI_Datatype aff_t;
+    MPI_Type_contiguous(2, MPI_UINT32_T, &aff_t);
+    MPI_Type_commit(&aff_t);
+    MPI_Op op;
+    MPI_Op_create(compose_op, 0, &op);
+
+    run_all(MPI_COMM_WORLD, "world", true, aff_t, op);
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, mpit_size - 1 - mpit_rank, &rev);
+    run_all(rev, "reversed", false, aff_t, op);
+
+    mpit_named_read(&pv, &after);
+    const char *want = getenv("NC_EXPECT_TWO_LEVEL");
+    if (want && *want) {
+        bool ordered = strcmp(want, "block") == 0;
+        unsigned long long expect = calls - (ordered ? 0 : noncomm_calls);
+        /* Under rr, the previous component's Allreduce of a non-commutative
+         * op may run its own Bcast on the communicator, which is ours. */
+        unsigned long long most = ordered ? expect : calls;
+        MPIT_CHECK(pv.present && after - before >= expect &&
+                       after - before <= most,
+                   "two_level_count grew by %llu, expected %llu (%llu calls, "
+                   "%llu non-commutative, split %s)", after - before, expect,
+                   calls, noncomm_calls, want);
+    }
+    mpit_named_close(&pv);
+    MPI_Comm_free(&rev);
+    MPI_Op_free(&op);
+    MPI_Type_free(&aff_t);
+    return mpit_finish();
+}
