@@ -76,6 +76,8 @@ LIB_SRCS = \
 	coll/reduce/allreduce_inline.c \
 	coll/reduce/allreduce_reduce_bcast.c \
 	coll/reduce/allreduce_rsag.c \
+	coll/reduce/reduce_scatter.c \
+	coll/reduce/scan.c \
 	coll/gather/staged.c \
 	coll/gather/allgather_staged.c \
 	coll/gather/gather_staged.c \
@@ -118,7 +120,8 @@ TEST_SRCS = \
 	tests/test_mismatch.c \
 	tests/test_levels.c \
 	tests/test_request.c \
-	tests/test_gather.c
+	tests/test_gather.c \
+	tests/test_rscan.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

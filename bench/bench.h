@@ -39,6 +39,8 @@ enum {
     NCB_ALL = 8,       /* every rank receives the result                 */
     NCB_BLOCKS = 16,   /* the size is each rank's block; one side holds
                         * the p blocks (the gathers)                     */
+    NCB_PBLOCKS = 32,  /* NCB_SUM whose contribution is p blocks of the
+                        * size, block j's sum going to rank j            */
 };
 
 #define NCB_OP_LIST(X)                                                        \
@@ -58,7 +60,17 @@ enum {
     X(ALLTOALL, "alltoall", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,              \
       "a block of the size from every rank to every rank")                    \
     X(ALLGATHERV, "allgatherv", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,          \
-      "allgather as an Allgatherv of equal counts")
+      "allgather as an Allgatherv of equal counts")                           \
+    X(ALLTOALLV, "alltoallv", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,            \
+      "alltoall through the v form (every count the size)")                   \
+    X(REDUCE_SCATTER, "reduce_scatter",                                       \
+      NCB_SIZED | NCB_SUM | NCB_ALL | NCB_PBLOCKS, 4,                         \
+      "uint32 sum of every rank's p blocks of the size, block j at rank j "   \
+      "(reduce_scatter_block)")                                               \
+    X(SCAN, "scan", NCB_SIZED | NCB_SUM | NCB_ALL, 4,                         \
+      "uint32 sum over ranks 0..i of their vectors at rank i")                \
+    X(EXSCAN, "exscan", NCB_SIZED | NCB_SUM | NCB_ALL, 4,                     \
+      "uint32 sum over ranks 0..i-1 at rank i (rank 0 receives nothing)")
 
 typedef enum {
 #define X(id, name, flags, elem, what) NCB_OP_##id,

@@ -342,6 +342,8 @@ static inline void call_at(const run_t *R, const cursor_t *k, int op, size_t m,
 
 static int receives(const run_t *R, int op, int root)
 {
+    if (op == NCB_OP_EXSCAN)
+        return R->w->rank > 0;
     if (ncb_ops[op].flags & NCB_BLOCKS)   /* gather: the root; others: all */
         return (ncb_ops[op].flags & NCB_ALL) || R->w->rank == root;
     return (ncb_ops[op].flags & NCB_ALL) ? R->w->rank != root ||
@@ -393,7 +395,7 @@ static void spoil(const ncb_call_t *c, int op)
 static inline uint64_t block_id(const run_t *R, int op, uint64_t c,
                                 int writes, int j)
 {
-    if (op != NCB_OP_ALLTOALL)
+    if (op != NCB_OP_ALLTOALL && op != NCB_OP_ALLTOALLV)
         return c << 10 ^ (uint64_t)j;
     const int me = R->w->rank, src = writes ? me : j, dst = writes ? j : me;
     return c << 20 ^ (uint64_t)src << 10 ^ (uint64_t)dst;
@@ -409,7 +411,7 @@ static void block_range(const run_t *R, int op, const ncb_call_t *c,
     const int me = R->w->rank, p = R->w->p, scatter = op == NCB_OP_SCATTER;
     /* the side of the p blocks: scatter's send, the others' receive,
      * both for alltoall */
-    const int many = op == NCB_OP_ALLTOALL ||
+    const int many = op == NCB_OP_ALLTOALL || op == NCB_OP_ALLTOALLV ||
                      (writes ? scatter && me == c->root : !scatter);
     *lo = many ? 0 : me;
     *hi = many ? p : me + 1;
@@ -443,12 +445,32 @@ static int blocks_ok(const run_t *R, int op, const ncb_call_t *c)
     return 1;
 }
 
-/* Before a timed call: the producer stamps both ends of its buffer. */
+/* The sums: how many ranks' contributions this rank's result adds up
+ * (Scan: 0..me, Exscan: 0..me-1), and the element of the contributions
+ * its result starts at (Reduce_scatter: its block's). */
+static inline int summed(const run_t *R, int op)
+{
+    return op == NCB_OP_SCAN     ? R->w->rank + 1
+           : op == NCB_OP_EXSCAN ? R->w->rank
+                                 : R->w->p;
+}
+
+static inline size_t sum_first(const run_t *R, int op, size_t count)
+{
+    return op == NCB_OP_REDUCE_SCATTER ? (size_t)R->w->rank * count : 0;
+}
+
+/* Before a timed call: the producer stamps both ends of its buffer
+ * (each of its p blocks: reduce_scatter). */
 static inline void stamp_call(const run_t *R, int op, int sum,
                               const ncb_call_t *c)
 {
     if (ncb_ops[op].flags & NCB_BLOCKS)
         stamp_blocks(R, op, c);
+    else if (sum && (ncb_ops[op].flags & NCB_PBLOCKS))
+        for (int j = 0; j < R->w->p; j++)
+            stamp_u32((uint32_t *)c->sbuf + (size_t)j * c->count, c->count,
+                      R->call, R->w->rank);
     else if (sum)
         stamp_u32(c->sbuf, c->count, R->call, R->w->rank);
     else if (R->w->rank == c->root)
@@ -464,7 +486,7 @@ static inline void check_call(run_t *R, slot_t *s, int op, int check,
     if (!check || !receives(R, op, c->root))
         return;
     int ok = (ncb_ops[op].flags & NCB_BLOCKS) ? blocks_ok(R, op, c)
-             : sum ? stamp_u32_ok(c->rbuf, c->count, R->call, R->w->p)
+             : sum ? stamp_u32_ok(c->rbuf, c->count, R->call, summed(R, op))
                    : stamp_bytes_ok(c->buf, c->bytes, R->call);
     if (!ok)
         note_error(s, R->w->rank, "timed call of %zu bytes: rank %d received "
@@ -565,12 +587,16 @@ static int full_check(run_t *R, slot_t *sl, int op, size_t m)
     int recv = receives(R, op, c.root);
     if (ncb_ops[op].flags & NCB_BLOCKS)
         return full_check_blocks(R, sl, op, &c, recv);
+    const size_t first = sum_first(R, op, c.count);
+    const int nsum = summed(R, op);
     if (sum) {
         uint32_t *s = c.sbuf, *d = c.rbuf;
-        for (size_t e = 0; e < c.count; e++) {
+        const size_t n = (ncb_ops[op].flags & NCB_PBLOCKS)
+                             ? c.count * (size_t)p : c.count;
+        for (size_t e = 0; e < n; e++)
             s[e] = fresh_u32(id, e) + (uint32_t)rank * RANK_STEP;
-            d[e] = ~sum_of(fresh_u32(id, e), p);  /* differs from the answer */
-        }
+        for (size_t e = 0; e < c.count; e++)   /* differs from the answer */
+            d[e] = ~sum_of(fresh_u32(id, first + e), nsum);
     } else if (rank == c.root) {
         fill_bytes(c.buf, m, id, 0);
     } else {
@@ -587,7 +613,7 @@ static int full_check(run_t *R, slot_t *sl, int op, size_t m)
     if (sum) {
         const uint32_t *d = c.rbuf;
         for (size_t e = 0; e < c.count; e++)
-            if (d[e] != sum_of(fresh_u32(id, e), p)) {
+            if (d[e] != sum_of(fresh_u32(id, first + e), nsum)) {
                 note_error(sl, rank, "checked call: element %zu wrong on rank "
                            "%d (root %d)", e, c.root);
                 break;
@@ -765,7 +791,7 @@ static int measure_size(run_t *R, int op, size_t m)
     double mc[NCB_SWEEP_N];
     int any = 0;
 
-    const size_t span = (ncb_ops[op].flags & NCB_BLOCKS)
+    const size_t span = (ncb_ops[op].flags & (NCB_BLOCKS | NCB_PBLOCKS))
                             ? m * (size_t)w->p : m;
     if (set_order(R, span) != 0 || make_slots(R) != 0) {
         fprintf(stderr, "numacoll-bench: out of memory for the region order "
@@ -1096,7 +1122,8 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
         maxm = o->sizes[i] > maxm ? o->sizes[i] : maxm;
     /* a gather's region holds p blocks */
     for (int op = 0; op < NCB_OP_COUNT; op++)
-        if ((o->ops & (1u << op)) && (ncb_ops[op].flags & NCB_BLOCKS)) {
+        if ((o->ops & (1u << op)) &&
+            (ncb_ops[op].flags & (NCB_BLOCKS | NCB_PBLOCKS))) {
             maxm *= (size_t)w->p;
             break;
         }

@@ -1,12 +1,13 @@
 /*
  * MPI backend of numacoll-bench (numacoll-bench-mpi, built with mpicc): the
  * calls are MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
- * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Alltoall and MPI_Allgatherv
- * (equal counts) on MPI_COMM_WORLD, so the numbers are those of whatever
- * coll component Open MPI selected (numacoll, tuned, sm, han, ...: chosen
- * with mpirun --mca, see bench/compare-ompi.sh). The timing loop is the
- * standalone one (bench_core.c). Reduce and Allreduce sum uint32
- * (MPI_UINT32_T, MPI_SUM); the gathers move MPI_BYTE blocks of the size.
+ * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Allgatherv and
+ * MPI_Alltoallv (equal counts), MPI_Reduce_scatter_block, MPI_Scan and
+ * MPI_Exscan on MPI_COMM_WORLD, so the numbers are those of whatever coll
+ * component Open MPI selected (numacoll, tuned, sm, han, ...: chosen with
+ * mpirun --mca, see bench/compare-ompi.sh). The timing loop is the
+ * standalone one (bench_core.c). The reductions sum uint32 (MPI_UINT32_T,
+ * MPI_SUM); the gathers and alltoall(v) move MPI_BYTE blocks of the size.
  *
  * The one-line round trip needs memory shared by ranks 0 and 1: rank 0
  * creates a POSIX shared-memory object, broadcasts its name, rank 1 maps
@@ -99,18 +100,54 @@ static int run_alltoall(void *ctx, const ncb_call_t *c)
                                 (int)c->bytes, MPI_BYTE, m->comm));
 }
 
-static int run_allgatherv(void *ctx, const ncb_call_t *c)
+/* The v forms' counts and displacements: p equal blocks of the size. */
+static void equal_blocks(mctx_t *m, size_t bytes)
 {
-    mctx_t *m = ctx;
     int p;
     MPI_Comm_size(m->comm, &p);
     for (int j = 0; j < p; j++) {
-        m->vcounts[j] = (int)c->bytes;
-        m->vdispls[j] = j * (int)c->bytes;
+        m->vcounts[j] = (int)bytes;
+        m->vdispls[j] = j * (int)bytes;
     }
+}
+
+static int run_allgatherv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    equal_blocks(m, c->bytes);
     return note(m, MPI_Allgatherv(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
                                   m->vcounts, m->vdispls, MPI_BYTE,
                                   m->comm));
+}
+
+static int run_alltoallv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    equal_blocks(m, c->bytes);
+    return note(m, MPI_Alltoallv(c->sbuf, m->vcounts, m->vdispls, MPI_BYTE,
+                                 c->rbuf, m->vcounts, m->vdispls, MPI_BYTE,
+                                 m->comm));
+}
+
+static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count,
+                                            MPI_UINT32_T, MPI_SUM, m->comm));
+}
+
+static int run_scan(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Scan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
+                            MPI_SUM, m->comm));
+}
+
+static int run_exscan(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    return note(m, MPI_Exscan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
+                              MPI_SUM, m->comm));
 }
 
 /* --overlap: the nonblocking forms, one in flight at a time. */
@@ -387,7 +424,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     mctx_t m = {.comm = MPI_COMM_WORLD, .last = MPI_SUCCESS};
     int *v = malloc(2 * (size_t)p * sizeof *v);
     if (!v) {
-        fprintf(stderr, "numacoll-bench-mpi: out of memory for Allgatherv's "
+        fprintf(stderr, "numacoll-bench-mpi: out of memory for the v forms' "
                 "counts\n");
         MPI_Abort(MPI_COMM_WORLD, 4);
     }
@@ -401,7 +438,11 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
                               [NCB_OP_GATHER] = run_gather,
                               [NCB_OP_SCATTER] = run_scatter,
                               [NCB_OP_ALLTOALL] = run_alltoall,
-                              [NCB_OP_ALLGATHERV] = run_allgatherv},
+                              [NCB_OP_ALLGATHERV] = run_allgatherv,
+                              [NCB_OP_ALLTOALLV] = run_alltoallv,
+                              [NCB_OP_REDUCE_SCATTER] = run_reduce_scatter,
+                              [NCB_OP_SCAN] = run_scan,
+                              [NCB_OP_EXSCAN] = run_exscan},
                       .istart = {[NCB_OP_BCAST] = istart_bcast,
                                  [NCB_OP_REDUCE] = istart_reduce,
                                  [NCB_OP_ALLREDUCE] = istart_allreduce,

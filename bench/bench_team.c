@@ -38,8 +38,13 @@ static const int op_coll[NCB_OP_COUNT] = {
     [NCB_OP_GATHER] = NC_COLL_GATHER,
     [NCB_OP_SCATTER] = NC_COLL_SCATTER,
     [NCB_OP_ALLTOALL] = NC_COLL_ALLTOALL,
-    /* the core's Allgatherv runs Allgather's algorithms and rules */
+    /* the core's Allgatherv runs Allgather's algorithms and rules;
+     * Alltoallv Alltoall's */
     [NCB_OP_ALLGATHERV] = NC_COLL_ALLGATHER,
+    [NCB_OP_ALLTOALLV] = NC_COLL_ALLTOALL,
+    [NCB_OP_REDUCE_SCATTER] = NC_COLL_REDUCE_SCATTER,
+    [NCB_OP_SCAN] = NC_COLL_SCAN,
+    [NCB_OP_EXSCAN] = NC_COLL_EXSCAN,
 };
 
 /* A configuration as the options give it. */
@@ -54,7 +59,7 @@ struct ncb_team {
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
     numacoll_request_t *req;   /* --overlap: the call in flight       */
-    size_t *vcounts, *vdispls; /* allgatherv: p equal blocks          */
+    size_t *vcounts, *vdispls; /* the v forms: p equal blocks          */
 };
 
 typedef struct trun {
@@ -161,14 +166,20 @@ static int run_scatter(void *ctx, const ncb_call_t *c)
                             c->bytes, c->root);
 }
 
+/* The v forms' counts and displacements: p equal blocks of the size. */
+static void equal_blocks(ncb_team_t *tm, size_t bytes)
+{
+    const int p = numacoll_team_size(tm->team);
+    for (int j = 0; j < p; j++) {
+        tm->vcounts[j] = bytes;
+        tm->vdispls[j] = (size_t)j * bytes;
+    }
+}
+
 static int run_allgatherv(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tm = ctx;
-    const int p = numacoll_team_size(tm->team);
-    for (int j = 0; j < p; j++) {
-        tm->vcounts[j] = c->bytes;
-        tm->vdispls[j] = (size_t)j * c->bytes;
-    }
+    equal_blocks(tm, c->bytes);
     return numacoll_allgatherv(tm->team, c->sbuf, c->bytes, c->rbuf,
                                tm->vcounts, tm->vdispls);
 }
@@ -177,6 +188,34 @@ static int run_alltoall(void *ctx, const ncb_call_t *c)
 {
     return numacoll_alltoall(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
                              c->bytes);
+}
+
+static int run_alltoallv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    equal_blocks(tm, c->bytes);
+    return numacoll_alltoallv(tm->team, c->sbuf, tm->vcounts, tm->vdispls,
+                              c->rbuf, tm->vcounts, tm->vdispls);
+}
+
+static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_reduce_scatter_block(((ncb_team_t *)ctx)->team, c->sbuf,
+                                         c->rbuf, c->count,
+                                         NUMACOLL_DTYPE_UINT32,
+                                         NUMACOLL_OP_SUM);
+}
+
+static int run_scan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_scan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                         c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+}
+
+static int run_exscan(void *ctx, const ncb_call_t *c)
+{
+    return numacoll_exscan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
+                           c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
 }
 
 static int barrier(void *ctx)
@@ -319,7 +358,7 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     }
     tm->vcounts = malloc(2 * (size_t)b->size * sizeof *tm->vcounts);
     if (!tm->vcounts) {
-        snprintf(err, errlen, "out of memory for Allgatherv's counts");
+        snprintf(err, errlen, "out of memory for the v forms' counts");
         ncb_team_close(tm);
         return NUMACOLL_ERR_NOMEM;
     }
@@ -339,6 +378,10 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_SCATTER] = run_scatter;
     t->run[NCB_OP_ALLTOALL] = run_alltoall;
     t->run[NCB_OP_ALLGATHERV] = run_allgatherv;
+    t->run[NCB_OP_ALLTOALLV] = run_alltoallv;
+    t->run[NCB_OP_REDUCE_SCATTER] = run_reduce_scatter;
+    t->run[NCB_OP_SCAN] = run_scan;
+    t->run[NCB_OP_EXSCAN] = run_exscan;
     t->barrier = barrier;
     t->applies = applies;
     t->last_error = last_error;

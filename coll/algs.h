@@ -21,7 +21,10 @@
     X(ALLGATHER, "allgather")                                                  \
     X(GATHER, "gather")                                                        \
     X(SCATTER, "scatter")                                                      \
-    X(ALLTOALL, "alltoall")
+    X(ALLTOALL, "alltoall")                                                    \
+    X(REDUCE_SCATTER, "reduce_scatter")                                        \
+    X(SCAN, "scan")                                                            \
+    X(EXSCAN, "exscan")
 
 typedef enum {
 #define X(id, name) NC_COLL_##id,
@@ -82,7 +85,19 @@ typedef enum {
     X(ALLTOALL, STAGED, "staged", "f s", SIZE_MAX,                            \
       "round by round, every rank stages one piece of each of its p - 1 "     \
       "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
-      "every other rank copies out its piece")
+      "every other rank copies out its piece")                                 \
+    X(REDUCE_SCATTER, STAGED, "staged", "f s", SIZE_MAX,                      \
+      "round by round, every rank stages one piece of every other rank's "    \
+      "block of its contribution in one NUMA-local staging slot of f bytes "  \
+      "(s deep); each rank folds its own block's pieces of all p in rank "    \
+      "order")                                                                 \
+    X(SCAN, STAGED, "staged", "f s", SIZE_MAX,                                \
+      "every rank but the last stages its contribution in chunks of f bytes " \
+      "in its NUMA-local staging slots (s deep); rank i folds those of "      \
+      "ranks 0..i in rank order")                                              \
+    X(EXSCAN, STAGED, "staged", "f s", SIZE_MAX,                              \
+      "as scan's, rank i folding those of ranks 0..i-1 (rank 0 receives "     \
+      "nothing)")
 
 typedef enum {
 #define X(coll, id, name, keys, max, desc) NC_ALG_##coll##_##id,

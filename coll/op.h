@@ -90,6 +90,11 @@ typedef struct nc__op {
     const void *own;
     void *recv;
     size_t count;
+    /* Reduce_scatter: block j's elements, at the sum of those before it
+     * (rs_counts NULL: every block rs_block elements; the caller's
+     * array, read at every start of a persistent request) */
+    const size_t *rs_counts;
+    size_t rs_block;
     /* Allgather, Gather, Scatter and their v forms: blocks of bytes.
      * counts / displs NULL: every block is `each` bytes, block j at
      * j * each (the arrays are the caller's: a persistent request reads
@@ -99,6 +104,9 @@ typedef struct nc__op {
         unsigned char *recv;
         size_t each, own, sig_bytes;
         const size_t *counts, *displs;
+        /* Alltoallv: the blocks to send (counts, displs: those received;
+         * in place: the same arrays) */
+        const size_t *scounts, *sdispls;
         int in_place;
     } ga;
     int bad;                      /* the verdict on the arguments         */
@@ -136,6 +144,11 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
+/* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan
+ * (coll/reduce/scan.c): read ch, rop, own, recv, count (rs_counts,
+ * rs_block). */
+int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o);
 
 /* A Bcast op of the team's rule for nbytes (0 bytes: inline, so that a
  * mismatch shows), its copy variants picked, not begun: for algorithms

@@ -98,11 +98,10 @@ NC_INLINE void barrier_make(nc__op_t *o)
 }
 
 /* Common checks; root < 0 means Allreduce. *own gets the contribution. */
-static int check_args(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
-                      size_t count, const nc__red_op_t *op, int root,
-                      const void **own)
+static int check_args(numacoll_team_t *t, const char *what,
+                      const void *sendbuf, void *recvbuf, size_t count,
+                      const nc__red_op_t *op, int root, const void **own)
 {
-    const char *what = root < 0 ? "allreduce" : "reduce";
     if (root >= t->p)
         return nc__team_fail(t, NUMACOLL_ERR_ARG,
                              "reduce root %d is outside the team of %d", root,
@@ -149,6 +148,8 @@ NC_INLINE void red_fill(nc__op_t *o, nc__coll_t coll, const nc__red_op_t *op,
     o->own = own;
     o->recv = recv;
     o->count = count;
+    o->rs_counts = NULL;
+    o->rs_block = 0;
     o->root = root;
     o->ch = NULL;
     o->alg = -1;
@@ -165,7 +166,8 @@ static void reduce_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
         bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "reduce root %d is outside "
                             "the team of %d", root, t->p);
     if (bad == NUMACOLL_OK)
-        bad = check_args(t, sendbuf, recvbuf, count, op, root, &own);
+        bad = check_args(t, "reduce", sendbuf, recvbuf, count, op, root,
+                         &own);
     red_fill(o, NC_COLL_REDUCE, op, own, recvbuf, count, root);
     if (bad == NUMACOLL_OK && count > 0 && t->p > 1) {
         o->ch = nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
@@ -182,7 +184,8 @@ static void allreduce_make(numacoll_team_t *t, nc__op_t *o, int alg,
 {
     const void *own = NULL;
     if (bad == NUMACOLL_OK)
-        bad = check_args(t, sendbuf, recvbuf, count, op, -1, &own);
+        bad = check_args(t, "allreduce", sendbuf, recvbuf, count, op, -1,
+                         &own);
     red_fill(o, NC_COLL_ALLREDUCE, op, own, recvbuf, count, -1);
     if ((o->bad = bad) != NUMACOLL_OK)
         return;
@@ -218,6 +221,110 @@ static void allreduce_make(numacoll_team_t *t, nc__op_t *o, int alg,
     o->bad = bad;
 }
 
+/* ---- Reduce_scatter(_block), Scan, Exscan -------------------------------- */
+
+/* Elements of Reduce_scatter block j. */
+static size_t rs_count(const nc__op_t *o, int j)
+{
+    return o->rs_counts ? o->rs_counts[j] : o->rs_block;
+}
+
+/* Reduce_scatter: v, counts per rank; the block form: block elements
+ * each. bad as for reduce_make. */
+static void rs_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
+                    void *recvbuf, int v, const size_t *counts, size_t block,
+                    const nc__red_op_t *op, int bad)
+{
+    const char *what = v ? "reduce_scatter" : "reduce_scatter_block";
+    const int me = t->rank;
+    size_t total = 0;
+    red_fill(o, NC_COLL_REDUCE_SCATTER, op, NULL, recvbuf, 0, -1);
+    o->rs_counts = counts;
+    o->rs_block = block;
+    if (bad == NUMACOLL_OK && v && !counts)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s without its recvcounts "
+                            "array", what);
+    if (bad == NUMACOLL_OK && !v && block != 0 &&
+        (size_t)t->p > SIZE_MAX / block)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %d blocks of %zu "
+                            "elements overflows", what, t->p, block);
+    for (int j = 0; j < t->p && bad == NUMACOLL_OK; j++) {
+        size_t c = rs_count(o, j);
+        if (c > SIZE_MAX - total)
+            bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: the blocks' "
+                                "elements add up past SIZE_MAX", what);
+        total += c;
+    }
+    /* every rank contributes all blocks and receives its own (a rank
+     * whose block is empty needs no receive buffer); in place the
+     * contribution is in recvbuf and the result lands at its start */
+    const int in_place = sendbuf == NUMACOLL_IN_PLACE || sendbuf == recvbuf;
+    const void *own = in_place ? recvbuf : sendbuf;
+    if (bad != NUMACOLL_OK)
+        ;
+    else if (total > SIZE_MAX / op->elem)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements of %zu "
+                            "bytes overflows", what, total, op->elem);
+    else if (total > 0 && !own)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements with a "
+                            "NULL %s buffer", what, total,
+                            in_place ? "receive" : "send");
+    else if (rs_count(o, me) > 0 && !recvbuf)
+        bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu elements to "
+                            "rank %d with a NULL receive buffer", what,
+                            rs_count(o, me), me);
+    else
+        bad = nc__team_check_abort(t);
+    o->own = own;
+    o->count = total;
+    if (bad == NUMACOLL_OK) {
+        o->ch = nc__team_choice(t, NC_COLL_REDUCE_SCATTER, total * op->elem);
+        o->alg = (int)o->ch->alg;
+        bad = check_elem(t, o->ch, op, total, what);
+        /* a round holds a piece of every block: p elements at least */
+        if (bad == NUMACOLL_OK && t->p > 1 && total > 0 &&
+            o->ch->f / op->elem < (size_t)t->p)
+            bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: the %zu-byte "
+                                "staging slot (reduce_frag_size) holds fewer "
+                                "than %d elements of %zu bytes, one per rank",
+                                what, o->ch->f, t->p, op->elem);
+    }
+    o->bad = bad;
+}
+
+/* Scan (inclusive) and Exscan: every rank contributes count elements;
+ * Exscan's rank 0 receives nothing (recvbuf may be NULL there). */
+static void scan_make(numacoll_team_t *t, nc__op_t *o, nc__coll_t coll,
+                      const void *sendbuf, void *recvbuf, size_t count,
+                      const nc__red_op_t *op, int bad)
+{
+    const char *what = coll == NC_COLL_SCAN ? "scan" : "exscan";
+    const void *own = NULL;
+    if (bad != NUMACOLL_OK) {
+    } else if (coll == NC_COLL_EXSCAN && t->rank == 0 &&
+               sendbuf != NUMACOLL_IN_PLACE) {
+        /* Exscan's rank 0 receives nothing: no receive buffer needed */
+        own = sendbuf;
+        if (count > SIZE_MAX / op->elem)
+            bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "exscan of %zu elements "
+                                "of %zu bytes overflows", count, op->elem);
+        else if (count > 0 && !own)
+            bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "exscan of %zu elements "
+                                "with a NULL send buffer", count);
+        else
+            bad = nc__team_check_abort(t);
+    } else {
+        bad = check_args(t, what, sendbuf, recvbuf, count, op, -1, &own);
+    }
+    red_fill(o, coll, op, own, recvbuf, count, -1);
+    if (bad == NUMACOLL_OK) {
+        o->ch = nc__team_choice(t, coll, count * op->elem);
+        o->alg = (int)o->ch->alg;
+        bad = check_elem(t, o->ch, op, count, what);
+    }
+    o->bad = bad;
+}
+
 /* ---- the gathers: Allgather, Gather, Scatter and their v forms ---------- */
 
 /* What a gather-family call gives: its collective, root (-1: none), this
@@ -230,6 +337,7 @@ typedef struct ga_args {
     void *recv;
     size_t own, each;
     const size_t *counts, *displs;
+    const size_t *scounts, *sdispls;   /* Alltoallv: the blocks sent */
     int in_place;
 } ga_args_t;
 
@@ -277,6 +385,37 @@ static int ga_check_blocks(numacoll_team_t *t, const ga_args_t *a,
     return NUMACOLL_OK;
 }
 
+/* Alltoallv's send side (a->own: sendbytes[me], checked against
+ * recvbytes[me] by the caller) and its slot: p - 1 pieces of at least
+ * the 8-byte header (coll/gather/alltoall_staged.c). In place: the send
+ * side is the receive side. */
+static int a2av_check(numacoll_team_t *t, ga_args_t *a)
+{
+    if (a->in_place) {
+        a->scounts = a->counts;
+        a->sdispls = a->displs;
+    } else {
+        ga_args_t snd = *a;
+        snd.counts = a->scounts;
+        snd.displs = a->sdispls;
+        size_t total, largest;
+        int rc = ga_check_blocks(t, &snd, &total, &largest);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        if (total > 0 && !a->send)
+            return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv of %zu "
+                                 "bytes in all with a NULL send buffer on "
+                                 "rank %d", total, t->rank);
+    }
+    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
+    if (t->p > 1 && nc__alltoall_unit(ch->f, t->p) < 8)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv: the %zu-byte "
+                             "staging slot (reduce_frag_size) holds no "
+                             "8-byte header for each of %d ranks", ch->f,
+                             t->p - 1);
+    return NUMACOLL_OK;
+}
+
 /* The verdict on a gather-family call's arguments (last_error worded). */
 static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
                     size_t *largest)
@@ -319,6 +458,11 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
                                  "with a NULL %s buffer on rank %d", what,
                                  *total, gather ? "receive" : "send", me);
     }
+    if (a->coll == NC_COLL_ALLTOALL && a->v) {
+        int rc = a2av_check(t, a);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
     /* the buffer of this rank's own block */
     const void *one = gather ? a->send : a->recv;
     if (!a->in_place && a->own > 0 && !one)
@@ -343,6 +487,7 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         .recv = a->recv, .each = a->each, .own = a->own,
         .counts = a->v && all ? a->counts : NULL,
         .displs = a->v && all ? a->displs : NULL,
+        .scounts = a->scounts, .sdispls = a->sdispls,
         .in_place = a->in_place,
         /* all ranks know an Allgather's blocks; elsewhere only the root
          * does, and entry 0 of each block checks its size (gather.h) */
@@ -352,8 +497,8 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
      * by the largest block where all know it, the uniform block size,
      * else (gatherv, scatterv) the rule of the largest size. */
     size_t key = a->coll == NC_COLL_ALLGATHER ? largest
-                 : a->coll == NC_COLL_ALLTOALL  ? a->each
                  : a->v                       ? SIZE_MAX
+                 : a->coll == NC_COLL_ALLTOALL  ? a->each
                                               : a->each;
     o->ch = nc__team_choice(t, a->coll, key);
     o->alg = (int)o->ch->alg;
@@ -363,6 +508,13 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
 
 /* ---- numbering, then the algorithm -------------------------------------- */
 
+/* The gathers and Alltoall(v): blocks of bytes (nc__op_t's ga). */
+static inline int is_ga(nc__coll_t c)
+{
+    return c == NC_COLL_ALLGATHER || c == NC_COLL_GATHER ||
+           c == NC_COLL_SCATTER || c == NC_COLL_ALLTOALL;
+}
+
 /* Number the call and publish its signature (coll/call.c), refused or
  * not, so a call refused on one rank (o->bad) still counts there and the
  * others learn of it (nc__call_refuse). */
@@ -371,7 +523,7 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
     nc__call_t c = {.coll = o->coll, .root = o->root, .dtype = -1, .op = -1};
     if (o->coll == NC_COLL_BCAST) {
         c.nbytes = o->bc.nbytes;
-    } else if (o->coll >= NC_COLL_ALLGATHER) {
+    } else if (is_ga(o->coll)) {
         c.nbytes = o->ga.sig_bytes;
     } else if (o->coll != NC_COLL_BARRIER) {
         c.nbytes = o->count * o->rop.elem;
@@ -404,10 +556,13 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
 NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
 {
     if (t->p == 1) {
-        if ((o->coll == NC_COLL_REDUCE || o->coll == NC_COLL_ALLREDUCE) &&
+        /* Reduce_scatter's one block is the whole vector; Exscan's
+         * rank 0 receives nothing */
+        if ((o->coll == NC_COLL_REDUCE || o->coll == NC_COLL_ALLREDUCE ||
+             o->coll == NC_COLL_REDUCE_SCATTER || o->coll == NC_COLL_SCAN) &&
             o->count > 0 && o->own != o->recv)
             memcpy(o->recv, o->own, o->count * o->rop.elem);
-        if (o->coll >= NC_COLL_ALLGATHER)
+        if (is_ga(o->coll))
             nc__ga_begin(t, o);   /* the own block's copy */
         return NUMACOLL_OK;
     }
@@ -440,6 +595,11 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
         return nc__allreduce_reduce_bcast_step(t, o);
     case NC_ALG_ALLREDUCE_RSAG:
         return nc__allreduce_rsag_step(t, o);
+    case NC_ALG_REDUCE_SCATTER_STAGED:
+        return nc__reduce_scatter_staged_step(t, o);
+    case NC_ALG_SCAN_STAGED:
+    case NC_ALG_EXSCAN_STAGED:
+        return nc__scan_staged_step(t, o);
     default:
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %d is not an "
                              "allreduce", o->alg);
@@ -979,8 +1139,9 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
     return launch(t, &o, mode, req);
 }
 
-/* The seven gathers of one mode (blocking, nonblocking, persistent). */
-#define NC_GA_FORMS(ag, agv, ga, gav, sc, scv, a2a, mode, reqarg, reqparam)   \
+/* The eight gathers of one mode (blocking, nonblocking, persistent). */
+#define NC_GA_FORMS(ag, agv, ga, gav, sc, scv, a2a, a2av, mode, reqarg,       \
+                    reqparam)                                                 \
     int ag(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
            size_t nbytes reqparam)                                            \
     {                                                                         \
@@ -1039,18 +1200,154 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
                        .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
                        .each = nbytes};                                       \
         return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int a2av(numacoll_team_t *t, const void *sendbuf,                         \
+             const size_t *sendbytes, const size_t *sdispls, void *recvbuf,   \
+             const size_t *recvbytes, const size_t *rdispls reqparam)         \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLTOALL, .root = -1, .v = 1,          \
+                       .send = sendbuf, .recv = recvbuf,                      \
+                       .counts = recvbytes, .displs = rdispls,                \
+                       .scounts = sendbytes, .sdispls = sdispls};             \
+        /* this rank's own block, as sent (checked against recvbytes) */     \
+        if (t && sendbuf != NUMACOLL_IN_PLACE && sendbytes)                   \
+            a.own = sendbytes[t->rank];                                       \
+        else if (t && recvbytes)                                              \
+            a.own = recvbytes[t->rank];                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
     }
 
 #define NC_REQ_PARAM , numacoll_request_t **req
 NC_GA_FORMS(numacoll_allgather, numacoll_allgatherv, numacoll_gather,
             numacoll_gatherv, numacoll_scatter, numacoll_scatterv,
-            numacoll_alltoall, BLOCKING, NULL, )
+            numacoll_alltoall, numacoll_alltoallv, BLOCKING, NULL, )
 NC_GA_FORMS(numacoll_iallgather, numacoll_iallgatherv, numacoll_igather,
             numacoll_igatherv, numacoll_iscatter, numacoll_iscatterv,
-            numacoll_ialltoall, NONBLOCKING, req, NC_REQ_PARAM)
+            numacoll_ialltoall, numacoll_ialltoallv, NONBLOCKING, req,
+            NC_REQ_PARAM)
 NC_GA_FORMS(numacoll_allgather_init, numacoll_allgatherv_init,
             numacoll_gather_init, numacoll_gatherv_init, numacoll_scatter_init,
-            numacoll_scatterv_init, numacoll_alltoall_init, PERSISTENT, req,
-            NC_REQ_PARAM)
+            numacoll_scatterv_init, numacoll_alltoall_init,
+            numacoll_alltoallv_init, PERSISTENT, req, NC_REQ_PARAM)
 #undef NC_REQ_PARAM
 #undef NC_GA_FORMS
+
+/* ---- public: Reduce_scatter(_block), Scan, Exscan ------------------------ */
+
+NC_INLINE int rs_any(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                     int v, const size_t *counts, size_t block,
+                     const nc__red_op_t *op, int bad, int mode,
+                     numacoll_request_t **req)
+{
+    nc__op_t o;
+    rs_make(t, &o, sendbuf, recvbuf, v, counts, block, op, bad);
+    return launch(t, &o, mode, req);
+}
+
+NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
+                       const void *sendbuf, void *recvbuf, size_t count,
+                       const nc__red_op_t *op, int bad, int mode,
+                       numacoll_request_t **req)
+{
+    nc__op_t o;
+    scan_make(t, &o, coll, sendbuf, recvbuf, count, op, bad);
+    return launch(t, &o, mode, req);
+}
+
+/* The eight of one mode: Reduce_scatter_block, Reduce_scatter, Scan and
+ * Exscan, each with a predefined and a user op. */
+#define NC_RS_FORMS(rsb, rsv, scan, exscan, rsb_u, rsv_u, scan_u, exscan_u,   \
+                    mode, reqarg, reqparam)                                   \
+    int rsb(numacoll_team_t *t, const void *sendbuf, void *recvbuf,           \
+            size_t recvcount, numacoll_dtype_t dtype,                         \
+            numacoll_op_t op reqparam)                                        \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,           \
+                          predef(t, &o, dtype, op), mode, reqarg)             \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int rsv(numacoll_team_t *t, const void *sendbuf, void *recvbuf,           \
+            const size_t *recvcounts, numacoll_dtype_t dtype,                 \
+            numacoll_op_t op reqparam)                                        \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,             \
+                          predef(t, &o, dtype, op), mode, reqarg)             \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int scan(numacoll_team_t *t, const void *sendbuf, void *recvbuf,          \
+             size_t count, numacoll_dtype_t dtype, numacoll_op_t op reqparam) \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? scan_any(t, NC_COLL_SCAN, sendbuf, recvbuf, count, &o,     \
+                            predef(t, &o, dtype, op), mode, reqarg)           \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int exscan(numacoll_team_t *t, const void *sendbuf, void *recvbuf,        \
+               size_t count, numacoll_dtype_t dtype,                          \
+               numacoll_op_t op reqparam)                                     \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? scan_any(t, NC_COLL_EXSCAN, sendbuf, recvbuf, count, &o,   \
+                            predef(t, &o, dtype, op), mode, reqarg)           \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int rsb_u(numacoll_team_t *t, const void *sendbuf, void *recvbuf,         \
+              size_t recvcount, size_t elem_size, numacoll_user_op_fn fn,     \
+              void *ctx, int commutative reqparam)                            \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,           \
+                          user(t, &o, elem_size, fn, ctx, commutative), mode, \
+                          reqarg)                                             \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int rsv_u(numacoll_team_t *t, const void *sendbuf, void *recvbuf,         \
+              const size_t *recvcounts, size_t elem_size,                     \
+              numacoll_user_op_fn fn, void *ctx, int commutative reqparam)    \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,             \
+                          user(t, &o, elem_size, fn, ctx, commutative), mode, \
+                          reqarg)                                             \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int scan_u(numacoll_team_t *t, const void *sendbuf, void *recvbuf,        \
+               size_t count, size_t elem_size, numacoll_user_op_fn fn,        \
+               void *ctx, int commutative reqparam)                           \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? scan_any(t, NC_COLL_SCAN, sendbuf, recvbuf, count, &o,     \
+                            user(t, &o, elem_size, fn, ctx, commutative),     \
+                            mode, reqarg)                                     \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }                                                                         \
+    int exscan_u(numacoll_team_t *t, const void *sendbuf, void *recvbuf,      \
+                 size_t count, size_t elem_size, numacoll_user_op_fn fn,      \
+                 void *ctx, int commutative reqparam)                         \
+    {                                                                         \
+        nc__red_op_t o;                                                       \
+        return t ? scan_any(t, NC_COLL_EXSCAN, sendbuf, recvbuf, count, &o,   \
+                            user(t, &o, elem_size, fn, ctx, commutative),     \
+                            mode, reqarg)                                     \
+                 : NUMACOLL_ERR_ARG;                                          \
+    }
+
+#define NC_REQ_PARAM , numacoll_request_t **req
+NC_RS_FORMS(numacoll_reduce_scatter_block, numacoll_reduce_scatter,
+            numacoll_scan, numacoll_exscan,
+            numacoll_reduce_scatter_block_user, numacoll_reduce_scatter_user,
+            numacoll_scan_user, numacoll_exscan_user, BLOCKING, NULL, )
+NC_RS_FORMS(numacoll_ireduce_scatter_block, numacoll_ireduce_scatter,
+            numacoll_iscan, numacoll_iexscan,
+            numacoll_ireduce_scatter_block_user,
+            numacoll_ireduce_scatter_user, numacoll_iscan_user,
+            numacoll_iexscan_user, NONBLOCKING, req, NC_REQ_PARAM)
+NC_RS_FORMS(numacoll_reduce_scatter_block_init, numacoll_reduce_scatter_init,
+            numacoll_scan_init, numacoll_exscan_init,
+            numacoll_reduce_scatter_block_user_init,
+            numacoll_reduce_scatter_user_init, numacoll_scan_user_init,
+            numacoll_exscan_user_init, PERSISTENT, req, NC_REQ_PARAM)
+#undef NC_REQ_PARAM
+#undef NC_RS_FORMS

@@ -330,6 +330,9 @@ static void override(const numacoll_config_t *c, nc__coll_t coll,
     case NC_COLL_GATHER:
     case NC_COLL_SCATTER:
     case NC_COLL_ALLTOALL:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_SCAN:
+    case NC_COLL_EXSCAN:
         f = c->reduce_frag_size, s = c->reduce_depth, k = c->reduce_radix;
         break;
     case NC_COLL_BARRIER:

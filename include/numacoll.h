@@ -798,6 +798,181 @@ int numacoll_alltoall_init(numacoll_team_t *team, const void *sendbuf,
                            void *recvbuf, size_t nbytes,
                            numacoll_request_t **req);
 
+/*
+ * Alltoallv: block d of rank j's sendbuf (sendbytes[d] at sendbuf +
+ * sdispls[d]) lands at recvbuf + rdispls[j] on rank d, which must give
+ * recvbytes[j] == rank j's sendbytes[d] (NUMACOLL_ERR_MISMATCH otherwise,
+ * not wrong data). Counts may be 0, displacements in any order; blocks
+ * must not overlap. sendbuf NUMACOLL_IN_PLACE (as MPI_IN_PLACE):
+ * sendbytes and sdispls are ignored, the blocks to send are in recvbuf as
+ * laid out by recvbytes and rdispls (so a rank sends rank d as many bytes
+ * as it receives from it), and are replaced by those received. The slot
+ * of the rule for alltoall must hold an 8-byte header per peer
+ * (reduce_frag_size >= 8 (p - 1); NUMACOLL_ERR_ARG otherwise). The arrays
+ * of a persistent request are read at every start.
+ */
+NUMACOLL_API
+int numacoll_alltoallv(numacoll_team_t *team, const void *sendbuf,
+                       const size_t *sendbytes, const size_t *sdispls,
+                       void *recvbuf, const size_t *recvbytes,
+                       const size_t *rdispls);
+NUMACOLL_API
+int numacoll_ialltoallv(numacoll_team_t *team, const void *sendbuf,
+                        const size_t *sendbytes, const size_t *sdispls,
+                        void *recvbuf, const size_t *recvbytes,
+                        const size_t *rdispls, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_alltoallv_init(numacoll_team_t *team, const void *sendbuf,
+                            const size_t *sendbytes, const size_t *sdispls,
+                            void *recvbuf, const size_t *recvbytes,
+                            const size_t *rdispls, numacoll_request_t **req);
+
+/*
+ * Reduce_scatter_block: every rank contributes p * recvcount elements
+ * (sendbuf); rank j receives, in recvbuf, elements [j recvcount, (j + 1)
+ * recvcount) of x_0 op x_1 op ... op x_(p-1), folded in rank order
+ * (bitwise equal to a rank-order fold, a non-commutative user op in that
+ * order). Reduce_scatter: block j has recvcounts[j] elements (after
+ * those of blocks 0..j-1), the array given alike on every rank (ranks
+ * whose counts differ with the same total get NUMACOLL_ERR_MISMATCH).
+ * sendbuf NUMACOLL_IN_PLACE (or recvbuf): the contribution is in recvbuf
+ * (all blocks), and the rank's block of the result lands at its start.
+ * p elements must fit the rule's staging slot (reduce_frag_size).
+ * Elements and ops as numacoll_allreduce() / numacoll_allreduce_user().
+ */
+NUMACOLL_API
+int numacoll_reduce_scatter_block(numacoll_team_t *team, const void *sendbuf,
+                                  void *recvbuf, size_t recvcount,
+                                  numacoll_dtype_t dtype, numacoll_op_t op);
+NUMACOLL_API
+int numacoll_reduce_scatter(numacoll_team_t *team, const void *sendbuf,
+                            void *recvbuf, const size_t *recvcounts,
+                            numacoll_dtype_t dtype, numacoll_op_t op);
+NUMACOLL_API
+int numacoll_reduce_scatter_block_user(numacoll_team_t *team,
+                                       const void *sendbuf, void *recvbuf,
+                                       size_t recvcount, size_t elem_size,
+                                       numacoll_user_op_fn fn, void *ctx,
+                                       int commutative);
+NUMACOLL_API
+int numacoll_reduce_scatter_user(numacoll_team_t *team, const void *sendbuf,
+                                 void *recvbuf, const size_t *recvcounts,
+                                 size_t elem_size, numacoll_user_op_fn fn,
+                                 void *ctx, int commutative);
+
+/*
+ * Scan: rank i receives x_0 op x_1 op ... op x_i (count elements);
+ * Exscan: x_0 op ... op x_(i-1), and rank 0's recvbuf is not touched (it
+ * may be NULL there). Folded strictly in rank order (a non-commutative
+ * user op included), bitwise equal to a rank-order fold. sendbuf
+ * NUMACOLL_IN_PLACE (or recvbuf): the contribution is in recvbuf and is
+ * replaced by the result (Exscan's rank 0: left as it is).
+ */
+NUMACOLL_API
+int numacoll_scan(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                  size_t count, numacoll_dtype_t dtype, numacoll_op_t op);
+NUMACOLL_API
+int numacoll_exscan(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                    size_t count, numacoll_dtype_t dtype, numacoll_op_t op);
+NUMACOLL_API
+int numacoll_scan_user(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t count, size_t elem_size,
+                       numacoll_user_op_fn fn, void *ctx, int commutative);
+NUMACOLL_API
+int numacoll_exscan_user(numacoll_team_t *team, const void *sendbuf,
+                         void *recvbuf, size_t count, size_t elem_size,
+                         numacoll_user_op_fn fn, void *ctx, int commutative);
+
+/* Reduce_scatter(_block), Scan and Exscan, nonblocking (as
+ * numacoll_iallreduce) and persistent (as numacoll_allreduce_init). */
+NUMACOLL_API
+int numacoll_ireduce_scatter_block(numacoll_team_t *team, const void *sendbuf,
+                                   void *recvbuf, size_t recvcount,
+                                   numacoll_dtype_t dtype, numacoll_op_t op,
+                                   numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ireduce_scatter(numacoll_team_t *team, const void *sendbuf,
+                             void *recvbuf, const size_t *recvcounts,
+                             numacoll_dtype_t dtype, numacoll_op_t op,
+                             numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ireduce_scatter_block_user(numacoll_team_t *team,
+                                        const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, size_t elem_size,
+                                        numacoll_user_op_fn fn, void *ctx,
+                                        int commutative,
+                                        numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ireduce_scatter_user(numacoll_team_t *team, const void *sendbuf,
+                                  void *recvbuf, const size_t *recvcounts,
+                                  size_t elem_size, numacoll_user_op_fn fn,
+                                  void *ctx, int commutative,
+                                  numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iscan(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                   size_t count, numacoll_dtype_t dtype, numacoll_op_t op,
+                   numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iexscan(numacoll_team_t *team, const void *sendbuf,
+                     void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                     numacoll_op_t op, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iscan_user(numacoll_team_t *team, const void *sendbuf,
+                        void *recvbuf, size_t count, size_t elem_size,
+                        numacoll_user_op_fn fn, void *ctx, int commutative,
+                        numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iexscan_user(numacoll_team_t *team, const void *sendbuf,
+                          void *recvbuf, size_t count, size_t elem_size,
+                          numacoll_user_op_fn fn, void *ctx, int commutative,
+                          numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_scatter_block_init(numacoll_team_t *team,
+                                       const void *sendbuf, void *recvbuf,
+                                       size_t recvcount,
+                                       numacoll_dtype_t dtype,
+                                       numacoll_op_t op,
+                                       numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_scatter_init(numacoll_team_t *team, const void *sendbuf,
+                                 void *recvbuf, const size_t *recvcounts,
+                                 numacoll_dtype_t dtype, numacoll_op_t op,
+                                 numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_scatter_block_user_init(numacoll_team_t *team,
+                                            const void *sendbuf,
+                                            void *recvbuf, size_t recvcount,
+                                            size_t elem_size,
+                                            numacoll_user_op_fn fn, void *ctx,
+                                            int commutative,
+                                            numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_reduce_scatter_user_init(numacoll_team_t *team,
+                                      const void *sendbuf, void *recvbuf,
+                                      const size_t *recvcounts,
+                                      size_t elem_size,
+                                      numacoll_user_op_fn fn, void *ctx,
+                                      int commutative,
+                                      numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_scan_init(numacoll_team_t *team, const void *sendbuf,
+                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                       numacoll_op_t op, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_exscan_init(numacoll_team_t *team, const void *sendbuf,
+                         void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                         numacoll_op_t op, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_scan_user_init(numacoll_team_t *team, const void *sendbuf,
+                            void *recvbuf, size_t count, size_t elem_size,
+                            numacoll_user_op_fn fn, void *ctx,
+                            int commutative, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_exscan_user_init(numacoll_team_t *team, const void *sendbuf,
+                              void *recvbuf, size_t count, size_t elem_size,
+                              numacoll_user_op_fn fn, void *ctx,
+                              int commutative, numacoll_request_t **req);
+
 /* Calls of each operation completed by this rank's team (observability). */
 typedef struct numacoll_counters {
     uint64_t bcast;

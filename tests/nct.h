@@ -23,6 +23,39 @@ const char *nct_topo_dir(void);
 typedef struct numacoll_bootstrap numacoll_bootstrap_t;
 int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg);
 
+/* Helpers of the collective suites (gather, rscan). */
+typedef struct numacoll_team numacoll_team_t;
+/* A team of the default config but verbose 0, timeout_ms, and the
+ * reduce_frag_size / reduce_depth overrides (0: the table's); NULL on
+ * failure. */
+numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
+                          unsigned rs, int timeout_ms);
+/* Print rank, what, rc's name and the team's last error; returns 2. */
+int nct_say(numacoll_team_t *t, int rank, const char *what, int rc);
+/* A buffer of n bytes between NCT_GUARD guard bytes of NCT_GBYTE on each
+ * side (base + NCT_GUARD is the user's), and whether they are intact. */
+#define NCT_GUARD 64
+#define NCT_GBYTE 0xA5
+unsigned char *nct_gbuf(size_t n);
+int nct_guards_ok(const unsigned char *b, size_t n);
+/* Out of band: every rank's int (the bootstrap's allgather); 1 on
+ * success. */
+int nct_oob_all(const numacoll_bootstrap_t *b, int mine, int *all);
+
+/* An Allreduce of int64 sums on t (on the slots the collective under test
+ * uses too), checked: 0, or nct_say's 2, or 6 for a wrong sum. */
+int nct_allreduce_probe(numacoll_team_t *t, int me, int p);
+
+/* 2x2 matrices mod 2^32, [[a b] [c d]]: an associative, non-commutative
+ * op for the user-op tests. */
+typedef struct nct_mat { uint32_t a, b, c, d; } nct_mat_t;
+
+static inline nct_mat_t nct_mat_mul(nct_mat_t x, nct_mat_t y)
+{
+    return (nct_mat_t){x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d,
+                       x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+}
+
 int nct_register_config(void);
 int nct_register_tree(void);
 int nct_register_topo(void);
@@ -45,5 +78,6 @@ int nct_register_inline(void);
 int nct_register_levels(void);
 int nct_register_request(void);
 int nct_register_gather(void);
+int nct_register_rscan(void);
 
 #endif

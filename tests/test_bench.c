@@ -127,7 +127,7 @@ static void test_args(void)
     EXPECT_USAGE("--param verbose=1,foo", "--param: 'foo' is not name=value");
     EXPECT_USAGE("--param ,", "--param: ',' is not name=value");
     EXPECT_USAGE("--cache warm", "neither cold nor hot");
-    EXPECT_USAGE("--ops scan", "unknown operation 'scan'");
+    EXPECT_USAGE("--ops scans", "unknown operation 'scans'");
     EXPECT_USAGE("--label x", "--label is an MPI option");
     EXPECT_USAGE("--bogus", "unknown option '--bogus'");
     EXPECT_USAGE("--reps", "--reps needs a value");

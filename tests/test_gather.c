@@ -27,8 +27,8 @@
 #include "nct.h"
 #include "numacoll.h"
 
-#define GUARD 64
-#define GBYTE 0xA5
+#define GUARD NCT_GUARD
+#define GBYTE NCT_GBYTE
 
 static unsigned char pat(unsigned call, int src, size_t i)
 {
@@ -36,43 +36,6 @@ static unsigned char pat(unsigned call, int src, size_t i)
                            (unsigned)src * 0xd6e8feb86659fd93ULL +
                            i * 0xbf58476d1ce4e5b9ULL;
     return (unsigned char)(x >> 56 ^ x >> 29 ^ i);
-}
-
-static numacoll_team_t *team_of(const numacoll_bootstrap_t *b, size_t rf,
-                                unsigned rs, int timeout_ms)
-{
-    numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.verbose = 0;
-    cfg.timeout_ms = timeout_ms;
-    cfg.reduce_frag_size = rf;
-    cfg.reduce_depth = rs;
-    numacoll_team_t *t = NULL;
-    return numacoll_team_create(b, &cfg, &t) == NUMACOLL_OK ? t : NULL;
-}
-
-static int say(numacoll_team_t *t, int rank, const char *what, int rc)
-{
-    fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, what,
-            numacoll_strerror(rc), t ? numacoll_team_last_error(t) : "");
-    return 2;
-}
-
-/* A buffer of n bytes between guards; base + GUARD is the user's. */
-static unsigned char *gbuf(size_t n)
-{
-    unsigned char *b = malloc(n + 2 * GUARD);
-    if (b)
-        memset(b, GBYTE, n + 2 * GUARD);
-    return b;
-}
-
-static int guards_ok(const unsigned char *b, size_t n)
-{
-    for (size_t i = 0; i < GUARD; i++)
-        if (b[i] != GBYTE || b[GUARD + n + i] != GBYTE)
-            return 0;
-    return 1;
 }
 
 /* The blocks of one call: per-rank bytes and displacements, and the
@@ -135,8 +98,8 @@ static int one(numacoll_team_t *t, int rank, int p, int k, int root, int v,
     const int all = k == AG || rank == root;
     const size_t mine = B.cnt[rank];
     /* the buffer of every block, where this rank sees them all */
-    unsigned char *big = gbuf(all ? B.extent : 0);
-    unsigned char *small = gbuf(mine);
+    unsigned char *big = nct_gbuf(all ? B.extent : 0);
+    unsigned char *small = nct_gbuf(mine);
     unsigned char *ub = big + GUARD, *us = small + GUARD;
     int rc, bad = 0;
     if (k == SC) {
@@ -165,7 +128,7 @@ static int one(numacoll_team_t *t, int rank, int p, int k, int root, int v,
     }
     }
     if (rc != NUMACOLL_OK) {
-        bad = say(t, rank, kind_name[k], rc);
+        bad = nct_say(t, rank, kind_name[k], rc);
     } else if (k == SC) {
         bad = !same(in_place ? ub + B.dsp[rank] : us, call, rank, mine) ? 3
               : 0;
@@ -173,8 +136,8 @@ static int one(numacoll_team_t *t, int rank, int p, int k, int root, int v,
         for (int j = 0; j < p && !bad; j++)
             bad = !same(ub + B.dsp[j], call, j, B.cnt[j]) ? 4 : 0;
     }
-    if (!bad && (!guards_ok(big, all ? B.extent : 0) ||
-                 !guards_ok(small, mine)))
+    if (!bad && (!nct_guards_ok(big, all ? B.extent : 0) ||
+                 !nct_guards_ok(small, mine)))
         bad = 5;
     if (bad && rc == NUMACOLL_OK)
         fprintf(stderr, "rank %d: %s%s root %d p %d each %zu in_place %d "
@@ -203,8 +166,8 @@ static int a2a_start(numacoll_team_t *t, int me, int p, a2a_t *a,
     a->each = each;
     a->in_place = in_place;
     a->call = call;
-    a->send = gbuf((size_t)p * each);
-    a->recv = gbuf((size_t)p * each);
+    a->send = nct_gbuf((size_t)p * each);
+    a->recv = nct_gbuf((size_t)p * each);
     unsigned char *from = (in_place ? a->recv : a->send) + GUARD;
     for (int d = 0; d < p; d++)
         fill(from + (size_t)d * each, call, me * 64 + d, each);
@@ -219,8 +182,8 @@ static int a2a_check(int me, int p, a2a_t *a)
     for (int j = 0; j < p && !bad; j++)
         bad = !same(a->recv + GUARD + (size_t)j * a->each, a->call,
                     j * 64 + me, a->each);
-    bad |= !guards_ok(a->recv, (size_t)p * a->each) ||
-           !guards_ok(a->send, (size_t)p * a->each);
+    bad |= !nct_guards_ok(a->recv, (size_t)p * a->each) ||
+           !nct_guards_ok(a->send, (size_t)p * a->each);
     if (bad)
         fprintf(stderr, "rank %d: alltoall of %zu bytes per block (in place "
                 "%d, call %u) wrong\n", me, a->each, a->in_place, a->call);
@@ -237,9 +200,103 @@ static int a2a_one(numacoll_team_t *t, int me, int p, size_t each,
     if (rc != NUMACOLL_OK) {
         free(a.send);
         free(a.recv);
-        return say(t, me, "alltoall", rc);
+        return nct_say(t, me, "alltoall", rc);
     }
     return a2a_check(me, p, &a);
+}
+
+/* Alltoallv: rank j sends rank d a2av_cnt(j, d) bytes (zeros among
+ * them; in place symmetric, as the form needs), block d of rank j being
+ * pat(call, j * 64 + d); the blocks in reverse order with gaps on both
+ * sides. */
+typedef struct a2av {
+    unsigned char *send, *recv;
+    size_t scnt[8], sdsp[8], rcnt[8], rdsp[8], sext, rext;
+    int in_place;
+    unsigned call;
+} a2av_t;
+
+static size_t a2av_cnt(int j, int d, size_t each, int sym, unsigned call)
+{
+    int a = sym && d < j ? d : j, b = sym && d < j ? j : d;
+    if ((unsigned)(a * 3 + b + (int)call) % 4 == 1)
+        return 0;
+    return each + (size_t)(a * 5 + b * 3) % 11;
+}
+
+/* Displacements in reverse order with gaps; the extent. */
+static size_t a2av_layout(const size_t *cnt, size_t *dsp, int p)
+{
+    size_t off = 0;
+    for (int j = p - 1; j >= 0; j--) {
+        dsp[j] = off + 3 + (size_t)j;
+        off = dsp[j] + cnt[j];
+    }
+    return off + 5;
+}
+
+static int a2av_start(numacoll_team_t *t, int me, int p, a2av_t *a,
+                      size_t each, int in_place, unsigned call,
+                      numacoll_request_t **req, int persistent)
+{
+    a->in_place = in_place;
+    a->call = call;
+    for (int j = 0; j < p; j++) {
+        a->scnt[j] = a2av_cnt(me, j, each, in_place, call);
+        a->rcnt[j] = a2av_cnt(j, me, each, in_place, call);
+    }
+    a->sext = a2av_layout(a->scnt, a->sdsp, p);
+    a->rext = a2av_layout(a->rcnt, a->rdsp, p);
+    /* different gaps on the send side, so the two layouts differ */
+    for (int j = 0; j < p && !in_place; j++)
+        a->sdsp[j] += (size_t)j * 2;
+    a->sext += (size_t)p * 2;
+    a->send = nct_gbuf(a->sext);
+    a->recv = nct_gbuf(a->rext);
+    unsigned char *from = in_place ? a->recv + GUARD : a->send + GUARD;
+    const size_t *fd = in_place ? a->rdsp : a->sdsp;
+    for (int d = 0; d < p; d++)
+        fill(from + fd[d], call, me * 64 + d, a->scnt[d]);
+    const void *send = in_place ? NUMACOLL_IN_PLACE : a->send + GUARD;
+    if (persistent)
+        return numacoll_alltoallv_init(t, send, a->scnt, a->sdsp,
+                                       a->recv + GUARD, a->rcnt, a->rdsp, req);
+    return req ? numacoll_ialltoallv(t, send, a->scnt, a->sdsp,
+                                     a->recv + GUARD, a->rcnt, a->rdsp, req)
+               : numacoll_alltoallv(t, send, a->scnt, a->sdsp,
+                                    a->recv + GUARD, a->rcnt, a->rdsp);
+}
+
+/* 0 when every received block and the guards are right; frees unless
+ * keep. */
+static int a2av_check(int me, int p, a2av_t *a, int keep)
+{
+    int bad = 0;
+    for (int j = 0; j < p && !bad; j++)
+        bad = !same(a->recv + GUARD + a->rdsp[j], a->call, j * 64 + me,
+                    a->rcnt[j]);
+    bad |= !nct_guards_ok(a->recv, a->rext) || !nct_guards_ok(a->send, a->sext);
+    if (bad)
+        fprintf(stderr, "rank %d: alltoallv (in place %d, call %u) wrong\n",
+                me, a->in_place, a->call);
+    if (!keep) {
+        free(a->send);
+        free(a->recv);
+    }
+    return bad ? 16 : 0;
+}
+
+static int a2av_one(numacoll_team_t *t, int me, int p, size_t each,
+                    int in_place, unsigned call)
+{
+    a2av_t a;
+    int rc = a2av_start(t, me, p, &a, each, in_place, call, NULL, 0);
+    if (rc != NUMACOLL_OK) {
+        free(a.send);
+        free(a.recv);
+        return nct_say(t, me, "alltoallv", rc);
+    }
+    return a2av_check(me, p, &a, 0);
 }
 
 /* ---- exact --------------------------------------------------------------- */
@@ -255,7 +312,7 @@ typedef struct sweep {
 static int sweep_body(const numacoll_bootstrap_t *b, void *arg)
 {
     const sweep_t *S = arg;
-    numacoll_team_t *t = team_of(b, S->rf, S->rs, 50000);
+    numacoll_team_t *t = nct_team(b, S->rf, S->rs, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -266,6 +323,8 @@ static int sweep_body(const numacoll_bootstrap_t *b, void *arg)
         bad = one(t, me, p, AG, -1, S->v, S->in_place, each, call++);
         if (!bad && !S->v)
             bad = a2a_one(t, me, p, each, S->in_place, call++);
+        if (!bad)
+            bad = a2av_one(t, me, p, each, S->in_place, call++);
         for (int root = 0; root < p && !bad; root++) {
             if (!S->every_root && root != (z % p))
                 continue;
@@ -303,7 +362,7 @@ static void test_exact(void)
 static int geometry_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *t = team_of(b, 1024, 2, 50000);
+    numacoll_team_t *t = nct_team(b, 1024, 2, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -320,17 +379,11 @@ static int geometry_body(const numacoll_bootstrap_t *b, void *arg)
                 bad = one(t, me, p, SC, root, v, 0, sizes[z], call++);
             if (!bad)
                 bad = a2a_one(t, me, p, sizes[z], v, call++);
+            if (!bad)
+                bad = a2av_one(t, me, p, sizes[z], v, call++);
             /* a reduction on the same slots between the gathers */
-            int64_t in[300], out[300];
-            for (int i = 0; i < 300; i++)
-                in[i] = me + i;
-            int rc = numacoll_allreduce(t, in, out, 300, NUMACOLL_DTYPE_INT64,
-                                        NUMACOLL_OP_SUM);
-            for (int i = 0; i < 300 && !bad && rc == NUMACOLL_OK; i++)
-                bad = out[i] != (int64_t)p * (p - 1) / 2 + (int64_t)p * i
-                          ? 6 : 0;
-            if (rc != NUMACOLL_OK)
-                bad = say(t, me, "allreduce", rc);
+            if (!bad)
+                bad = nct_allreduce_probe(t, me, p);
         }
     numacoll_team_destroy(t);
     return bad;
@@ -391,8 +444,8 @@ static int flight_start(numacoll_team_t *t, int me, int p, flight_t *f,
     blocks_of(&f->B, p, f->each, f->v, c);
     const int all = f->k == AG || me == f->root;
     const size_t mine = f->B.cnt[me];
-    f->big = gbuf(all ? f->B.extent : 0);
-    f->small = gbuf(mine);
+    f->big = nct_gbuf(all ? f->B.extent : 0);
+    f->small = nct_gbuf(mine);
     unsigned char *ub = f->big + GUARD, *us = f->small + GUARD;
     if (f->k == SC && all)
         for (int j = 0; j < p; j++)
@@ -428,8 +481,8 @@ static int flight_check(int me, int p, flight_t *f)
     else if (all)
         for (int j = 0; j < p && !bad; j++)
             bad = !same(ub + f->B.dsp[j], f->call, j, f->B.cnt[j]);
-    bad |= !guards_ok(f->big, all ? f->B.extent : 0) ||
-           !guards_ok(f->small, mine);
+    bad |= !nct_guards_ok(f->big, all ? f->B.extent : 0) ||
+           !nct_guards_ok(f->small, mine);
     if (bad)
         fprintf(stderr, "rank %d: nonblocking %s%s call %u root %d wrong\n",
                 me, kind_name[f->k], f->v ? "v" : "", f->call, f->root);
@@ -441,7 +494,7 @@ static int flight_check(int me, int p, flight_t *f)
 static int flight_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *t = team_of(b, 0, 0, 50000);
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -451,7 +504,7 @@ static int flight_body(const numacoll_bootstrap_t *b, void *arg)
         for (unsigned i = 0; i < NFLIGHT && !bad; i++) {
             int rc = flight_start(t, me, p, &f[i], round * 100 + i);
             if (rc != NUMACOLL_OK)
-                bad = say(t, me, "start", rc);
+                bad = nct_say(t, me, "start", rc);
             /* a blocking gather between, which first completes them all */
             if (!bad && i % 7 == 6)
                 bad = one(t, me, p, (int)(i % 3), (int)(i % (unsigned)p),
@@ -463,12 +516,12 @@ static int flight_body(const numacoll_bootstrap_t *b, void *arg)
             int done = 0;
             int rc = numacoll_test(&f[i].req, &done);
             if (rc != NUMACOLL_OK)
-                bad = say(t, me, "test", rc);
+                bad = nct_say(t, me, "test", rc);
         }
         for (int i = NFLIGHT - 1; i >= 0 && !bad; i--) {
             int rc = numacoll_wait(&f[i].req);
             if (rc != NUMACOLL_OK)
-                bad = say(t, me, "wait", rc);
+                bad = nct_say(t, me, "wait", rc);
         }
         for (int i = 0; i < NFLIGHT && !bad; i++)
             bad = flight_check(me, p, &f[i]);
@@ -486,7 +539,7 @@ static void test_nonblocking(void)
 static int persistent_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *t = team_of(b, 2048, 2, 50000);
+    numacoll_team_t *t = nct_team(b, 2048, 2, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank, root = p - 1;
@@ -506,7 +559,7 @@ static int persistent_body(const numacoll_bootstrap_t *b, void *arg)
     if (rc == NUMACOLL_OK)
         rc = numacoll_scatter_init(t, sc_send, sc_recv, EACH, root, &r[2]);
     if (rc != NUMACOLL_OK)
-        bad = say(t, me, "init", rc);
+        bad = nct_say(t, me, "init", rc);
     for (unsigned it = 0; it < 200 && !bad; it++) {
         fill(own, it, me, EACH);
         fill(sv_own, it + 1, me, B.cnt[me]);
@@ -515,10 +568,10 @@ static int persistent_body(const numacoll_bootstrap_t *b, void *arg)
                 fill(sc_send + (size_t)j * EACH, it + 2, j, EACH);
         for (int i = 0; i < 3 && !bad; i++)
             if ((rc = numacoll_start(r[i])) != NUMACOLL_OK)
-                bad = say(t, me, "start", rc);
+                bad = nct_say(t, me, "start", rc);
         for (int i = 2; i >= 0 && !bad; i--)
             if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
-                bad = say(t, me, "wait", rc);
+                bad = nct_say(t, me, "wait", rc);
         for (int j = 0; j < p && !bad; j++) {
             bad = !same(ag + (size_t)j * EACH, it, j, EACH) ? 8 : 0;
             if (!bad && me == root)
@@ -549,7 +602,7 @@ static void test_persistent(void)
 static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *t = team_of(b, 4096, 3, 50000);
+    numacoll_team_t *t = nct_team(b, 4096, 3, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -561,13 +614,13 @@ static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
         rc = a2a_start(t, me, p, &a[i], sizes[i % 6], i % 5 == 4,
                        (unsigned)i, &r[i]);
         if (rc != NUMACOLL_OK)
-            bad = say(t, me, "ialltoall", rc);
+            bad = nct_say(t, me, "ialltoall", rc);
         if (!bad && i % 4 == 3)
             bad = a2a_one(t, me, p, 500, 0, 1000u + (unsigned)i);
     }
     for (int i = 11; i >= 0 && !bad; i--)
         if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
-            bad = say(t, me, "wait", rc);
+            bad = nct_say(t, me, "wait", rc);
     for (int i = 0; i < 12 && !bad; i++)
         bad = a2a_check(me, p, &a[i]);
     enum { EACH = 2500 };
@@ -575,13 +628,13 @@ static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
     unsigned char *recv = malloc((size_t)p * EACH);
     numacoll_request_t *pr = NULL;
     if (!bad && (rc = numacoll_alltoall_init(t, send, recv, EACH, &pr)))
-        bad = say(t, me, "alltoall_init", rc);
+        bad = nct_say(t, me, "alltoall_init", rc);
     for (unsigned it = 0; it < 100 && !bad; it++) {
         for (int d = 0; d < p; d++)
             fill(send + (size_t)d * EACH, it, me * 64 + d, EACH);
         if ((rc = numacoll_start(pr)) != NUMACOLL_OK ||
             (rc = numacoll_wait(&pr)) != NUMACOLL_OK)
-            bad = say(t, me, "persistent alltoall", rc);
+            bad = nct_say(t, me, "persistent alltoall", rc);
         for (int j = 0; j < p && !bad; j++)
             bad = !same(recv + (size_t)j * EACH, it, j * 64 + me, EACH)
                       ? 15 : 0;
@@ -589,6 +642,42 @@ static int a2a_requests_body(const numacoll_bootstrap_t *b, void *arg)
     numacoll_request_free(&pr);
     free(send);
     free(recv);
+    /* Alltoallv: 8 in flight, one blocking between; then a persistent
+     * one started 50 times with new data */
+    a2av_t v[8];
+    numacoll_request_t *vr[8];
+    static const size_t vs[] = {0, 8, 100, 70000};
+    for (int i = 0; i < 8 && !bad; i++) {
+        rc = a2av_start(t, me, p, &v[i], vs[i % 4], i % 3 == 2,
+                        2000u + (unsigned)i, &vr[i], 0);
+        if (rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "ialltoallv", rc);
+        if (!bad && i == 4)
+            bad = a2av_one(t, me, p, 300, 0, 3000u);
+    }
+    for (int i = 7; i >= 0 && !bad; i--)
+        if ((rc = numacoll_wait(&vr[i])) != NUMACOLL_OK)
+            bad = nct_say(t, me, "wait", rc);
+    for (int i = 0; i < 8 && !bad; i++)
+        bad = a2av_check(me, p, &v[i], 0);
+    a2av_t pv;
+    if (!bad && (rc = a2av_start(t, me, p, &pv, 1500, 0, 0, &pr, 1)))
+        bad = nct_say(t, me, "alltoallv_init", rc);
+    for (unsigned it = 0; it < 50 && !bad; it++) {
+        pv.call = it;
+        for (int d = 0; d < p; d++)
+            fill(pv.send + GUARD + pv.sdsp[d], it, me * 64 + d, pv.scnt[d]);
+        if ((rc = numacoll_start(pr)) != NUMACOLL_OK ||
+            (rc = numacoll_wait(&pr)) != NUMACOLL_OK)
+            bad = nct_say(t, me, "persistent alltoallv", rc);
+        if (!bad)
+            bad = a2av_check(me, p, &pv, 1);
+    }
+    if (pr) {
+        numacoll_request_free(&pr);
+        free(pv.send);
+        free(pv.recv);
+    }
     numacoll_team_destroy(t);
     return bad;
 }
@@ -601,12 +690,6 @@ static void test_alltoall_requests(void)
 
 /* ---- mismatch ----------------------------------------------------------- */
 
-/* Out of band: every rank's int, as an application's own exchange would. */
-static int oob_all(const numacoll_bootstrap_t *b, int mine, int *all)
-{
-    return b->allgather(&mine, all, sizeof mine, b->ctx) == 0;
-}
-
 typedef struct bad_case {
     int k;        /* AG, GA, SC, AA */
     int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs */
@@ -615,7 +698,7 @@ typedef struct bad_case {
 static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
 {
     const bad_case_t *C = arg;
-    numacoll_team_t *t = team_of(b, 0, 0, 0);
+    numacoll_team_t *t = nct_team(b, 0, 0, 0);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -641,7 +724,13 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
         break;
     case AA: {
         unsigned char *out = calloc((size_t)p, N + 64);
-        rc = numacoll_alltoall(t, big, out, each);
+        /* v: rank 0 sends rank p - 1 half of what it expects (cnt is
+         * what rank 0 sends; the others send and receive N) */
+        size_t rc_[8];
+        for (int j = 0; j < p; j++)
+            rc_[j] = N;
+        rc = C->how == 2 ? numacoll_alltoallv(t, big, cnt, dsp, out, rc_, dsp)
+                         : numacoll_alltoall(t, big, out, each);
         free(out);
         break;
     }
@@ -650,7 +739,7 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
                          : numacoll_scatter(t, big, small, each, root);
     }
     int all[64], bad = 0;
-    if (!oob_all(b, rc, all))
+    if (!nct_oob_all(b, rc, all))
         bad = 11;
     int failed = 0;
     for (int j = 0; j < p; j++)
@@ -662,11 +751,11 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     }
     if (!bad && rc != NUMACOLL_OK && rc != NUMACOLL_ERR_MISMATCH &&
         rc != NUMACOLL_ERR_ARG)
-        bad = say(t, me, "mismatched call", rc);
+        bad = nct_say(t, me, "mismatched call", rc);
     /* the call after may fail everywhere (to tell a rank that finished
      * the bad one); the ones after that are correct again */
     (void)numacoll_barrier(t);
-    if (!bad && !oob_all(b, 0, all))
+    if (!bad && !nct_oob_all(b, 0, all))
         bad = 13;
     for (int i = 0; i < 2 && !bad; i++) {
         bad = one(t, me, p, i ? GA : AG, p - 1, 1, 0, 777, 500 + (unsigned)i);
@@ -686,8 +775,6 @@ static void test_mismatch(void)
         for (int how = 0; how < 3; how++) {
             if ((k == AG || k == AA) && how == 0)
                 continue;   /* no root */
-            if (k == AA && how == 2)
-                continue;   /* no v form */
             bad_case_t C = {k, how};
             for (int p = 2; p <= 4; p++) {
                 int rc = nct_run(p, mismatch_body, &C);
@@ -704,7 +791,7 @@ static void test_mismatch(void)
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *t = team_of(b, 0, 0, 0);
+    numacoll_team_t *t = nct_team(b, 0, 0, 0);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
@@ -716,28 +803,28 @@ static int refused_body(const numacoll_bootstrap_t *b, void *arg)
     /* every rank refuses alike: nobody waits, and the next call works */
     rc = numacoll_gather(t, one_b, buf, 64, p);
     if (rc != NUMACOLL_ERR_ARG || !strstr(numacoll_team_last_error(t), "root"))
-        bad = say(t, me, "root out of range accepted", rc);
+        bad = nct_say(t, me, "root out of range accepted", rc);
     rc = numacoll_allgatherv(t, one_b, 64, buf, NULL, dsp);
     if (!bad && (rc != NUMACOLL_ERR_ARG ||
                  !strstr(numacoll_team_last_error(t), "byte count")))
-        bad = say(t, me, "allgatherv without counts accepted", rc);
+        bad = nct_say(t, me, "allgatherv without counts accepted", rc);
     rc = numacoll_allgatherv(t, one_b, 63, buf, cnt, dsp);
     if (!bad && rc != NUMACOLL_ERR_ARG)
-        bad = say(t, me, "allgatherv sendbytes != recvbytes[me] accepted", rc);
+        bad = nct_say(t, me, "allgatherv sendbytes != recvbytes[me] accepted", rc);
     rc = numacoll_scatter(t, NULL, one_b, 64, 0);
     if (!bad && me == 0 && rc != NUMACOLL_ERR_ARG)
-        bad = say(t, me, "scatter from a NULL buffer accepted", rc);
+        bad = nct_say(t, me, "scatter from a NULL buffer accepted", rc);
     numacoll_request_t *r = NULL;
     rc = numacoll_igather(t, NUMACOLL_IN_PLACE, buf, 64, 0, &r);
     if (!bad && me != 0 && (rc != NUMACOLL_ERR_ARG || r))
-        bad = say(t, me, "in place on a non-root accepted", rc);
+        bad = nct_say(t, me, "in place on a non-root accepted", rc);
     if (!bad && me == 0 && rc == NUMACOLL_OK)
         numacoll_wait(&r);
     /* after the refusals (and the resynchronisation they may need),
      * correct calls work */
     (void)numacoll_barrier(t);
     int all[64];
-    oob_all(b, 0, all);
+    nct_oob_all(b, 0, all);
     (void)numacoll_barrier(t);
     if (!bad)
         bad = one(t, me, p, SC, 0, 0, 0, 64, 1);
@@ -762,7 +849,8 @@ int nct_register_gather(void)
         {"nonblocking, many in flight, interleaved with blocking",
          test_nonblocking},
         {"persistent, started 200 times", test_persistent},
-        {"alltoall: nonblocking in flight, persistent started 100 times",
+        {"alltoall(v): nonblocking in flight, persistent started 100 (50) "
+         "times",
          test_alltoall_requests},
         {"mismatched roots, sizes and v-counts: an error, not a hang",
          test_mismatch},

@@ -669,13 +669,8 @@ static void test_8m(void)
 
 /* ---- user ops --------------------------------------------------------------- */
 
-typedef struct mat { uint32_t a, b, c, d; } mat_t;   /* [[a b] [c d]] */
-
-static mat_t mat_mul(mat_t x, mat_t y)
-{
-    return (mat_t){x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d,
-                   x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
-}
+typedef nct_mat_t mat_t;   /* [[a b] [c d]] */
+#define mat_mul nct_mat_mul
 
 static const int mat_magic = 0x4d4d;
 

@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 12);
-    nc__tune_rule_t want[12];
+    CU_ASSERT_EQUAL_FATAL(b->n, 15);
+    nc__tune_rule_t want[15];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -118,19 +118,23 @@ static void test_builtin_rules(void)
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
                                 NC_COPY_NT, 0, {0}, 0};
-    /* the gathers stage in the Reduce's slots: the same f and s */
-    static const int gathers[4][2] = {
+    /* the gathers, Reduce_scatter, Scan and Exscan stage in the Reduce's
+     * slots: the same f and s */
+    static const int staged[7][2] = {
         {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED},
         {NC_COLL_GATHER, NC_ALG_GATHER_STAGED},
         {NC_COLL_SCATTER, NC_ALG_SCATTER_STAGED},
-        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_STAGED}};
-    for (int g = 0; g < 4; g++) {
-        want[8 + g] = rule((nc__coll_t)gathers[g][0], 1, U, 0, Z,
-                           (nc__alg_t)gathers[g][1]);
-        want[8 + g].ch = (nc__choice_t){(nc__alg_t)gathers[g][1], 131072, 4,
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_STAGED},
+        {NC_COLL_REDUCE_SCATTER, NC_ALG_REDUCE_SCATTER_STAGED},
+        {NC_COLL_SCAN, NC_ALG_SCAN_STAGED},
+        {NC_COLL_EXSCAN, NC_ALG_EXSCAN_STAGED}};
+    for (int g = 0; g < 7; g++) {
+        want[8 + g] = rule((nc__coll_t)staged[g][0], 1, U, 0, Z,
+                           (nc__alg_t)staged[g][1]);
+        want[8 + g].ch = (nc__choice_t){(nc__alg_t)staged[g][1], 131072, 4,
                                         0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 15; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -411,10 +415,12 @@ static void test_errors_tokens(void)
 {
     EXPECT_ERRS("bcst p=1 size=0" IN "\n",
                 "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
-                "allreduce, allgather, gather, scatter or alltoall), found 'bcst'\n");
+                "allreduce, allgather, gather, scatter, alltoall, reduce_scatter, "
+                "scan or exscan), found 'bcst'\n");
     EXPECT_ERRS("p=1 size=0\n",
                 "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
-                "allreduce, allgather, gather, scatter or alltoall), found 'p=1'\n");
+                "allreduce, allgather, gather, scatter, alltoall, reduce_scatter, "
+                "scan or exscan), found 'p=1'\n");
     EXPECT_ERRS("bcast p=1 size=0 inline" IN,
                 "t.txt:1:18: expected key=value, found 'inline'\n");
     EXPECT_ERRS("bcast p=1 =3 size=0" IN,
@@ -681,7 +687,8 @@ static void test_errors_lines(void)
                 "'tr\\xc3\\xa9\\x01'\n");
     EXPECT_ERRS("bcast\vp=1",  /* only space, tab and '\r' separate */
                 "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
-                "allreduce, allgather, gather, scatter or alltoall), found 'bcast\\x0bp=1'\n");
+                "allreduce, allgather, gather, scatter, alltoall, reduce_scatter, "
+                "scan or exscan), found 'bcast\\x0bp=1'\n");
 
     /* more than NC_TUNE_MAX_RULES rules: said once, at the first one over */
     size_t cap = (NC_TUNE_MAX_RULES + 2) * 40;

@@ -119,6 +119,9 @@ static int key_param(nc__coll_t coll, int key)
     case NC_COLL_GATHER:
     case NC_COLL_SCATTER:
     case NC_COLL_ALLTOALL:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_SCAN:
+    case NC_COLL_EXSCAN:
         return key == K_F   ? PRM_reduce_frag_size
              : key == K_S   ? PRM_reduce_depth
              : key == K_K   ? PRM_reduce_radix

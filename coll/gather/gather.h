@@ -53,6 +53,17 @@ static inline size_t nc__ga_displ(const nc__op_t *o, int j)
     return o->ga.displs ? o->ga.displs[j] : (size_t)j * o->ga.each;
 }
 
+/* Alltoall(v): block j's bytes to send and their offset in sendbuf. */
+static inline size_t nc__ga_scount(const nc__op_t *o, int j)
+{
+    return o->ga.scounts ? o->ga.scounts[j] : o->ga.each;
+}
+
+static inline size_t nc__ga_sdispl(const nc__op_t *o, int j)
+{
+    return o->ga.sdispls ? o->ga.sdispls[j] : (size_t)j * o->ga.each;
+}
+
 /* Fragments of a block of `bytes` (at least one: see above). */
 static inline size_t nc__ga_frags(size_t bytes, size_t f)
 {
@@ -80,6 +91,10 @@ typedef struct nc__ga_frag {
     size_t r, n, block;
     int cin;         /* copy-layer variant into the slot / out of it */
 } nc__ga_frag_t;
+
+/* Alltoall(v): bytes of a block that one round moves (whole cache lines
+ * where that is at least one), so a slot of f holds p - 1 of them. */
+size_t nc__alltoall_unit(size_t f, int p);
 
 /* A call's first step (o->phase 0): this rank's own block copied between
  * its buffers where it sees every block (not in place), the rounds (the

@@ -31,7 +31,9 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
         const int sends = o->coll == NC_COLL_SCATTER ||
                           o->coll == NC_COLL_ALLTOALL;
         unsigned char *at = nc__ga_at(sends ? o->ga.send : o->ga.recv,
-                                      nc__ga_displ(o, me));
+                                      o->coll == NC_COLL_ALLTOALL
+                                          ? nc__ga_sdispl(o, me)
+                                          : nc__ga_displ(o, me));
         if (!o->ga.in_place && mine) {
             if (o->coll == NC_COLL_SCATTER)
                 memcpy(o->ga.recv, at, mine);

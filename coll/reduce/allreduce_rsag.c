@@ -45,129 +45,254 @@
  * everyone's rel; reads everyone's full, done and data. Tuned by the
  * rule's f and s (reduce_frag_size and reduce_depth override them).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "coll/reduce/reduce.h"
 
-typedef struct rsag {
-    numacoll_team_t *t;
-    const nc__red_op_t *op;
-    const unsigned char *own;
-    unsigned char *recv;
-    size_t count, elem, unit, chunk;
-    uint64_t base;
-    unsigned slots;     /* s of the rule: ticket g uses slot g % slots */
-    int cin, cout;      /* copy-layer variants into slots, into recv     */
-    int via_memory;     /* copy=ntall: results reach the others through
-                         * memory (see combine)                          */
-} rsag_t;
+/* ---- rounds of slices (reduce.h), shared with Reduce_scatter and Scan -- */
 
-/* Operands of the fold: rank j's slice, ours from the send buffer. */
+/* Where the tag rides in the slot's line (its last 8 bytes). */
+#define TAG_OFF (NC_RED_INLINE - 8)
+
+unsigned char *nc__rs_slot(const nc__rs_t *s, int rank, unsigned x, size_t r)
+{
+    if (s->line_ok) {
+        size_t end = 0;
+        for (int j = 0; j < s->nslices; j++) {
+            size_t vo, so, n;
+            s->slice(s, r, j, &vo, &so, &n);
+            if (n && (so + n) * s->elem > end)
+                end = (so + n) * s->elem;
+        }
+        if (end <= NC_RS_INLINE)
+            return nc__rslot(s->t, rank, x)->full.data;
+    }
+    return nc__rbuf(s->t, rank, x);
+}
+
+int nc__rs_stage(const nc__rs_t *s, size_t r)
+{
+    numacoll_team_t *t = s->t;
+    uint64_t g;
+    unsigned x;
+    nc__rs_round(s, r, &g, &x);
+    int rc = nc__rslot_claim(t, x);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    unsigned char *slot = nc__rs_slot(s, t->rank, x, r);
+    /* the line takes plain stores (a streaming copy variant is not ordered
+     * by the word's release) */
+    const int cin = slot == nc__rslot(t, t->rank, x)->full.data ? NC_COPY_LIBC
+                                                                : s->cin;
+    /* a run of slices adjacent in the contribution and in the slot goes
+     * in one copy */
+    size_t rv = 0, rso = 0, rn = 0;
+    for (int j = 0; j <= s->nslices; j++) {
+        size_t vo = 0, so = 0, n = 0;
+        if (j < s->nslices) {
+            if (j == s->skip)
+                continue;
+            s->slice(s, r, j, &vo, &so, &n);
+            if (!n)
+                continue;
+            if (rn && vo == rv + rn && so == rso + rn) {
+                rn += n;
+                continue;
+            }
+        }
+        if (rn)
+            nc__copy(cin, slot + rso * s->elem, s->own + rv * s->elem,
+                     rn * s->elem);
+        rv = vo, rso = so, rn = n;
+    }
+    if (s->tag && r == 0)
+        memcpy(nc__rslot(t, t->rank, x)->full.data + TAG_OFF, &s->tag,
+               sizeof s->tag);
+    nc__rslot_publish(t, x, g, s->readers);
+    return NUMACOLL_OK;
+}
+
+int nc__rs_wait(const nc__rs_t *s, size_t r, int *i)
+{
+    numacoll_team_t *t = s->t;
+    uint64_t g;
+    unsigned x;
+    nc__rs_round(s, r, &g, &x);
+    /* start after ourselves, so the ranks do not all poll one writer */
+    for (; *i < t->p; (*i)++) {
+        int peer = (t->rank + *i) % t->p;
+        if (peer >= s->nfold)
+            continue;
+        int rc = nc__rslot_wait_full(t, peer, x, g);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        uint64_t tag;
+        if (s->tag && r == 0 &&
+            (memcpy(&tag, nc__rslot(t, peer, x)->full.data + TAG_OFF,
+                    sizeof tag),
+             tag != s->tag)) {
+            char why[160];
+            snprintf(why, sizeof why, "reduce_scatter: rank %d's "
+                     "recvcounts differ from rank %d's (with the same "
+                     "total)", peer, t->rank);
+            return nc__mismatch(t, peer, why);
+        }
+    }
+    return NUMACOLL_OK;
+}
+
+/* Operands of the fold: rank j's slice, ours from the contribution (or
+ * our own slot, own_staged). */
 typedef struct env {
-    numacoll_team_t *t;
-    const unsigned char *own;
-    size_t off;
+    const nc__rs_t *s;
+    size_t vo, so, r;
     unsigned x;
 } env_t;
 
 static int get_slice(void *vp, int j, const void **ptr)
 {
     env_t *e = vp;
+    const nc__rs_t *s = e->s;
     /* every full was awaited before the fold */
-    *ptr = j == e->t->rank ? (const void *)e->own
-                           : (const void *)(nc__rbuf(e->t, j, e->x) + e->off);
+    *ptr = j == s->t->rank && !s->own_staged
+               ? (const void *)(s->own + e->vo * s->elem)
+               : (const void *)(nc__rs_slot(s, j, e->x, e->r) +
+                                e->so * s->elem);
     return NUMACOLL_OK;
 }
 
 static void put_slice(void *vp, int j)
 {
-    (void)vp, (void)j;   /* released after gather, once per slot */
+    (void)vp, (void)j;   /* released by the caller, once per slot */
 }
 
-static size_t gcd(size_t a, size_t b)
+int nc__rs_fold(const nc__rs_t *s, size_t r, void *dest)
 {
-    while (b) {
-        size_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
+    uint64_t g;
+    unsigned x;
+    size_t vo, so, n;
+    nc__rs_round(s, r, &g, &x);
+    s->slice(s, r, s->mine, &vo, &so, &n);
+    if (!n || !s->nfold)
+        return NUMACOLL_OK;
+    env_t e = {s, vo, so, r, x};
+    nc__fold_t f = {s->nfold, get_slice, put_slice, &e, s->cin};
+    int done = 0;
+    return nc__fold_step(s->op, &f, dest, n, &done);
 }
+
+void nc__rs_release(const nc__rs_t *s, size_t r)
+{
+    uint64_t g;
+    unsigned x;
+    nc__rs_round(s, r, &g, &x);
+    for (int i = 1; i < s->t->p; i++) {
+        int peer = (s->t->rank + i) % s->t->p;
+        if (peer < s->nfold)
+            nc__rslot_release(s->t, peer, x);
+    }
+}
+
+enum { RS_STAGE, RS_WAIT, RS_FOLD, RS_RELEASE };
+
+int nc__rs_rounds(const nc__rs_t *s, nc__red_pos_t *P, size_t rounds,
+                  int stages, int (*fold)(const nc__rs_t *s, size_t r))
+{
+    int rc;
+    for (; P->k < rounds; P->k++, P->part = RS_STAGE) {
+        const size_t r = P->k;
+        switch (P->part) {
+        case RS_STAGE:
+            if (stages && (rc = nc__rs_stage(s, r)) != NUMACOLL_OK)
+                return rc;
+            P->part = RS_WAIT;
+            P->i = 1;
+            /* fall through */
+        case RS_WAIT:
+            if ((rc = nc__rs_wait(s, r, &P->i)) != NUMACOLL_OK)
+                return rc;
+            P->part = RS_FOLD;
+            /* fall through */
+        case RS_FOLD:
+            if ((rc = fold(s, r)) != NUMACOLL_OK)
+                return rc;
+            P->part = RS_RELEASE;
+            /* fall through */
+        default:
+            nc__rs_release(s, r);
+        }
+    }
+    return NUMACOLL_OK;
+}
+
+/* ---- the Allreduce ------------------------------------------------------ */
+
+typedef struct rsag {
+    nc__rs_t rs;        /* first: the slice function casts back */
+    unsigned char *recv;
+    size_t count, unit, chunk;
+    int cout;           /* copy-layer variant into recv              */
+    int via_memory;     /* copy=ntall: results reach the others through
+                         * memory (see combine)                          */
+} rsag_t;
 
 /* Elements [*lo, *hi) of slice j in a round of ne elements. */
 static void slice_of(const rsag_t *s, size_t ne, int j, size_t *lo,
                      size_t *hi)
 {
-    size_t p = (size_t)s->t->p, units = (ne + s->unit - 1) / s->unit;
+    size_t p = (size_t)s->rs.t->p, units = (ne + s->unit - 1) / s->unit;
     size_t a = units * (size_t)j / p * s->unit;
     size_t b = units * (size_t)(j + 1) / p * s->unit;
     *lo = a < ne ? a : ne;
     *hi = b < ne ? b : ne;
 }
 
-static void round_of(const rsag_t *s, size_t r, uint64_t *g, unsigned *x,
-                     size_t *e0, size_t *ne)
+/* First element and elements of round r. */
+static void round_of(const rsag_t *s, size_t r, size_t *e0, size_t *ne)
 {
-    *g = s->base + r;
-    *x = (unsigned)(*g % s->slots);
     *e0 = r * s->chunk;
     *ne = s->count - *e0 < s->chunk ? s->count - *e0 : s->chunk;
 }
 
-/* Claim slot x of round r and stage our chunk in it (the step resumes at
- * the claim: nothing is written before it succeeds). */
-static int stage(rsag_t *s, size_t r)
+/* nc__rs_t's slice: the chunk sits at offset 0 of the slot. */
+static void slice_rsag(const nc__rs_t *rs, size_t r, int j, size_t *vo,
+                       size_t *so, size_t *n)
 {
-    numacoll_team_t *t = s->t;
-    uint64_t g;
-    unsigned x;
+    const rsag_t *s = (const rsag_t *)rs;
     size_t e0, ne, lo, hi;
-    round_of(s, r, &g, &x, &e0, &ne);
-    slice_of(s, ne, t->red->my_slice, &lo, &hi);
-    int rc = nc__rslot_claim(t, x);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    unsigned char *slot = nc__rbuf(t, t->rank, x);
-    const unsigned char *src = s->own + e0 * s->elem;
-    nc__copy(s->cin, slot, src, lo * s->elem);
-    nc__copy(s->cin, slot + hi * s->elem, src + hi * s->elem,
-             (ne - hi) * s->elem);
-    nc__rslot_publish(t, x, g, (unsigned)(t->p - 1));
-    return NUMACOLL_OK;
+    round_of(s, r, &e0, &ne);
+    slice_of(s, ne, j, &lo, &hi);
+    *vo = e0 + lo;
+    *so = lo;
+    *n = hi - lo;
 }
 
 /* Wait for every other rank's full (P->i: the peers seen), then fold our
  * slice; the fold itself never waits. */
 static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
 {
-    numacoll_team_t *t = s->t;
+    numacoll_team_t *t = s->rs.t;
     uint64_t g;
     unsigned x;
-    size_t e0, ne, lo, hi;
-    round_of(s, r, &g, &x, &e0, &ne);
-    slice_of(s, ne, t->red->my_slice, &lo, &hi);
+    size_t vo, so, ne;
+    nc__rs_round(&s->rs, r, &g, &x);
+    s->rs.slice(&s->rs, r, s->rs.mine, &vo, &so, &ne);
     /* Every full, even with an empty slice of ours: a release may only
      * follow the sight of the use it releases (reduce.h). */
-    for (; P->i < t->p; P->i++) {
-        int peer = (t->rank + P->i) % t->p;
-        int rc = nc__rslot_wait_full(t, peer, x, g);
-        if (rc != NUMACOLL_OK)
-            return rc;
-    }
-    if (hi > lo) {
-        size_t off = lo * s->elem, n = (hi - lo) * s->elem;
-        unsigned char *slot = nc__rbuf(t, t->rank, x) + off;
-        unsigned char *out = s->recv + e0 * s->elem + off;
-        env_t e = {t, s->own + e0 * s->elem + off, off, x};
-        nc__fold_t f = {t->p, get_slice, put_slice, &e, s->cin};
-        int done = 0;
+    int rc = nc__rs_wait(&s->rs, r, &P->i);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    if (ne) {
+        const size_t elem = s->rs.elem, n = ne * elem;
+        unsigned char *slot = nc__rbuf(t, t->rank, x) + so * elem;
+        unsigned char *out = s->recv + vo * elem;
         /* Through memory: fold straight into our receive buffer, then
          * stream the slice into the slot, so the others read it from
          * memory rather than from our cache (where cores are far apart
          * that is the slow path). Else fold into the slot, copy it out. */
-        int rc = nc__fold_step(s->op, &f, s->via_memory ? out : slot, hi - lo,
-                               &done);
-        if (rc != NUMACOLL_OK)
+        if ((rc = nc__rs_fold(&s->rs, r, s->via_memory ? out : slot)) !=
+            NUMACOLL_OK)
             return rc;
         if (s->via_memory)
             nc__copy(NC_COPY_NT, slot, out, n);
@@ -184,12 +309,14 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
  * handled), then release every other rank's slot. */
 static int gather(rsag_t *s, size_t r, nc__red_pos_t *P)
 {
-    numacoll_team_t *t = s->t;
+    numacoll_team_t *t = s->rs.t;
     struct nc__red *R = t->red;
     uint64_t g, seen;
     unsigned x;
     size_t e0, ne, lo, hi;
-    round_of(s, r, &g, &x, &e0, &ne);
+    const size_t elem = s->rs.elem;
+    nc__rs_round(&s->rs, r, &g, &x);
+    round_of(s, r, &e0, &ne);
     /* start after our own slice so owners are not all read in one order */
     for (; P->i < t->p; P->i++) {
         int j = (R->my_slice + P->i) % t->p, owner = R->slice_rank[j];
@@ -201,11 +328,10 @@ static int gather(rsag_t *s, size_t r, nc__red_pos_t *P)
                           nc__dword(t, g + 1), &seen, &why);
         if (rc != NUMACOLL_OK)
             return rc;
-        nc__copy(s->cout, s->recv + (e0 + lo) * s->elem,
-                 nc__rbuf(t, owner, x) + lo * s->elem, (hi - lo) * s->elem);
+        nc__copy(s->cout, s->recv + (e0 + lo) * elem,
+                 nc__rbuf(t, owner, x) + lo * elem, (hi - lo) * elem);
     }
-    for (int i = 1; i < t->p; i++)
-        nc__rslot_release(t, (t->rank + i) % t->p, x);
+    nc__rs_release(&s->rs, r);
     return NUMACOLL_OK;
 }
 
@@ -220,10 +346,9 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
     const size_t rf = ch->f, elem = o->rop.elem;
     nc__red_pos_t *P = &o->r;
     if (o->phase == 0) {
-        const size_t line_multiple =
-            elem / gcd(elem, NC_CACHE_LINE) * NC_CACHE_LINE;
         /* whole cache lines per unit where a slot holds one, else elements */
-        P->unit = line_multiple <= rf ? line_multiple / elem : 1;
+        const size_t unit = nc__red_unit(elem);
+        P->unit = unit * elem <= rf ? unit : 1;
         P->chunk = rf / elem / P->unit * P->unit;
         P->rounds = (o->count + P->chunk - 1) / P->chunk;
         P->base = t->red->ticket;
@@ -232,10 +357,14 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
         P->part = STAGE0;
         o->phase = 1;
     }
-    rsag_t s = {.t = t, .op = &o->rop, .own = o->own, .recv = o->recv,
-                .count = o->count, .elem = elem, .unit = P->unit,
-                .chunk = P->chunk, .base = P->base, .slots = ch->s,
-                .cin = nc__copy_pick(ch->copy, 0),
+    rsag_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
+                       .base = P->base, .slots = ch->s,
+                       .cin = nc__copy_pick(ch->copy, 0), .nslices = t->p,
+                       .skip = t->red->my_slice, .mine = t->red->my_slice,
+                       .nfold = t->p, .readers = (unsigned)(t->p - 1),
+                       .slice = slice_rsag},
+                .recv = o->recv, .count = o->count, .unit = P->unit,
+                .chunk = P->chunk,
                 .cout = nc__copy_pick(ch->copy, o->count * elem),
                 /* the fold may not write where it reads (in place) */
                 .via_memory = ch->copy == NC_COPY_NTALL &&
@@ -247,7 +376,7 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
         const int more = r + 1 < P->rounds;
         switch (P->part) {
         case STAGE0:
-            if ((rc = stage(&s, 0)) != NUMACOLL_OK)
+            if ((rc = nc__rs_stage(&s.rs, 0)) != NUMACOLL_OK)
                 return rc;
             P->part = COMBINE;
             P->i = 1;
@@ -258,7 +387,7 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
             P->part = STAGE_AHEAD;
             /* fall through */
         case STAGE_AHEAD:
-            if (ahead && more && (rc = stage(&s, r + 1)) != NUMACOLL_OK)
+            if (ahead && more && (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
                 return rc;
             P->part = GATHER;
             P->i = 1;
@@ -269,7 +398,7 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
             P->part = STAGE_AFTER;
             /* fall through */
         case STAGE_AFTER:
-            if (!ahead && more && (rc = stage(&s, r + 1)) != NUMACOLL_OK)
+            if (!ahead && more && (rc = nc__rs_stage(&s.rs, r + 1)) != NUMACOLL_OK)
                 return rc;
             /* fall through */
         default:

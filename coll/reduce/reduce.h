@@ -174,6 +174,93 @@ typedef struct nc__fold {
 int nc__fold_step(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
                   size_t nelem, int *done);
 
+/*
+ * Rounds of slices through the staging slots: the reduce-scatter half of
+ * the rsag Allreduce (coll/reduce/allreduce_rsag.c), shared with
+ * Reduce_scatter and Scan/Exscan. Round r takes ticket base + r and slot
+ * (base + r) % slots on every rank. A round has nslices slices; slice j
+ * lies at element vo of a contribution and at element so of a slot, n
+ * elements long (the slice function, which may cast s to a struct that
+ * starts with it). Per round a rank
+ *  stages (nc__rs_stage): claims its slot, copies every slice but `skip`
+ *          from its contribution into it (adjacent slices in one copy),
+ *          publishes full for `readers` readers (release);
+ *  waits   (nc__rs_wait) for the full of every rank below nfold but
+ *          itself (acquire);
+ *  folds   (nc__rs_fold) slice `mine` of the contributions of ranks
+ *          0 .. nfold-1, in rank order (reduce.h's fold), into dest: the
+ *          others' from their slots, its own from its contribution, or
+ *          from its own slot where own_staged (dest is the contribution).
+ * Releasing the slots read is the caller's (after its last read).
+ */
+typedef struct nc__rs {
+    numacoll_team_t *t;
+    const nc__red_op_t *op;
+    const unsigned char *own;   /* this rank's contribution             */
+    size_t elem;
+    uint64_t base;
+    unsigned slots;
+    int cin;                    /* copy-layer variant into the slot     */
+    int nslices, skip, mine, nfold, own_staged;
+    /* a round whose slices end within NC_RS_INLINE bytes of the slot
+     * rides in the slot's line (one line transfer, no staging buffer) */
+    int line_ok;
+    unsigned readers;
+    /* non-zero: round 0 carries it in the slot's line, and every reader
+     * compares it with its own (what the call's signature does not
+     * cover, e.g. Reduce_scatter's recvcounts); a difference is a
+     * mismatch */
+    uint64_t tag;
+    void (*slice)(const struct nc__rs *s, size_t r, int j, size_t *vo,
+                  size_t *so, size_t *n);
+} nc__rs_t;
+
+/* Ticket and slot of round r. */
+static inline void nc__rs_round(const nc__rs_t *s, size_t r, uint64_t *g,
+                                unsigned *x)
+{
+    *g = s->base + r;
+    *x = (unsigned)(*g % s->slots);
+}
+
+/* Bytes of the line a round may use: its data but the tag's 8. */
+#define NC_RS_INLINE (NC_RED_INLINE - 8)
+
+/* Where round r's slices sit in rank's slot x: its line (line_ok and the
+ * round's slices end within NC_RS_INLINE bytes), else its staging
+ * buffer. Equal on every rank (the slice geometry is). */
+unsigned char *nc__rs_slot(const nc__rs_t *s, int rank, unsigned x, size_t r);
+
+/* Claim (a step's poll: nothing written before it succeeds), stage,
+ * publish round r. */
+int nc__rs_stage(const nc__rs_t *s, size_t r);
+/* Wait for the fulls of round r; *i counts the peers seen (1 at first). */
+int nc__rs_wait(const nc__rs_t *s, size_t r, int *i);
+/* Fold slice mine of round r into dest (never waits: after nc__rs_wait). */
+int nc__rs_fold(const nc__rs_t *s, size_t r, void *dest);
+/* Release round r's slot of every rank below nfold but this one. */
+void nc__rs_release(const nc__rs_t *s, size_t r);
+
+/* Rounds P->k .. rounds - 1, each: stage (where `stages`), wait, fold
+ * (fold(s, r): nc__rs_fold into the caller's destination and whatever
+ * follows; it must not wait), release; resumable at any wait (P->part,
+ * P->i). P->k = 0 and P->part = 0 before the first. */
+int nc__rs_rounds(const nc__rs_t *s, nc__red_pos_t *P, size_t rounds,
+                  int stages, int (*fold)(const nc__rs_t *s, size_t r));
+
+/* Elements of a unit: the fewest whose bytes are a whole number of cache
+ * lines, so that slices of whole units never share a line. */
+static inline size_t nc__red_unit(size_t elem)
+{
+    size_t a = elem, b = NC_CACHE_LINE;
+    while (b) {
+        size_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return NC_CACHE_LINE / a;   /* lcm(elem, line) / elem */
+}
+
 /* Allreduce with a chosen algorithm (NC_ALG_ALLREDUCE_*), or -1 to let the
  * size decide as numacoll_allreduce() does; for tests and the benchmark.
  * sendbuf may be NUMACOLL_IN_PLACE. */
