@@ -307,7 +307,7 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 28
+#define NPVARS 36
 /* pairs: the calls numacoll ran, those it handed back */
 static const char *const pvar_names[NPVARS] = {
     "bcast", "bcast_fallback", "barrier", "barrier_fallback",
@@ -316,7 +316,10 @@ static const char *const pvar_names[NPVARS] = {
     "iallreduce", "iallreduce_fallback", "ibarrier", "ibarrier_fallback",
     "allgather", "allgather_fallback", "gather", "gather_fallback",
     "scatter", "scatter_fallback", "alltoall", "alltoall_fallback",
-    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback"};
+    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback",
+    "alltoallv", "alltoallv_fallback", "reduce_scatter_block",
+    "reduce_scatter_block_fallback", "scan", "scan_fallback", "exscan",
+    "exscan_fallback"};
 
 typedef struct pvars {
     int on;

@@ -26,7 +26,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers rscan"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
@@ -235,6 +235,16 @@ mpi "budget: node_budget=1, gathers fall back" "$WITH_PATH" 3 $FORCE \
 must="coll:numacoll:alltoall: MPI_COMM_WORLD (cid 0) root -1, 4194304 bytes per block, contiguous: success"
 mpi "gathers served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
     $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/gathers"
+# Alltoallv, Reduce_scatter(_block), Scan, Exscan: the same (and, with a
+# team, tests/mpi/rscan.c's counters show the complex sums handed back
+# call by call).
+must="coll:numacoll:MPI_Iexscan: MPI_COMM_WORLD (cid 0): handed to the previous component: numacoll has no team"
+mpi "budget: node_budget=1, rscan falls back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_node_budget 1 \
+    --mca coll_base_verbose 20 "$BIN/rscan"
+must="coll:numacoll:scan: MPI_COMM_WORLD (cid 0) root -1, 262144 x MPI_UINT32_T, sum on uint32: success"
+mpi "rscan served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/rscan"
 
 # Shape parameters that differ between ranks (rank 1 sets its own
 # frag_size): every communicator falls back instead of misreading memory.
