@@ -1,9 +1,12 @@
 /*
  * The gathers of the component: MPI_Allgather, MPI_Allgatherv, MPI_Gather,
- * MPI_Gatherv, MPI_Scatter, MPI_Scatterv and MPI_Alltoall, blocking,
- * nonblocking (MPI_Iallgather, ...) and persistent (MPIX_Allgather_init on
- * Open MPI 4.1, MPI_Allgather_init on 5.0), on the core's byte-block calls
- * (numacoll_allgather etc., include/numacoll.h).
+ * MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Alltoall and MPI_Alltoallv,
+ * blocking, nonblocking (MPI_Iallgather, ...) and persistent
+ * (MPIX_Allgather_init on Open MPI 4.1, MPI_Allgather_init on 5.0), on the
+ * core's byte-block calls (numacoll_allgather etc., include/numacoll.h);
+ * and, through the same requests and counters, the reductions that scatter
+ * or scan: MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Scan and
+ * MPI_Exscan with their nonblocking and persistent forms.
  *
  * Planning (nc_ga_plan) turns a call's (buffer, count(s), datatype) sides
  * into the core's pointers and byte counts, once per call (per init for a
@@ -19,18 +22,29 @@
  *  - only the bytes must match: send and receive signatures may differ;
  *  - MPI_IN_PLACE where MPI allows it: the core's NUMACOLL_IN_PLACE when
  *    the receive side goes straight to the core, else the rank's own block
- *    (Alltoall: all its blocks) packed into the temporary first.
+ *    (Alltoall(v): all its blocks) packed into the temporary first.
+ * The reductions plan as MPI_Reduce/MPI_Allreduce do (nc_red_plan in
+ * coll_numacoll_module.c): a predefined op on a type the core maps goes to
+ * numacoll_scan etc., a user op on contiguous elements to the _user form
+ * (its commutativity passed on: the core folds in rank order anyway), and
+ * any other pair to the previous component, per call; MPI_IN_PLACE is the
+ * core's.
  * Arguments MPI calls insignificant (a non-root's receive side of Gather,
  * the send side of an in-place call) are never read.
  *
  * Every rank takes the same way for a call: the core serves it unless the
- * team could not be set up (then every rank falls back, for good), and the
+ * team could not be set up (then every rank falls back, for good), a
+ * reduction's (datatype, op) has no mapping, or a configured
+ * reduce_frag_size is too small for the call (nc_ga_declines: Alltoallv's
+ * 8-byte header per peer, Reduce_scatter's element per rank, a user op's
+ * element; all from arguments MPI requires alike on every rank), and the
  * core itself declines nothing here (NUMACOLL_ERR_UNSUPPORTED would still
  * go to the previous component, decided alike on every rank). A call with
  * no bytes on this rank (count 0; an Allgatherv of nothing at all) does
  * nothing collective, as Open MPI's bindings let some ranks' count-0 calls
  * return before they reach a component; the v forms of Gather and Scatter,
- * whose counts only the root knows, always run. A rank whose own send and
+ * whose counts only the root knows, and Alltoallv, always run; a
+ * reduction of no elements at all does nothing on every rank. A rank whose own send and
  * receive sizes differ gets MPI_ERR_ARG without the collective (erroneous:
  * the others may wait for it until coll_numacoll_timeout_ms).
  *
@@ -41,9 +55,11 @@
  *
  * Cost on top of the core's call: contiguous sides, the plan alone (O(1);
  * the v forms O(p) for the byte counts and displacements, in a malloc'd
- * array); a derived side, a temporary of its packed bytes B and one
- * convertor pass over them per run (T ~ B t_pack, before the core's call
- * on the send side, after it on the receive side).
+ * array, Alltoallv two of them, Reduce_scatter one of its counts); a
+ * derived side, a temporary of its packed bytes B and one convertor pass
+ * over them per run (T ~ B t_pack, before the core's call on the send
+ * side, after it on the receive side); a user op, one call of it per
+ * piece the core combines (Open MPI's ompi_op_reduce).
  */
 #include "coll_numacoll.h"
 
