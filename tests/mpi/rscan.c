@@ -26,6 +26,8 @@
  * Reduce_scatter's counts are uneven with zeros. In place everywhere MPI
  * allows it. A guard after each receive buffer must stay untouched.
  * Persistent requests are started twice, their data changed in between.
+ * Last, a blocking Reduce_scatter_block on one communicator while an
+ * Iexscan on another is in flight.
  *
  * With NUMACOLL_EXPECT=core numacoll's MPI_T counters must show that it
  * ran every call that moves data on the rank (blocking, and nonblocking
@@ -389,6 +391,44 @@ static void red(MPI_Comm comm, const char *cname, kind_t k, int f, size_t n,
     free(sbuf), free(rbuf), free(want);
 }
 
+/* An Iexscan on the world in flight while a blocking Reduce_scatter_block
+ * (a non-commutative user op) runs on the reversed world: numacoll runs
+ * the blocking call through a request too, so both complete. */
+static void among_requests(MPI_Comm world, MPI_Comm rev, unsigned seed)
+{
+    int me, p, rme;
+    MPI_Comm_rank(world, &me);
+    MPI_Comm_size(world, &p);
+    MPI_Comm_rank(rev, &rme);
+    enum { N = 300, B = 8 };    /* Exscan's uint32; B matrices per block */
+    uint32_t xs[N], xr[N], xw[N], *rs = malloc((size_t)p * B * 16),
+                                 rr[B * 4], rw[B * 4];
+    if (!MPIT_CHECK(rs != NULL, "out of memory"))
+        return;
+    for (size_t w = 0; w < N; w++)
+        xs[w] = word(seed, me, w);
+    for (size_t w = 0; w < (size_t)p * B * 4; w++)
+        rs[w] = word(seed + 1, rme, w);
+    MPI_Request req;
+    int rc = MPI_Iexscan(xs, xr, N, MPI_UINT32_T, MPI_SUM, world, &req);
+    int rc2 = MPI_Reduce_scatter_block(rs, rr, B, mat_t, mat_op, rev);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPIT_CHECK(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS, "among requests: "
+               "errors %d, %d", rc, rc2);
+    fold(O_MAT, seed + 1, 0, p, (size_t)rme * B * 4, B * 4, rw);
+    MPIT_CHECK(memcmp(rr, rw, sizeof rr) == 0, "among requests: the "
+               "Reduce_scatter_block on the reversed world differs");
+    if (me > 0) {
+        fold(O_SUM, seed, 0, me, 0, N, xw);
+        MPIT_CHECK(memcmp(xr, xw, sizeof xr) == 0, "among requests: the "
+                   "Iexscan on the world differs");
+    }
+    note(K_EXSCAN, F_NB, 1, 0);
+    note(K_RSB, F_BLOCKING, 1, 0);
+    free(rs);
+}
+
 int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "rscan");
@@ -473,6 +513,8 @@ int main(int argc, char **argv)
         }
     }
 
+    among_requests(MPI_COMM_WORLD, comms[1], seed);
+    seed += 2;
     mpit_named_read(&ctr, ctr1);
     mpit_named_read(&fb, fb1);
     const int core = mpit_expect == MPIT_EXPECT_CORE;
