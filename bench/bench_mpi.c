@@ -7,7 +7,7 @@
  * component Open MPI selected (numacoll, tuned, sm, han, ...: chosen with
  * mpirun --mca, see bench/compare-ompi.sh). The timing loop is the
  * standalone one (bench_core.c). The reductions sum uint32 (MPI_UINT32_T,
- * MPI_SUM); the gathers move MPI_BYTE blocks of the size.
+ * MPI_SUM); the gathers and alltoall(v) move MPI_BYTE blocks of the size.
  *
  * The one-line round trip needs memory shared by ranks 0 and 1: rank 0
  * creates a POSIX shared-memory object, broadcasts its name, rank 1 maps
@@ -100,9 +100,11 @@ static int run_alltoall(void *ctx, const ncb_call_t *c)
                                 (int)c->bytes, MPI_BYTE, m->comm));
 }
 
-/* The v forms' counts (every one the size) and displacements. */
-static void v_equal(mctx_t *m, int p, size_t bytes)
+/* The v forms' counts and displacements: p equal blocks of the size. */
+static void equal_blocks(mctx_t *m, size_t bytes)
 {
+    int p;
+    MPI_Comm_size(m->comm, &p);
     for (int j = 0; j < p; j++) {
         m->vcounts[j] = (int)bytes;
         m->vdispls[j] = j * (int)bytes;
@@ -112,9 +114,7 @@ static void v_equal(mctx_t *m, int p, size_t bytes)
 static int run_allgatherv(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    int p;
-    MPI_Comm_size(m->comm, &p);
-    v_equal(m, p, c->bytes);
+    equal_blocks(m, c->bytes);
     return note(m, MPI_Allgatherv(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
                                   m->vcounts, m->vdispls, MPI_BYTE,
                                   m->comm));
@@ -123,9 +123,7 @@ static int run_allgatherv(void *ctx, const ncb_call_t *c)
 static int run_alltoallv(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    int p;
-    MPI_Comm_size(m->comm, &p);
-    v_equal(m, p, c->bytes);
+    equal_blocks(m, c->bytes);
     return note(m, MPI_Alltoallv(c->sbuf, m->vcounts, m->vdispls, MPI_BYTE,
                                  c->rbuf, m->vcounts, m->vdispls, MPI_BYTE,
                                  m->comm));
@@ -310,7 +308,7 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 30
+#define NPVARS 38
 /* pairs: the calls numacoll ran, those it handed back (two_level: calls
  * on communicators that span (virtual) nodes, whose node-local parts count
  * as the core's nonblocking calls too; it has no fallback counter) */
@@ -322,7 +320,9 @@ static const char *const pvar_names[NPVARS] = {
     "allgather", "allgather_fallback", "gather", "gather_fallback",
     "scatter", "scatter_fallback", "alltoall", "alltoall_fallback",
     "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback",
-    "two_level", "two_level_fallback"};
+    "alltoallv", "alltoallv_fallback", "reduce_scatter_block",
+    "reduce_scatter_block_fallback", "scan", "scan_fallback", "exscan",
+    "exscan_fallback", "two_level", "two_level_fallback"};
 
 typedef struct pvars {
     int on;
@@ -430,7 +430,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     mctx_t m = {.comm = MPI_COMM_WORLD, .last = MPI_SUCCESS};
     int *v = malloc(2 * (size_t)p * sizeof *v);
     if (!v) {
-        fprintf(stderr, "numacoll-bench-mpi: out of memory for Allgatherv's "
+        fprintf(stderr, "numacoll-bench-mpi: out of memory for the v forms' "
                 "counts\n");
         MPI_Abort(MPI_COMM_WORLD, 4);
     }

@@ -2,8 +2,9 @@
  * Open MPI glue of numacoll: a `coll` component (Open MPI 4.1: coll 2.0.0,
  * module 2.3.0; Open MPI 5.0: coll 2.4.0; coll_numacoll_compat.h holds
  * what differs) that hands MPI_Bcast, MPI_Barrier, MPI_Reduce,
- * MPI_Allreduce, the gathers (Allgather(v), Gather(v)), Scatter(v) and
- * Alltoall on node-local intra-communicators to the core library
+ * MPI_Allreduce, the gathers (Allgather(v), Gather(v)), Scatter(v),
+ * Alltoall(v), Reduce_scatter(_block), Scan and Exscan on node-local
+ * intra-communicators to the core library
  * (include/numacoll.h). No
  * algorithm lives here: this folder maps communicators to teams, datatypes
  * to bytes, pack/unpack callbacks or numacoll element types, MPI ops to
@@ -86,16 +87,21 @@ typedef enum {
     X(ibcast) X(ibarrier) X(ireduce) X(iallreduce)                            \
     X(bcast_init) X(barrier_init) X(reduce_init) X(allreduce_init)
 
-/* The gathers, Scatter(v) and Alltoall (coll_numacoll_gather.c): the
- * blocking forms, then the nonblocking and persistent ones. */
+/* The gathers, Scatter(v), Alltoall(v), Reduce_scatter(_block), Scan and
+ * Exscan (coll_numacoll_gather.c): the blocking forms, then the
+ * nonblocking and persistent ones. */
 #define NC_GA_BLOCKING_LIST(X)                                                \
     X(allgather) X(allgatherv) X(gather) X(gatherv) X(scatter) X(scatterv)    \
-    X(alltoall)
+    X(alltoall) X(alltoallv) X(reduce_scatter_block) X(reduce_scatter)        \
+    X(scan) X(exscan)
 #define NC_GA_NB_LIST(X)                                                      \
     X(iallgather) X(iallgatherv) X(igather) X(igatherv) X(iscatter)           \
-    X(iscatterv) X(ialltoall)                                                 \
+    X(iscatterv) X(ialltoall) X(ialltoallv) X(ireduce_scatter_block)          \
+    X(ireduce_scatter) X(iscan) X(iexscan)                                    \
     X(allgather_init) X(allgatherv_init) X(gather_init) X(gatherv_init)       \
-    X(scatter_init) X(scatterv_init) X(alltoall_init)
+    X(scatter_init) X(scatterv_init) X(alltoall_init) X(alltoallv_init)       \
+    X(reduce_scatter_block_init) X(reduce_scatter_init) X(scan_init)          \
+    X(exscan_init)
 #define NC_GA_LIST(X) NC_GA_BLOCKING_LIST(X) NC_GA_NB_LIST(X)
 
 /* One module per communicator that selected us. */
@@ -325,7 +331,8 @@ int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
 /* Component close: unregister the progress callback. */
 void nc_nb_close(void);
 
-/* ---- coll_numacoll_gather.c: the gathers, Scatter(v), Alltoall ---------
+/* ---- coll_numacoll_gather.c: the gathers, Scatter(v), Alltoall(v), -----
+ * Reduce_scatter(_block), Scan, Exscan.
  * A planned call (nc_ga_t, opaque here) runs through a request like the
  * other collectives: nc_nb_ga makes it (persistent: inactive; otherwise
  * started; out NULL: a blocking call, waited for here) and owns g from

@@ -1,9 +1,12 @@
 /*
  * The gathers of the component: MPI_Allgather, MPI_Allgatherv, MPI_Gather,
- * MPI_Gatherv, MPI_Scatter, MPI_Scatterv and MPI_Alltoall, blocking,
- * nonblocking (MPI_Iallgather, ...) and persistent (MPIX_Allgather_init on
- * Open MPI 4.1, MPI_Allgather_init on 5.0), on the core's byte-block calls
- * (numacoll_allgather etc., include/numacoll.h).
+ * MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Alltoall and MPI_Alltoallv,
+ * blocking, nonblocking (MPI_Iallgather, ...) and persistent
+ * (MPIX_Allgather_init on Open MPI 4.1, MPI_Allgather_init on 5.0), on the
+ * core's byte-block calls (numacoll_allgather etc., include/numacoll.h);
+ * and, through the same requests and counters, the reductions that scatter
+ * or scan: MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Scan and
+ * MPI_Exscan with their nonblocking and persistent forms.
  *
  * Planning (nc_ga_plan) turns a call's (buffer, count(s), datatype) sides
  * into the core's pointers and byte counts, once per call (per init for a
@@ -19,18 +22,29 @@
  *  - only the bytes must match: send and receive signatures may differ;
  *  - MPI_IN_PLACE where MPI allows it: the core's NUMACOLL_IN_PLACE when
  *    the receive side goes straight to the core, else the rank's own block
- *    (Alltoall: all its blocks) packed into the temporary first.
+ *    (Alltoall(v): all its blocks) packed into the temporary first.
+ * The reductions plan as MPI_Reduce/MPI_Allreduce do (nc_red_plan in
+ * coll_numacoll_module.c): a predefined op on a type the core maps goes to
+ * numacoll_scan etc., a user op on contiguous elements to the _user form
+ * (its commutativity passed on: the core folds in rank order anyway), and
+ * any other pair to the previous component, per call; MPI_IN_PLACE is the
+ * core's.
  * Arguments MPI calls insignificant (a non-root's receive side of Gather,
  * the send side of an in-place call) are never read.
  *
  * Every rank takes the same way for a call: the core serves it unless the
- * team could not be set up (then every rank falls back, for good), and the
+ * team could not be set up (then every rank falls back, for good), a
+ * reduction's (datatype, op) has no mapping, or a configured
+ * reduce_frag_size is too small for the call (nc_ga_declines: Alltoallv's
+ * 8-byte header per peer, Reduce_scatter's element per rank, a user op's
+ * element; all from arguments MPI requires alike on every rank), and the
  * core itself declines nothing here (NUMACOLL_ERR_UNSUPPORTED would still
  * go to the previous component, decided alike on every rank). A call with
  * no bytes on this rank (count 0; an Allgatherv of nothing at all) does
  * nothing collective, as Open MPI's bindings let some ranks' count-0 calls
  * return before they reach a component; the v forms of Gather and Scatter,
- * whose counts only the root knows, always run. A rank whose own send and
+ * whose counts only the root knows, and Alltoallv, always run; a
+ * reduction of no elements at all does nothing on every rank. A rank whose own send and
  * receive sizes differ gets MPI_ERR_ARG without the collective (erroneous:
  * the others may wait for it until coll_numacoll_timeout_ms).
  *
@@ -41,12 +55,15 @@
  *
  * Cost on top of the core's call: contiguous sides, the plan alone (O(1);
  * the v forms O(p) for the byte counts and displacements, in a malloc'd
- * array); a derived side, a temporary of its packed bytes B and one
- * convertor pass over them per run (T ~ B t_pack, before the core's call
- * on the send side, after it on the receive side).
+ * array, Alltoallv two of them, Reduce_scatter one of its counts); a
+ * derived side, a temporary of its packed bytes B and one convertor pass
+ * over them per run (T ~ B t_pack, before the core's call on the send
+ * side, after it on the receive side); a user op, one call of it per
+ * piece the core combines (Open MPI's ompi_op_reduce).
  */
 #include "coll_numacoll.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +82,12 @@
     X(GATHERV, gatherv, Gatherv)                                              \
     X(SCATTER, scatter, Scatter)                                              \
     X(SCATTERV, scatterv, Scatterv)                                           \
-    X(ALLTOALL, alltoall, Alltoall)
+    X(ALLTOALL, alltoall, Alltoall)                                           \
+    X(ALLTOALLV, alltoallv, Alltoallv)                                        \
+    X(REDUCE_SCATTER_BLOCK, reduce_scatter_block, Reduce_scatter_block)       \
+    X(REDUCE_SCATTER, reduce_scatter, Reduce_scatter)                         \
+    X(SCAN, scan, Scan)                                                       \
+    X(EXSCAN, exscan, Exscan)
 
 typedef enum {
 #define NC_GA_ID(ID, name, Name) NC_GA_##ID,
@@ -73,6 +95,12 @@ typedef enum {
 #undef NC_GA_ID
     NC_GA_N
 } nc_ga_kind_t;
+
+/* The reductions: Reduce_scatter(_block), Scan, Exscan. */
+static bool nc_ga_is_red(nc_ga_kind_t k)
+{
+    return k >= NC_GA_REDUCE_SCATTER_BLOCK;
+}
 
 typedef enum { NC_FORM_BLOCKING, NC_FORM_NB, NC_FORM_PERSISTENT } nc_form_t;
 
@@ -93,7 +121,8 @@ enum { NC_N_DONE, NC_N_FALLBACK, NC_N_IDONE, NC_N_IFALLBACK, NC_N_COUNTERS };
 static _Atomic unsigned long long nc_ga_n[NC_GA_N][NC_N_COUNTERS];
 
 /* A call's arguments as MPI gave them; the v arrays NULL in the other
- * forms. */
+ * forms. The reductions: rcount their count (Reduce_scatter_block's
+ * block), rcounts Reduce_scatter's, rdt their datatype, op their op. */
 typedef struct nc_ga_args {
     nc_ga_kind_t kind;
     const void *sbuf;
@@ -105,6 +134,7 @@ typedef struct nc_ga_args {
     const int *rcounts, *rdispls;
     ompi_datatype_t *rdt;
     int root;
+    struct ompi_op_t *op;
 } nc_ga_args_t;
 
 /* One block copied through the convertor: count x dt at user, packed at
@@ -118,6 +148,12 @@ typedef struct nc_ga_seg {
     bool pack;          /* into tmp before the run, else out after it */
 } nc_ga_seg_t;
 
+/* A v side as the core reads it: bytes and byte displacements per rank
+ * (one allocation, displs = bytes + p). */
+typedef struct nc_ga_v {
+    size_t *bytes, *displs;
+} nc_ga_v_t;
+
 struct nc_ga {
     nc_module_t *m;
     nc_ga_kind_t kind;
@@ -126,13 +162,23 @@ struct nc_ga {
     void *recv;
     size_t nbytes;          /* Allgather, Gather, Scatter, Alltoall: a
                                block; Allgatherv, Gatherv: this rank's
-                               send; Scatterv: this rank's receive */
-    size_t *vbytes, *vdispls;   /* v forms, where the core reads them */
+                               send; Scatterv: this rank's receive;
+                               Alltoallv: all it receives (logged) */
+    nc_ga_v_t v;            /* v forms: the receive side (Scatterv: the
+                               send side), where the core reads it */
+    nc_ga_v_t sv;           /* Alltoallv's send side; NULL in place */
     char *stmp, *rtmp;      /* temporaries of derived-type sides */
     nc_ga_seg_t *seg;
     int nseg, capseg;
     ompi_datatype_t *held[2];   /* retained for the segments */
     bool heap;              /* g itself was allocated (a request's) */
+    /* the reductions (the op and datatype held while g lives) */
+    nc_red_plan_t red;
+    nc_user_ctx_t user;
+    int commute;
+    size_t count;           /* Reduce_scatter_block's block, Scan's count */
+    size_t *counts;         /* Reduce_scatter's, as the core reads them */
+    int logged;             /* the elements a log line names */
 };
 
 /* ---- planning ----------------------------------------------------------- */
@@ -151,12 +197,25 @@ void nc_ga_free(nc_ga_t *g)
     for (int i = 0; i < 2; i++)
         if (g->held[i])
             OBJ_RELEASE(g->held[i]);
-    free(g->vbytes);
+    if (g->user.op)
+        OBJ_RELEASE(g->user.op);
+    free(g->v.bytes);
+    free(g->sv.bytes);
+    free(g->counts);
     free(g->stmp);
     free(g->rtmp);
     free(g->seg);
     if (g->heap)
         free(g);
+}
+
+/* Keep dt alive while g lives (at most two types: a call's sides). */
+static void nc_ga_hold(nc_ga_t *g, ompi_datatype_t *dt)
+{
+    if (dt != g->held[0] && dt != g->held[1]) {
+        g->held[g->held[0] ? 1 : 0] = dt;
+        OBJ_RETAIN(dt);
+    }
 }
 
 /* Add a convertor copy of count x dt between user and tmp. */
@@ -172,10 +231,7 @@ static int nc_ga_add(nc_ga_t *g, bool pack, char *user, int count,
         g->seg = s;
         g->capseg = cap;
     }
-    if (dt != g->held[0] && dt != g->held[1]) {
-        g->held[g->held[0] ? 1 : 0] = dt;
-        OBJ_RETAIN(dt);
-    }
+    nc_ga_hold(g, dt);
     g->seg[g->nseg++] = (nc_ga_seg_t){user, count, dt, tmp, bytes, pack};
     return NUMACOLL_OK;
 }
@@ -235,29 +291,30 @@ static int nc_ga_blocks(nc_ga_t *g, bool pack, const void *buf, int count,
 
 /*
  * A side of p v blocks (counts, displs in elements of dt) at buf: the
- * core's byte counts and displacements in g->vbytes/vdispls. Straight when
+ * core's byte counts and displacements in *v. Straight when
  * every block is contiguous: displacements from the lowest block, which
  * *core points to. Otherwise packed back to back in rank order in a
  * temporary (*tmp, *core).
  */
 static int nc_ga_vblocks(nc_ga_t *g, bool pack, const void *buf,
                          const int *counts, const int *displs,
-                         ompi_datatype_t *dt, char **tmp, void **core)
+                         ompi_datatype_t *dt, nc_ga_v_t *v, char **tmp,
+                         void **core)
 {
     const int p = ompi_comm_size(g->m->comm);
     const size_t size = nc_dt_size(dt);
     const ptrdiff_t ext = nc_dt_extent(dt), lb = dt->super.true_lb;
     char *b = (char *)(uintptr_t)buf;
-    g->vbytes = malloc(2 * (size_t)p * sizeof *g->vbytes);
-    if (!g->vbytes)
+    v->bytes = malloc(2 * (size_t)p * sizeof *v->bytes);
+    if (!v->bytes)
         return NUMACOLL_ERR_NOMEM;
-    g->vdispls = g->vbytes + p;
+    v->displs = v->bytes + p;
     bool straight = true, any = false;
     ptrdiff_t base = 0;
     size_t total = 0;
     for (int j = 0; j < p; j++) {
-        g->vbytes[j] = (size_t)counts[j] * size;
-        total += g->vbytes[j];
+        v->bytes[j] = (size_t)counts[j] * size;
+        total += v->bytes[j];
         if (counts[j] == 0)
             continue;
         straight = straight && nc_dense(dt, (size_t)counts[j]);
@@ -267,7 +324,7 @@ static int nc_ga_vblocks(nc_ga_t *g, bool pack, const void *buf,
     }
     if (straight) {
         for (int j = 0; j < p; j++)
-            g->vdispls[j] = counts[j] == 0
+            v->displs[j] = counts[j] == 0
                                 ? 0
                                 : (size_t)((ptrdiff_t)displs[j] * ext + lb -
                                            base);
@@ -280,14 +337,14 @@ static int nc_ga_vblocks(nc_ga_t *g, bool pack, const void *buf,
     *core = *tmp;
     size_t at = 0;
     for (int j = 0; j < p; j++) {
-        g->vdispls[j] = at;
+        v->displs[j] = at;
         if (counts[j] > 0) {
             int st = nc_ga_add(g, pack, b + (ptrdiff_t)displs[j] * ext,
-                               counts[j], dt, *tmp + at, g->vbytes[j]);
+                               counts[j], dt, *tmp + at, v->bytes[j]);
             if (st != NUMACOLL_OK)
                 return st;
         }
-        at += g->vbytes[j];
+        at += v->bytes[j];
     }
     return NUMACOLL_OK;
 }
@@ -318,12 +375,24 @@ static bool nc_ga_nothing(const nc_ga_args_t *a, int rank, int p)
     switch (a->kind) {
     case NC_GA_GATHERV:
     case NC_GA_SCATTERV:
+    case NC_GA_ALLTOALLV:
         return false;
     case NC_GA_ALLGATHERV:
         for (int j = 0; j < p; j++)
             if ((size_t)a->rcounts[j] * nc_dt_size(a->rdt) > 0)
                 return false;
         return true;
+    /* the reductions: no elements at all (the counts are alike on every
+     * rank, so every rank says so) */
+    case NC_GA_REDUCE_SCATTER:
+        for (int j = 0; j < p; j++)
+            if (a->rcounts[j] > 0)
+                return false;
+        return true;
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+    case NC_GA_SCAN:
+    case NC_GA_EXSCAN:
+        return a->rcount == 0;
     default:
         return nc_ga_block_bytes(a, rank) == 0;
     }
@@ -333,6 +402,46 @@ static bool nc_ga_nothing(const nc_ga_args_t *a, int rank, int p)
 static int nc_ga_same(size_t send, size_t recv)
 {
     return send == recv ? NUMACOLL_OK : NUMACOLL_ERR_MISMATCH;
+}
+
+/* Elements of a reduction's contribution: p blocks for Reduce_scatter(_block).
+ * At most p * INT_MAX, which a size_t holds. */
+static size_t nc_ga_red_total(const nc_ga_args_t *a, int p)
+{
+    size_t total = 0;
+    switch (a->kind) {
+    case NC_GA_REDUCE_SCATTER:
+        for (int j = 0; j < p; j++)
+            total += (size_t)a->rcounts[j];
+        return total;
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+        return (size_t)p * (size_t)a->rcount;
+    default:
+        return (size_t)a->rcount;
+    }
+}
+
+/* A reduction the core takes (g->red planned by nc_ga_declines): the
+ * core's buffers, counts and user op, the op and datatype held. */
+static int nc_ga_red_plan(nc_ga_t *g, const nc_ga_args_t *a)
+{
+    const int p = ompi_comm_size(g->m->comm);
+    const size_t total = nc_ga_red_total(a, p);
+    g->count = (size_t)a->rcount;
+    g->logged = total > INT_MAX ? INT_MAX : (int)total;
+    if (a->kind == NC_GA_REDUCE_SCATTER) {
+        g->counts = malloc((size_t)p * sizeof *g->counts);
+        if (!g->counts)
+            return NUMACOLL_ERR_NOMEM;
+        for (int j = 0; j < p; j++)
+            g->counts[j] = (size_t)a->rcounts[j];
+    }
+    nc_ga_hold(g, a->rdt);
+    OBJ_RETAIN(a->op);
+    g->user = (nc_user_ctx_t){a->op, a->rdt, &g->m->super};
+    g->commute = nc_op_commutes(a->op);
+    nc_red_bufs(g->m, &g->red, a->sbuf, a->rbuf, -1, &g->send, &g->recv);
+    return NUMACOLL_OK;
 }
 
 /* Plan a call that moves bytes (g initialised); a core status. */
@@ -393,22 +502,22 @@ static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
         const bool recv = a->kind == NC_GA_ALLGATHERV || root;
         if (recv)
             st = nc_ga_vblocks(g, false, a->rbuf, a->rcounts, a->rdispls,
-                               a->rdt, &g->rtmp, &g->recv);
+                               a->rdt, &g->v, &g->rtmp, &g->recv);
         if (st != NUMACOLL_OK)
             break;
         if (!in_place) {
             g->nbytes = (size_t)a->scount * nc_dt_size(a->sdt);
             if (recv)
-                st = nc_ga_same(g->nbytes, g->vbytes[me]);
+                st = nc_ga_same(g->nbytes, g->v.bytes[me]);
             if (st == NUMACOLL_OK)
                 st = nc_ga_blocks(g, true, a->sbuf, a->scount, a->sdt,
                                   g->nbytes, 1, &g->stmp, (void **)&g->send);
             break;
         }
-        g->nbytes = g->vbytes[me];
+        g->nbytes = g->v.bytes[me];
         g->send = NUMACOLL_IN_PLACE;
         if (g->rtmp && a->rcounts[me] > 0) {
-            own = g->rtmp + g->vdispls[me];
+            own = g->rtmp + g->v.displs[me];
             from = (char *)a->rbuf +
                    (ptrdiff_t)a->rdispls[me] * nc_dt_extent(a->rdt);
             own_count = a->rcounts[me];
@@ -421,8 +530,8 @@ static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
         size_t mine = 0;    /* the root's own block */
         if (root && v) {
             st = nc_ga_vblocks(g, true, a->sbuf, a->scounts, a->sdispls,
-                               a->sdt, &g->stmp, (void **)&g->send);
-            mine = st == NUMACOLL_OK ? g->vbytes[me] : 0;
+                               a->sdt, &g->v, &g->stmp, (void **)&g->send);
+            mine = st == NUMACOLL_OK ? g->v.bytes[me] : 0;
         } else if (root) {
             mine = nc_ga_block_bytes(a, me);
             st = nc_ga_blocks(g, true, a->sbuf, a->scount, a->sdt, mine, p,
@@ -443,6 +552,33 @@ static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
                               g->nbytes, 1, &g->rtmp, &g->recv);
         break;
     }
+    case NC_GA_ALLTOALLV:
+        st = nc_ga_vblocks(g, false, a->rbuf, a->rcounts, a->rdispls, a->rdt,
+                           &g->v, &g->rtmp, &g->recv);
+        for (int j = 0; st == NUMACOLL_OK && j < p; j++)
+            g->nbytes += g->v.bytes[j];     /* for the log: received */
+        if (st == NUMACOLL_OK && !in_place)
+            st = nc_ga_vblocks(g, true, a->sbuf, a->scounts, a->sdispls,
+                               a->sdt, &g->sv, &g->stmp, (void **)&g->send);
+        if (st != NUMACOLL_OK || !in_place)
+            break;
+        g->send = NUMACOLL_IN_PLACE;
+        /* The receive side is a temporary: the blocks to send, in rbuf,
+         * go into it first. */
+        for (int j = 0; g->rtmp && j < p && st == NUMACOLL_OK; j++)
+            if (a->rcounts[j] > 0)
+                st = nc_ga_add(g, true,
+                               (char *)a->rbuf + (ptrdiff_t)a->rdispls[j] *
+                                                     nc_dt_extent(a->rdt),
+                               a->rcounts[j], a->rdt,
+                               g->rtmp + g->v.displs[j], g->v.bytes[j]);
+        break;
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+    case NC_GA_REDUCE_SCATTER:
+    case NC_GA_SCAN:
+    case NC_GA_EXSCAN:
+        st = nc_ga_red_plan(g, a);
+        break;
     case NC_GA_N:
         st = NUMACOLL_ERR_ARG;
         break;
@@ -491,21 +627,56 @@ static int nc_ga_run(nc_ga_t *g, numacoll_team_t *t, nc_form_t form,
     case NC_GA_ALLGATHER:
         return NC_GA_CALL(allgather, g->send, g->recv, g->nbytes);
     case NC_GA_ALLGATHERV:
-        return NC_GA_CALL(allgatherv, g->send, g->nbytes, g->recv, g->vbytes,
-                          g->vdispls);
+        return NC_GA_CALL(allgatherv, g->send, g->nbytes, g->recv, g->v.bytes,
+                          g->v.displs);
     case NC_GA_GATHER:
         return NC_GA_CALL(gather, g->send, g->recv, g->nbytes, g->root);
     case NC_GA_GATHERV:
-        return NC_GA_CALL(gatherv, g->send, g->nbytes, g->recv, g->vbytes,
-                          g->vdispls, g->root);
+        return NC_GA_CALL(gatherv, g->send, g->nbytes, g->recv, g->v.bytes,
+                          g->v.displs, g->root);
     case NC_GA_SCATTER:
         return NC_GA_CALL(scatter, g->send, g->recv, g->nbytes, g->root);
     case NC_GA_SCATTERV:
-        return NC_GA_CALL(scatterv, g->send, g->vbytes, g->vdispls, g->recv,
+        return NC_GA_CALL(scatterv, g->send, g->v.bytes, g->v.displs, g->recv,
                           g->nbytes, g->root);
     case NC_GA_ALLTOALL:
         return NC_GA_CALL(alltoall, g->send, g->recv, g->nbytes);
-    case NC_GA_N:
+    case NC_GA_ALLTOALLV: {
+        /* in place the core ignores the send side */
+        const nc_ga_v_t *sv = g->sv.bytes ? &g->sv : &g->v;
+        return NC_GA_CALL(alltoallv, g->send, sv->bytes, sv->displs, g->recv,
+                          g->v.bytes, g->v.displs);
+    }
+    default:
+        break;
+    }
+    /* The reductions: a predefined op through the core's element types,
+     * a user op through nc_user_op. */
+    const bool pre = g->red.kind == NC_RED_PREDEF;
+    const numacoll_dtype_t dt = g->red.dt;
+    const numacoll_op_t op = g->red.op;
+    const size_t es = g->red.elem_size;
+    nc_user_ctx_t *u = &g->user;
+    switch (g->kind) {
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+        return pre ? NC_GA_CALL(reduce_scatter_block, g->send, g->recv,
+                                g->count, dt, op)
+                   : NC_GA_CALL(reduce_scatter_block_user, g->send, g->recv,
+                                g->count, es, nc_user_op, u, g->commute);
+    case NC_GA_REDUCE_SCATTER:
+        return pre ? NC_GA_CALL(reduce_scatter, g->send, g->recv, g->counts,
+                                dt, op)
+                   : NC_GA_CALL(reduce_scatter_user, g->send, g->recv,
+                                g->counts, es, nc_user_op, u, g->commute);
+    case NC_GA_SCAN:
+        return pre ? NC_GA_CALL(scan, g->send, g->recv, g->count, dt, op)
+                   : NC_GA_CALL(scan_user, g->send, g->recv, g->count, es,
+                                nc_user_op, u, g->commute);
+    case NC_GA_EXSCAN:
+        return pre ? NC_GA_CALL(exscan, g->send, g->recv, g->count, dt, op)
+                   : NC_GA_CALL(exscan_user, g->send, g->recv, g->count, es,
+                                nc_user_op, u, g->commute);
+    default:
         break;
     }
 #undef NC_GA_CALL
@@ -524,9 +695,14 @@ int nc_ga_done(nc_ga_t *g, int st, const char *what)
     for (int i = 0; i < g->nseg && st == NUMACOLL_OK; i++)
         if (!g->seg[i].pack)
             st = nc_ga_copy(&g->seg[i]);
-    if (nc_call_verbose()) {
+    if (nc_ga_is_red(g->kind)) {
+        if (g->user.dtype)  /* planned: not a call of no elements */
+            nc_red_log(g->m->comm, what, -1, g->logged, g->user.dtype, &g->red,
+                   st);
+    } else if (nc_call_verbose()) {
         const bool v = g->kind == NC_GA_ALLGATHERV ||
-                       g->kind == NC_GA_GATHERV || g->kind == NC_GA_SCATTERV;
+                       g->kind == NC_GA_GATHERV ||
+                       g->kind == NC_GA_SCATTERV || g->kind == NC_GA_ALLTOALLV;
         opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                             "coll:numacoll:%s: %s (cid %u) root %d, %zu bytes "
                             "%s, %s: %s", what, nc_comm_name(g->m->comm),
@@ -559,6 +735,57 @@ static int nc_ga_refuse(nc_module_t *m, const char *name, int st)
 }
 
 /*
+ * Why the core cannot take a call that moves bytes (NULL: it takes it),
+ * the same answer on every rank: from arguments MPI requires alike
+ * everywhere and the team's configuration. A reduction's (datatype, op)
+ * is planned first (*red), so that one the core cannot map creates no
+ * team. The staging slot checked is a configured reduce_frag_size (0,
+ * the default, leaves it to the tuning rules, whose built-in slots are
+ * 128 KiB); the core checks its tuning rule's (a rule with a smaller slot
+ * than that makes such a call fail with MPI_ERR_ARG, see docs/ompi.md).
+ */
+static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
+                                  nc_red_plan_t *red)
+{
+    const size_t p = (size_t)ompi_comm_size(m->comm);
+    size_t elem = 0;
+    if (nc_ga_is_red(a->kind)) {
+        const size_t total = nc_ga_red_total(a, (int)p);
+        *red = nc_red_plan(total > INT_MAX ? INT_MAX : (int)total, a->rdt,
+                           a->op);
+        if (red->kind == NC_RED_FALLBACK)
+            return "the core has no element type for this datatype and op "
+                   "(nor a user op on contiguous elements)";
+        elem = red->kind == NC_RED_PREDEF ? numacoll_dtype_size(red->dt)
+                                          : red->elem_size;
+    }
+    if (!nc_ready(m))
+        return "numacoll has no team on this communicator (its setup "
+               "failed or did not fit the memory budget)";
+    const size_t f = numacoll_team_config(m->team)->reduce_frag_size;
+    if (f == 0)
+        return NULL;
+    switch (a->kind) {
+    case NC_GA_ALLTOALLV:
+        return 8 * (p - 1) > f ? "the staging slot (reduce_frag_size) "
+                                 "cannot hold an 8-byte header per peer"
+                               : NULL;
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+    case NC_GA_REDUCE_SCATTER:
+        return p * elem > f ? "the staging slot (reduce_frag_size) cannot "
+                              "hold one element per rank"
+                            : NULL;
+    case NC_GA_SCAN:
+    case NC_GA_EXSCAN:
+        return elem > f ? "an element is larger than the staging slot "
+                          "(reduce_frag_size)"
+                        : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/*
  * A call of any form: the MPI status, or NC_DECLINED for the previous
  * component. Blocking calls run in the core right here unless requests
  * are in flight (then through one, as coll_numacoll_nb.c explains).
@@ -574,18 +801,20 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
         &nc_ga_n[k][form == NC_FORM_BLOCKING ? NC_N_DONE : NC_N_IDONE];
     if (nothing && form == NC_FORM_BLOCKING)
         return MPI_SUCCESS;
-    if (!nothing && !nc_ready(m)) {
+    nc_red_plan_t red = {.kind = NC_RED_FALLBACK};
+    const char *why = nothing ? NULL : nc_ga_declines(m, a, &red);
+    if (why) {
         if (nc_call_verbose())
             opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                                 "coll:numacoll:%s: %s (cid %u): handed to the "
-                                "previous component: numacoll has no team on "
-                                "this communicator (its setup failed or did "
-                                "not fit the memory budget)", name,
-                                nc_comm_name(m->comm), nc_comm_cid(m->comm));
+                                "previous component: %s", name,
+                                nc_comm_name(m->comm), nc_comm_cid(m->comm),
+                                why);
         return NC_DECLINED;
     }
     nc_ga_t local, *g = &local;
     nc_ga_init(g, m, k, a->root);
+    g->red = red;
     int st = nothing ? NUMACOLL_OK : nc_ga_plan(g, a);
     if (st != NUMACOLL_OK) {
         nc_ga_free(g);
@@ -617,10 +846,11 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
 }
 
 /*
- * The 21 coll functions, three per collective (blocking, nonblocking,
+ * The 36 coll functions, three per collective (blocking, nonblocking,
  * persistent init), generated from the shape of their parameters: ONE
  * (a count and type per side), RV (receive counts and displacements), SV
- * (send counts and displacements), rooted (Y) or not (N). Each builds the
+ * (send counts and displacements), VV (both), RED (a reduction's count),
+ * REDV (a reduction's receive counts), rooted (Y) or not (N). Each builds the
  * call's nc_ga_args_t, runs nc_ga_entry and, when that declines, calls
  * the previous component's function of the same name.
  */
@@ -633,18 +863,40 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
 #define NC_P_SV                                                               \
     const void *sbuf, const int *scounts, const int *displs,                  \
         ompi_datatype_t *sdt, void *rbuf, int rcount, ompi_datatype_t *rdt,
+#define NC_P_VV                                                               \
+    const void *sbuf, const int *scounts, const int *sdispls,                 \
+        ompi_datatype_t *sdt, void *rbuf, const int *rcounts,                 \
+        const int *rdispls, ompi_datatype_t *rdt,
+#define NC_P_RED                                                              \
+    const void *sbuf, void *rbuf, int count, ompi_datatype_t *dt,             \
+        struct ompi_op_t *op,
+#define NC_P_REDV                                                             \
+    const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dt,    \
+        struct ompi_op_t *op,
 #define NC_A_ONE sbuf, scount, sdt, rbuf, rcount, rdt,
 #define NC_A_RV sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
 #define NC_A_SV sbuf, scounts, displs, sdt, rbuf, rcount, rdt,
+#define NC_A_VV sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt,
+#define NC_A_RED sbuf, rbuf, count, dt, op,
+#define NC_A_REDV sbuf, rbuf, rcounts, dt, op,
 #define NC_ARGS_ONE(ID, root)                                                 \
     {NC_GA_##ID, sbuf, scount, NULL, NULL, sdt, rbuf, rcount, NULL, NULL,     \
-     rdt, root}
+     rdt, root, NULL}
 #define NC_ARGS_RV(ID, root)                                                  \
     {NC_GA_##ID, sbuf, scount, NULL, NULL, sdt, rbuf, 0, rcounts, displs,     \
-     rdt, root}
+     rdt, root, NULL}
 #define NC_ARGS_SV(ID, root)                                                  \
     {NC_GA_##ID, sbuf, 0, scounts, displs, sdt, rbuf, rcount, NULL, NULL,     \
-     rdt, root}
+     rdt, root, NULL}
+#define NC_ARGS_VV(ID, root)                                                  \
+    {NC_GA_##ID, sbuf, 0, scounts, sdispls, sdt, rbuf, 0, rcounts, rdispls,   \
+     rdt, root, NULL}
+#define NC_ARGS_RED(ID, root)                                                 \
+    {NC_GA_##ID, sbuf, 0, NULL, NULL, NULL, rbuf, count, NULL, NULL, dt,      \
+     root, op}
+#define NC_ARGS_REDV(ID, root)                                                \
+    {NC_GA_##ID, sbuf, 0, NULL, NULL, NULL, rbuf, 0, rcounts, NULL, dt, root, \
+     op}
 /* rooted: the parameter, the argument, the value in nc_ga_args_t */
 #define NC_RP_Y int root,
 #define NC_RP_N
@@ -706,6 +958,11 @@ NC_GA_DEFINE(gatherv, GATHERV, RV, Y)
 NC_GA_DEFINE(scatter, SCATTER, ONE, Y)
 NC_GA_DEFINE(scatterv, SCATTERV, SV, Y)
 NC_GA_DEFINE(alltoall, ALLTOALL, ONE, N)
+NC_GA_DEFINE(alltoallv, ALLTOALLV, VV, N)
+NC_GA_DEFINE(reduce_scatter_block, REDUCE_SCATTER_BLOCK, RED, N)
+NC_GA_DEFINE(reduce_scatter, REDUCE_SCATTER, REDV, N)
+NC_GA_DEFINE(scan, SCAN, RED, N)
+NC_GA_DEFINE(exscan, EXSCAN, RED, N)
 
 /* ---- module part -------------------------------------------------------- */
 

@@ -771,8 +771,10 @@ void nc_red_bufs(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
         *send = NUMACOLL_IN_PLACE;
     else
         *send = (const char *)sbuf + p->true_lb;
-    if (root >= 0 && ompi_comm_rank(m->comm) != root)
-        *recv = NULL;  /* not touched there; may be NULL in MPI as well */
+    if ((root >= 0 && ompi_comm_rank(m->comm) != root) || !rbuf)
+        *recv = NULL;  /* not touched there; may be NULL in MPI as well
+                        * (as where a Reduce_scatter block or Exscan's
+                        * rank 0 receives nothing) */
     else
         *recv = (char *)rbuf + p->true_lb;
 }

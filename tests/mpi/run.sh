@@ -28,7 +28,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers rscan"
 # Run at the shapes of its own section below.
 TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
@@ -239,8 +239,9 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # (bytes in segments, 4 KiB), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
 # sits in a two-level Barrier on another (nonblocking's cross_progress),
-# and the gathers, which stay with the previous component there.
-for t in bcast_derived reduce_ops nonblocking gathers; do
+# and the gathers and rscan's collectives, which stay with the previous
+# component there.
+for t in bcast_derived reduce_ops nonblocking gathers rscan; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
@@ -281,6 +282,16 @@ mpi "budget: node_budget=1, gathers fall back" "$WITH_PATH" 3 $FORCE \
 must="coll:numacoll:alltoall: MPI_COMM_WORLD (cid 0) root -1, 4194304 bytes per block, contiguous: success"
 mpi "gathers served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
     $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/gathers"
+# Alltoallv, Reduce_scatter(_block), Scan, Exscan: the same (and, with a
+# team, tests/mpi/rscan.c's counters show the complex sums handed back
+# call by call).
+must="coll:numacoll:MPI_Iexscan: MPI_COMM_WORLD (cid 0): handed to the previous component: numacoll has no team"
+mpi "budget: node_budget=1, rscan falls back" "$WITH_PATH" 3 $FORCE \
+    -x NUMACOLL_EXPECT=fallback --mca coll_numacoll_node_budget 1 \
+    --mca coll_base_verbose 20 "$BIN/rscan"
+must="coll:numacoll:scan: MPI_COMM_WORLD (cid 0) root -1, 262144 x MPI_UINT32_T, sum on uint32: success"
+mpi "rscan served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_base_verbose 20 "$BIN/rscan"
 
 # Shape parameters that differ between ranks (rank 1 sets its own
 # frag_size): every communicator falls back instead of misreading memory.
