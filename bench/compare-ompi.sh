@@ -182,7 +182,8 @@ config_args() {
     basic)    env_add=(); mca=(--mca coll basic,libnbc,self) ;;
     esac
     if [ -n "$tl_nodes" ]; then
-        mca+=(--mca btl self,tcp)
+        # lo by name: Open MPI 5.0's TCP BTL finds no pairing otherwise
+        mca+=(--mca btl self,tcp --mca btl_tcp_if_include lo)
         [ "$1" != numacoll ] || mca+=(--mca coll_numacoll_virtual_nodes "$tl_nodes"
                                       --mca coll_numacoll_virtual_split "$tl_split")
     fi

@@ -206,12 +206,13 @@ mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
 
 # Two levels (ompi/coll_numacoll_hier.c): coll_numacoll_virtual_nodes cuts
 # the machine into N virtual nodes, numacoll runs within each, and the
-# leaders' level goes over TCP on the loopback (--mca btl self,tcp), as
+# leaders' level goes over TCP on the loopback (--mca btl self,tcp, lo by
+# name: Open MPI 5.0's TCP BTL pairs no interfaces otherwise), as
 # between real nodes. np:nodes:split; uneven splits (6 on 4: 2,1,2,1; 8 on
 # 3) and nodes of one process included; tests/mpi/two_level.c checks every
 # root and the MPI_T count of two-level calls.
 TWO_LEVEL=${NC_TWO_LEVEL:-"4:2:block 4:2:rr 6:3:block 6:4:rr 8:4:block 8:3:rr"}
-TCP="--mca btl self,tcp"
+TCP="--mca btl self,tcp --mca btl_tcp_if_include lo"
 # that btl list replaces one the caller gave (tests/ompi5/run.sh: self,sm),
 # which mpirun would refuse as a conflicting value
 SAVED_ARGS=$MPIRUN_ARGS
