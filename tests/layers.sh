@@ -15,6 +15,8 @@ done | awk '$1 == "D" {def[$3] = $2; next} {use[++n] = $2 " " $3}
     END {for (i = 1; i <= n; i++) {split(use[i], u, " ")
              if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]]}}' |
     sort -u)
+# no uses at all means nm's output was not read, not that there is no circle
+[ -n "$edges" ] || { echo "layers: FAIL, no uses found among $build/coll's objects"; exit 1; }
 if ! out=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
     echo "layers: FAIL, coll/'s files call each other in a circle:"
     printf '%s\n' "$out"

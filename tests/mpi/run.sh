@@ -15,7 +15,9 @@
 # fails instead of hanging.
 #
 #   NC_BUILD=build tests/mpi/run.sh        (what `make check-mpi` runs)
-#   NC_MPIRUN_EXTRA="--mca btl self,sm"    more arguments for every mpirun
+#   NC_MPIRUN_EXTRA="--mca ..."    more arguments for every mpirun (a btl
+#                                  list: set OMPI_MCA_btl instead, which the
+#                                  two-level runs' own list overrides)
 #
 # Prints one line per run and ends with "N passed, N failed"; the exit
 # status is non-zero when anything failed.
@@ -213,10 +215,6 @@ mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
 # root and the MPI_T count of two-level calls.
 TWO_LEVEL=${NC_TWO_LEVEL:-"4:2:block 4:2:rr 6:3:block 6:4:rr 8:4:block 8:3:rr"}
 TCP="--mca btl self,tcp --mca btl_tcp_if_include lo"
-# that btl list replaces one the caller gave (tests/ompi5/run.sh: self,sm),
-# which mpirun would refuse as a conflicting value
-SAVED_ARGS=$MPIRUN_ARGS
-MPIRUN_ARGS=$(printf '%s\n' "$MPIRUN_ARGS" | sed 's/--mca btl [^ ]*//')
 for cfg in $TWO_LEVEL; do
     np=${cfg%%:*} rest=${cfg#*:}
     nv=${rest%%:*} split=${rest#*:}
@@ -251,7 +249,6 @@ for t in bcast_derived reduce_ops nonblocking gathers rscan; do
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
 done
-MPIRUN_ARGS=$SAVED_ARGS
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
