@@ -36,7 +36,8 @@
  *             L + U (+ one node-local transfer of m).
  *   Allreduce local Reduce to each leader, leaders' Allreduce in place,
  *             local Bcast from the leader. 2L + U.
- *   Barrier   local, leaders', local.
+ *   Barrier   local Barrier, leaders' Barrier, local one-byte Bcast from
+ *             the leader (the release: the leader waits for nobody).
  * Node-local calls are always numacoll's nonblocking ones, waited for in
  * Open MPI's wait (NC_LOW): numacoll's blocking calls spin without
  * opal_progress, and another component's request on the communicator
@@ -699,7 +700,11 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
     }
     nc_hier_t *h = m->hier;
     ompi_communicator_t *lo = h->low, *up = h->up;
-    /* Everyone on the node has arrived; then every node; then release.
+    /* Everyone on the node has arrived; then every node; then the leader
+     * releases its node with a one-byte Bcast: one line it writes and
+     * does not wait on, where a second Barrier would make it wait for
+     * every rank of its node to arrive again (a rank descheduled then
+     * stalls the leader, and with it the next call's leaders' level).
      * The node-local ones nonblocking, as NC_LOW says why. */
     nc_rq_t q = {.n = 0};
     nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
@@ -708,9 +713,8 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
     if (up)
         rc = nc_first(rc, up->c_coll->coll_barrier(
                               up, up->c_coll->coll_barrier_module));
-    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
-                                             lo->c_coll->coll_ibarrier_module));
-    rc = nc_first(rc, nc_rq_wait(&q));
+    char go = 1;
+    NC_LOW(rc, lo, ibcast, &go, 1, MPI_BYTE, 0);
     return nc_hier_done(m, "barrier", -1, 0, NULL, NULL, rc);
 }
 

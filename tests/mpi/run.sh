@@ -243,8 +243,9 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # libnbc's Ibcast on a two-level communicator kept moving while its root
 # sits in a two-level Barrier on another (nonblocking's cross_progress),
 # and the gathers and rscan's collectives, which stay with the previous
-# component there.
-for t in bcast_derived reduce_ops nonblocking gathers rscan; do
+# component there; barrier_order: nobody leaves the two-level Barrier
+# (whose node-level release is a one-byte Bcast) before the last came in.
+for t in bcast_derived reduce_ops nonblocking gathers rscan barrier_order; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
