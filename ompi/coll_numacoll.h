@@ -365,11 +365,15 @@ void nc_ga_free(nc_ga_t *g);
 #define nc_ga_construct mca_coll_numacoll_ga_construct
 #define nc_ga_destruct mca_coll_numacoll_ga_destruct
 #define nc_ga_register_pvars mca_coll_numacoll_ga_register_pvars
+#define nc_ga_count_fallback mca_coll_numacoll_ga_count_fallback
 void nc_ga_install(nc_module_t *m);
 void nc_ga_enable(nc_module_t *m, ompi_communicator_t *comm);
 void nc_ga_construct(nc_module_t *m);
 void nc_ga_destruct(nc_module_t *m);
 void nc_ga_register_pvars(void);
+/* Count one blocking call of the kind `name` (as in NC_GA_BLOCKING_LIST)
+ * handed to the previous component (two levels decline some). */
+void nc_ga_count_fallback(const char *name);
 
 /* ---- coll_numacoll_hier.c: two levels ----------------------------------
  * nc_hier_wanted: whether comm_query should give comm a two-level module

@@ -1003,6 +1003,13 @@ void nc_ga_destruct(nc_module_t *m)
 #undef NC_RELEASE
 }
 
+void nc_ga_count_fallback(const char *name)
+{
+    for (int k = 0; k < NC_GA_N; k++)
+        if (strcmp(nc_ga_names[k][3], name) == 0)
+            nc_count(&nc_ga_n[k][NC_N_FALLBACK]);
+}
+
 /* <name>_count, <name>_fallback_count, i<name>_count and
  * i<name>_fallback_count for each kind. */
 void nc_ga_register_pvars(void)
