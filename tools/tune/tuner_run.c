@@ -136,6 +136,14 @@ static const char *op_name(int op)
     return ncb_ops[op].name;
 }
 
+/* No operation forced to an algorithm: every call goes through the
+ * public dispatch, so the team's rules choose (ncb_team_open). */
+static void auto_algs(int alg[NCB_OP_COUNT])
+{
+    for (int op = 0; op < NCB_OP_COUNT; op++)
+        alg[op] = -1;
+}
+
 /* ---- the plan ------------------------------------------------------------ */
 
 static void add_unit(rstate_t *S, int op, size_t m, int level)
@@ -159,7 +167,22 @@ static void plan_op(rstate_t *S, int op)
     size_t elem = ncb_ops[op].elem;
     size_t sz[TN_MAX_SIZES];
     int lv[TN_MAX_SIZES], n = 0;
-    if (o->quick) {
+    if (tn_op_generic(op)) {
+        /* few points: a block in one line, on both sides of the inline
+         * Allgather's largest block, the staging slot and beyond; the
+         * largest, the costliest, last */
+        static const struct { size_t m; int level; } full[] = {
+            {8, 0}, {64, 1}, {KIB, 1}, {16 * KIB, 0}, {256 * KIB, 1},
+            {4 * MIB, 2}};
+        static const struct { size_t m; int level; } quick[] = {
+            {64, 0}, {4 * KIB, 0}, {256 * KIB, 1}};
+        size_t nq = o->quick ? sizeof quick / sizeof quick[0]
+                             : sizeof full / sizeof full[0];
+        for (size_t i = 0; i < nq; i++) {
+            sz[n] = o->quick ? quick[i].m : full[i].m;
+            lv[n++] = o->quick ? quick[i].level : full[i].level;
+        }
+    } else if (o->quick) {
         /* the sizes that tell most, most telling first; 16M last (the
          * costliest) */
         static const struct { size_t m; int level; } q[] = {
@@ -226,7 +249,12 @@ static double call_est(const rstate_t *S, int op, size_t m)
     case NCB_OP_BCAST: return 2 * (double)m * t + 4 * lg * hop;
     case NCB_OP_REDUCE: return 3 * (double)m * t + 6 * lg * hop;
     case NCB_OP_ALLREDUCE: return 5 * (double)m * t + 10 * lg * hop;
-    default: return 2 * lg * hop;
+    case NCB_OP_REDUCE_SCATTER:
+    case NCB_OP_SCAN:
+    case NCB_OP_EXSCAN: return 3 * (double)m * t + (S->w.p + 2) * hop;
+    case NCB_OP_BARRIER: return 2 * lg * hop;
+    /* the gathers: p blocks through one rank, or each rank's p - 1 */
+    default: return 2 * (double)m * S->w.p * t + (S->w.p + 2) * hop;
     }
 }
 
@@ -259,7 +287,8 @@ static int open_cand(rstate_t *S, int coll, size_t m, const nc__choice_t *ch,
     tn_cand_text(coll, ch, text, sizeof text);
     numacoll_config_t cfg = S->base;
     cfg.tuning_text = text;
-    static const int auto_alg[NCB_OP_COUNT] = {-1, -1, -1, -1};
+    int auto_alg[NCB_OP_COUNT];
+    auto_algs(auto_alg);
     double bad = 0;
     *tm = NULL;
     if (ncb_team_open(S->b, &cfg, auto_alg, tm, t, err, sizeof err) != 0) {
@@ -387,7 +416,7 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
     const nc__choice_t def = nc__tune_lookup(&S->deftab, (nc__coll_t)coll,
                                              m)->ch;
     tn_cand_t c[TN_MAX_CANDS];
-    int n = tn_cands(&S->x, op, m, &def, S->ncand, c);
+    int n = tn_cands(&S->x, op, m, &def, tn_op_cap(op, S->o->quick), c);
 
     /* rank 0 decides how much of it fits the time left */
     double d[3] = {0, 0, 0};
@@ -565,7 +594,8 @@ static int measure_levels(rstate_t *S, size_t maxm)
 {
     const tn_opts_t *o = S->o;
     tn_report_t *rep = S->job->rep;
-    static const int auto_alg[NCB_OP_COUNT] = {-1, -1, -1, -1};
+    int auto_alg[NCB_OP_COUNT];
+    auto_algs(auto_alg);
     /* one more: numa a second time, as its own team, for the noise */
     ncb_team_t *tm[N_LEVEL_LISTS + 1] = {0};
     ncb_target_t tg[N_LEVEL_LISTS + 1];
@@ -815,9 +845,13 @@ static int run(rstate_t *S)
     qsort(S->u, (size_t)S->nu, sizeof S->u[0], by_level);
     size_t maxm = 0;
     for (int i = 0; i < S->nu; i++) {
-        maxm = S->u[i].m > maxm ? S->u[i].m : maxm;
-        S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m, S->ncand + 2,
-                               S->reps);
+        /* a gather's region holds p blocks (numacoll-bench's span) */
+        size_t span = S->u[i].m;
+        if (ncb_ops[S->u[i].op].flags & (NCB_BLOCKS | NCB_PBLOCKS))
+            span *= (size_t)p;
+        maxm = span > maxm ? span : maxm;
+        S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m,
+                               tn_op_cap(S->u[i].op, o->quick) + 2, S->reps);
         S->work_total += S->u[i].est;
     }
 
@@ -831,8 +865,8 @@ static int run(rstate_t *S)
         double w0 = S->work_total;
         S->work_total = 0;
         for (int i = 0; i < S->nu; i++) {
-            S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m, S->ncand + 2,
-                                   reps);
+            S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m,
+                                   tn_op_cap(S->u[i].op, o->quick) + 2, reps);
             S->work_total += S->u[i].est;
         }
         S->reps = reps;
