@@ -114,6 +114,10 @@ typedef struct tn_cand {
     double pred;        /* the model's or the ranking's seconds; 0: none   */
 } tn_cand_t;
 
+/* Constants for when the fit fails: a plausible machine, so the candidate
+ * lists stay sensible (the header says the fit failed). */
+void tn_model_assumed(nc__model_t *md);
+
 /* Set up x for a team of p ranks at loc (copied pointer) with the fitted
  * model; 0, or -1 when out of memory. */
 int tn_ctx_init(tn_ctx_t *x, int p, unsigned nodes, unsigned ppn,

@@ -141,6 +141,15 @@ void tn_cand_text(int coll, const nc__choice_t *ch, char *buf, size_t len)
     }
 }
 
+void tn_model_assumed(nc__model_t *md)
+{
+    memset(md, 0, sizeof *md);
+    md->t_local = md->t_cross = 0.2e-9;
+    md->t_hop = 150e-9;
+    md->t_WO = 50e-9;
+    md->t_A = 30e-9;
+}
+
 /* ---- shapes ------------------------------------------------------------ */
 
 int tn_ctx_init(tn_ctx_t *x, int p, unsigned nodes, unsigned ppn,

@@ -737,17 +737,6 @@ static int measure_levels(rstate_t *S, size_t maxm)
 
 /* ---- the run ------------------------------------------------------------- */
 
-/* Constants for when the fit fails: a plausible machine, so the candidate
- * lists stay sensible; the header says the fit failed. */
-static void fallback_model(nc__model_t *md)
-{
-    memset(md, 0, sizeof *md);
-    md->t_local = md->t_cross = 0.2e-9;
-    md->t_hop = 150e-9;
-    md->t_WO = 50e-9;
-    md->t_A = 30e-9;
-}
-
 /* Where the ranks sit: localities of all, NUMA nodes spanned, most ranks
  * on one node; and what creating a team costs. */
 static int probe(rstate_t *S, numacoll_locality_t *loc, unsigned *nodes,
@@ -814,7 +803,7 @@ static int run(rstate_t *S)
         return 4;
     }
     if (fail)
-        fallback_model(&md);
+        tn_model_assumed(&md);
     if (me == 0) {
         rep->p = p;
         rep->nodes = nodes;
