@@ -282,6 +282,15 @@ static void test_table(void)
     nc__tune_free(&t);
     free(text);
     free(r);
+    /* the fuzz seed of a real run's rules (tests/tune/) loads */
+    char errs[1024] = "";
+    int ne = nc__tune_load("tests/tune/tuned-gathers.txt", &t, errs,
+                           sizeof errs);
+    if (ne)
+        fprintf(stderr, "\n%s\n", errs);
+    CU_ASSERT_EQUAL(ne, 0);
+    CU_ASSERT(t.n >= 7);
+    nc__tune_free(&t);
 }
 
 /* ---- a team under a tuned table -------------------------------------------- */
