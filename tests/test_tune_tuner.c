@@ -91,10 +91,30 @@ static void cands_at(int p, unsigned nodes, int strict)
             tn_cand_t c[TN_MAX_CANDS];
             int n = tn_cands(&x, op, m, &def, TN_MAX_CANDS, c);
             CU_ASSERT(n >= 0 && n <= TN_MAX_CANDS);
-            /* the default capped runs the best of each algorithm too */
+            /* a run's cap: the table-tuned collectives measure every
+             * other algorithm that carries m (up to two besides the copy
+             * variants, which take at most half) */
             tn_cand_t c2[TN_MAX_CANDS];
             int n2 = tn_cands(&x, op, m, &def, tn_op_cap(op, 0), c2);
             CU_ASSERT(n2 <= tn_op_cap(op, 0));
+            int others = 0;
+            for (int a = 0; a < NC_ALG_COUNT; a++)
+                others += (int)nc__algs[a].coll == coll && a != (int)def.alg &&
+                          m <= nc__algs[a].max_bytes;
+            for (int a = 0; a < NC_ALG_COUNT && tn_op_generic(op) &&
+                            others <= tn_op_cap(op, 0) / 2; a++) {
+                if ((int)nc__algs[a].coll != coll || a == (int)def.alg ||
+                    m > nc__algs[a].max_bytes)
+                    continue;
+                int in = 0;
+                for (int j = 0; j < n2; j++)
+                    in |= (int)c2[j].ch.alg == a;
+                if (!in)
+                    fprintf(stderr, "\n  p=%d %s %zu: %s is not among a "
+                            "run's candidates\n", p, ncb_ops[op].name, m,
+                            nc__algs[a].name);
+                CU_ASSERT(in);
+            }
             for (int j = 0; j < n; j++) {
                 const nc__choice_t *ch = &c[j].ch;
                 seen[ch->alg] = cand[ch->alg] = 1;

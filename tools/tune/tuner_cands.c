@@ -24,8 +24,9 @@
  *             carries the size with the keys it takes (f and s as the
  *             Reduce's, q = 1, 2, tree = kary, flat, k = 2, 4), each
  *             algorithm's variants ranked by a rough staging estimate and
- *             the algorithms taken in turn, inline ones first. An algorithm
- *             added to coll/algs.h is a candidate with no change here.
+ *             the algorithms taken in turn, the default's own last. An
+ *             algorithm added to coll/algs.h is a candidate with no change
+ *             here.
  * Before all these, up to half the candidates (extra()): the default with
  * the C library's copy and with streaming stores (the table-only
  * collectives from 64 KiB on), and for Bcast single copy (alg=cma).
@@ -733,20 +734,25 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
     default: {
         /* every algorithm of the collective that carries m, one list
          * each, the best of each taken in turn (their rough estimates do
-         * not compare); inline ones come first in the algorithm table */
+         * not compare): the default's own algorithm last, since another
+         * algorithm is where a few candidates find most; the others in
+         * table order (inline ones come first there) */
         static clist_t per[ALGS_PER_COLL];
         int coll = tn_coll_of(op), na = 0;
         if (coll < 0)
             break;
         const size_t vol = round_bytes(x, op, m);
-        for (int al = 0; al < NC_ALG_COUNT && na < ALGS_PER_COLL; al++) {
-            if ((int)nc__algs[al].coll != coll || m > nc__algs[al].max_bytes)
-                continue;
-            per[na].n = 0;
-            table_list(x, al, vol, &per[na]);
-            sort_list(&per[na]);
-            na++;
-        }
+        for (int pass = 0; pass < 2; pass++)
+            for (int al = 0; al < NC_ALG_COUNT && na < ALGS_PER_COLL; al++) {
+                if ((int)nc__algs[al].coll != coll ||
+                    m > nc__algs[al].max_bytes ||
+                    (al == (int)def->alg) != (pass == 1))
+                    continue;
+                per[na].n = 0;
+                table_list(x, al, vol, &per[na]);
+                sort_list(&per[na]);
+                na++;
+            }
         int at[ALGS_PER_COLL] = {0};
         for (int more = 1; more && n < cap;) {
             more = 0;
