@@ -164,7 +164,11 @@ static void plan_op(rstate_t *S, int op)
         add_unit(S, op, 0, 0);
         return;
     }
+    /* sizes are the table's: Reduce_scatter's is the whole vector, p
+     * blocks of whole elements (bench_m) */
     size_t elem = ncb_ops[op].elem;
+    if (ncb_ops[op].flags & NCB_PBLOCKS)
+        elem *= (size_t)S->w.p;
     size_t sz[TN_MAX_SIZES];
     int lv[TN_MAX_SIZES], n = 0;
     if (tn_op_generic(op)) {
@@ -238,6 +242,14 @@ static int by_level(const void *a, const void *b)
     if (x->op != y->op)
         return x->op - y->op;
     return (x->m > y->m) - (x->m < y->m);
+}
+
+/* numacoll-bench's size of a point of the table's size m: the same, but
+ * for Reduce_scatter, whose table size is the whole vector and whose
+ * bench size one rank's block of it (docs/tuning.md, bench/bench.h). */
+static size_t bench_m(const rstate_t *S, int op, size_t m)
+{
+    return (ncb_ops[op].flags & NCB_PBLOCKS) ? m / (size_t)S->w.p : m;
 }
 
 /* Seconds one call of op at m takes, roughly: for the cost estimates. */
@@ -489,7 +501,8 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
                           sizeof S->mo.cfg[i].label);
     }
     S->rows.nrows = 0;
-    rc = ncb_measure_size(S->sess, t, nk + 2, op, m, &S->rows);
+    rc = ncb_measure_size(S->sess, t, nk + 2, op, bench_m(S, op, m),
+                          &S->rows);
     for (int i = 0; i <= nk + 1; i++)
         ncb_team_close(tm[i]);
     if (rc)
@@ -524,7 +537,8 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
                 tn_choice_str(chs[i], S->mo.cfg[i].label,
                               sizeof S->mo.cfg[i].label);
             S->rows.nrows = 0;
-            rc = ncb_measure_size(S->sess, ctg, 3, op, m, &S->rows);
+            rc = ncb_measure_size(S->sess, ctg, 3, op, bench_m(S, op, m),
+                                  &S->rows);
         }
         for (int i = 0; i < 3; i++)
             ncb_team_close(ct[i]);
@@ -834,9 +848,10 @@ static int run(rstate_t *S)
     qsort(S->u, (size_t)S->nu, sizeof S->u[0], by_level);
     size_t maxm = 0;
     for (int i = 0; i < S->nu; i++) {
-        /* a gather's region holds p blocks (numacoll-bench's span) */
+        /* a gather's region holds p blocks (numacoll-bench's span; a
+         * Reduce_scatter's table size is its span already) */
         size_t span = S->u[i].m;
-        if (ncb_ops[S->u[i].op].flags & (NCB_BLOCKS | NCB_PBLOCKS))
+        if (ncb_ops[S->u[i].op].flags & NCB_BLOCKS)
             span *= (size_t)p;
         maxm = span > maxm ? span : maxm;
         S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m,
