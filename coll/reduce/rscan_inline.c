@@ -9,25 +9,28 @@
  * transfers, no slot, no release, no read-modify-write.
  *
  * Reduce_scatter, N elements in all, rank i's block b_i at o_i:
- *  every rank: write a header line (the recvcounts' hash, 0 for the block
- *          form: ranks whose counts differ with the same total find a
- *          mismatch there) and its contribution in L = ceil(N / epl)
- *          lines after it; wait for every other rank's header (acquire:
- *          every rank reads every other, so nc__ar_begin's reuse check
- *          never reads a shared line, as the Allgather's); then for each
- *          line k holding part of its block: fold that part of all p
- *          contributions (line k of each, acquire) into a private buffer
- *          and copy it to its receive buffer.
- *  Cost: t_l + (ceil(b_i / epl) + 1 - 1) t_x; lines read: p (header) +
- *          p ceil(b_i / epl) at most; written 1 + L.
+ *  every rank: write its contribution in L = ceil(N / epl) lines, then a
+ *          header line (the recvcounts' hash, 0 for the block form: ranks
+ *          whose counts differ with the same total find a mismatch
+ *          there), its word last (release: it orders the L lines before
+ *          it); wait for every other rank's header (acquire: every rank
+ *          reads every other, so nc__ar_begin's reuse check never reads
+ *          a shared line, as the Allgather's); then for each line k
+ *          holding part of its block, fold that part of all p
+ *          contributions into a private buffer and copy it out.
+ *  Cost: t_l (the headers, overlapping) + p ceil(b_i / epl) lines read,
+ *          their misses overlapping in the fold; 1 + L written.
  * Scan (Exscan), count elements, L = ceil(count / epl):
- *  rank i < p - 1: write its contribution in L lines (read by the ranks
- *          above it: nc__ar_begin's reuse check reads their ack lines
- *          unless a call since read their lines);
- *  rank i: line by line, fold line k of ranks 0 .. i (Exscan: 0 .. i - 1;
- *          its own operand from its send buffer) into a private buffer,
- *          copy it out; Exscan's rank 0 receives nothing.
- *  Cost, rank i: t_l + (L - 1) t_x, i L lines read, L written.
+ *  rank i < p - 1: write its contribution in L lines, each word after
+ *          its payload (release; read by the ranks above it:
+ *          nc__ar_begin's reuse check reads their ack lines unless a
+ *          call since read their lines);
+ *  rank i: wait for the last line of every rank below it (acquire: its
+ *          release orders the lines before it), then line by line fold
+ *          ranks 0 .. i (Exscan: 0 .. i - 1; its own operand from its
+ *          send buffer) into a private buffer and copy it out; Exscan's
+ *          rank 0 receives nothing.
+ *  Cost, rank i: t_l + i L lines read (overlapping), L written.
  * In place: every line is written (or the own operand read) before the
  * receive buffer's bytes of that line are overwritten.
  */
@@ -44,17 +47,17 @@ typedef struct env {
     const unsigned char *own;   /* non-NULL: this rank's operand here */
 } env_t;
 
+/* Operand j's part of the line: seen before the fold (the waits of the
+ * steps below), so never a wait here. */
 static int get_line(void *vp, int j, const void **ptr)
 {
     env_t *e = vp;
-    if (j == e->t->rank && e->own) {
+    if (j == e->t->rank && e->own)
         *ptr = e->own;
-        return NUMACOLL_OK;
-    }
-    unsigned char *d;
-    int rc = nc__ar_wait_line(e->t, j, e->seq, e->line, &d);
-    *ptr = d + e->at * e->elem;
-    return rc;
+    else
+        *ptr = nc__arline(e->t, j, (unsigned)(e->seq & 1), e->line)->data +
+               e->at * e->elem;
+    return NUMACOLL_OK;
 }
 
 static void put_line(void *vp, int j)
@@ -116,8 +119,9 @@ static size_t rs_count(const nc__op_t *o, int j)
     return o->rs_counts ? o->rs_counts[j] : o->rs_block;
 }
 
-/* As steps (o->r): base the call's number, i the headers seen (part 0),
- * k the element reached and fold the operands folded (part 1). */
+/* As steps (o->r): base the call's number, i the headers (Scan: last
+ * lines) seen (part 0), k the element reached and fold the operands
+ * folded (part 1). */
 int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
     nc__red_pos_t *P = &o->r;
@@ -170,19 +174,32 @@ int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
 int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
     nc__red_pos_t *P = &o->r;
-    const int me = t->rank, last = me == t->p - 1;
+    const int me = t->rank, top = me == t->p - 1;
     if (o->phase == 0) {
-        int rc = nc__ar_begin(t, last ? NC_AR_RD_NONE : NC_AR_RD_ABOVE, -1,
+        int rc = nc__ar_begin(t, top ? NC_AR_RD_NONE : NC_AR_RD_ABOVE, -1,
                               &P->base);
         if (rc != NUMACOLL_OK)
             return rc;
-        if (!last)
+        if (!top)
             put_vec(t, o, (unsigned)(P->base & 1), 0, P->base);
         P->k = 0;
+        P->i = 0;
+        P->part = 0;
         P->fold = 0;
         o->phase = 1;
     }
     const int nfold = o->coll == NC_COLL_SCAN ? me + 1 : me;
+    /* the last line of every rank below (acquire: the writer's release
+     * there orders its lines before it), then the fold reads them all */
+    const size_t last = nc__ar_lines(o->count, nc__ar_per_line(o->rop.elem))
+                        - 1;
+    for (; P->part == 0 && P->i < me; P->i++) {
+        unsigned char *d;
+        int rc = nc__ar_wait_line(t, P->i, P->base, last, &d);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    P->part = 1;
     if (nfold > 0) {
         int rc = fold_range(t, o, 0, 0, o->count, nfold, 1);
         if (rc != NUMACOLL_OK)
