@@ -12,9 +12,10 @@
  * (nc__red_init sizes them for the table's largest inline rule).
  *  every rank: write its p - 1 outgoing blocks, each line's word last
  *          (release); its own block send -> recv (in place: it stays);
- *          then for every other rank j, from the next one on: line by
- *          line, wait for the word (acquire), copy the payload to
- *          recv + j * n.
+ *          then for every other rank j, from the next one on: wait for
+ *          the word of line 0 of its block for this rank (acquire; the
+ *          size checked), then of the block's last line (acquire), copy
+ *          the payloads to recv + j * n.
  * In place: the blocks are all written to the lines before any is read
  * into the buffer they came from.
  *
@@ -24,7 +25,8 @@
  * seq + 1 lines, which each wrote after its last read of call seq:
  * nc__ar_begin finds every reader done without reading a shared line.
  *
- * Cost: t_l + (L - 1) t_x + (p - 1) L lines written and (p - 1) L read.
+ * Cost: 2 t_l (t_l where L = 1) + (p - 1) L lines written and (p - 1) L
+ * read, the reads of a block overlapping in its copy.
  * Shared lines: writes its own (p - 1) L, reads L of every other rank's.
  */
 #include <string.h>

@@ -14,10 +14,13 @@
  *          root's ack line), write its block in L lines, each word last
  *          (release), store its ack (end of the call);
  *  root:   its own block to its receive buffer (not in place); for every
- *          other rank j from r + 1 on: line by line, wait for the word
- *          (acquire), copy the payload to j * n; store its ack.
+ *          other rank j from r + 1 on: wait for the word of j's line 0
+ *          (acquire; its size checked), then of its last line (acquire:
+ *          j's release there orders the lines before it), copy the
+ *          payloads to j * n; store its ack.
  * Cost: non-root t_l (its ack check, often none) + writes L lines;
- * root t_l + (L - 1) t_x + (p - 1) L lines read.
+ * root 2 t_l (t_l where L = 1) + (p - 1) L lines read, their misses
+ * overlapping in the copy.
  *
  * Scatter, root r: the root writes rank d's block in lines
  * pos(d) L .. pos(d) L + L - 1, pos(d) = (d - r - 1) mod p (0 .. p - 2),
@@ -26,7 +29,7 @@
  * ack, which the root reads before it reuses that parity (unless a later
  * call in which it read d's lines told it already).
  * Cost: root (p - 1) L lines written (+ t_l for its readers' acks when no
- * call between told it); rank d t_l + (L - 1) t_x.
+ * call between told it); rank d 2 t_l (t_l where L = 1) + L lines read.
  *
  * Reuse: reduce.h's nc__ar_begin; a Gather's non-root reads nothing of
  * the root, so it relies on the root's ack line (plain store), as a

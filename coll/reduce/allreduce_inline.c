@@ -44,7 +44,6 @@
 
 typedef struct env {
     numacoll_team_t *t;
-    unsigned par;
     uint64_t seq;
     size_t line;          /* the line being folded */
 } env_t;
@@ -76,7 +75,7 @@ static int get_line(void *vp, int j, const void **ptr)
 
 static void put_line(void *vp, int j)
 {
-    (void)vp, (void)j;   /* reuse is ordered by the parity argument above */
+    (void)vp, (void)j;   /* reuse: reduce.h's nc__ar_begin (above) */
 }
 
 /* As steps (o->r): base the call's number, k the line being folded (i
@@ -112,7 +111,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         o->phase = 1;
     }
-    env_t e = {t, (unsigned)(P->base & 1), P->base, 0};
+    env_t e = {t, P->base, 0};
 
     if (count == 0) {
         /* a call of no data: only the lines' signatures meet */
