@@ -70,6 +70,7 @@ typedef struct nc__ga_pos {
     uint64_t base;
     size_t r, rounds, staged;
     int i;
+    unsigned char *tmp;   /* cma: in-place Alltoall's copy (freed at end) */
 } nc__ga_pos_t;
 
 typedef struct nc__op {
@@ -145,6 +146,8 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
+/* Single copy (coll/gather/gather_cma.c): any of the four, by o->coll. */
+int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o);
 /* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan
  * (coll/reduce/scan.c): read ch, rop, own, recv, count (rs_counts,
  * rs_block). */

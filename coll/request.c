@@ -535,6 +535,10 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
         c.nbytes = o->bc.nbytes;
     } else if (is_ga(o->coll)) {
         c.nbytes = o->ga.sig_bytes;
+        /* ranks whose sizes picked single copy and staged (a uniform
+         * Gather or Scatter whose block sizes differ) meet as a mismatch
+         * instead of waiting for each other */
+        c.count = nc__ga_cma(o->alg);
     } else if (o->coll != NC_COLL_BARRIER) {
         c.nbytes = o->count * o->rop.elem;
         c.count = o->count;
@@ -586,13 +590,17 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     case NC_COLL_ALLGATHER:
         return o->alg == NC_ALG_ALLGATHER_INLINE
                    ? nc__allgather_inline_step(t, o)
-                   : nc__allgather_staged_step(t, o);
+               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                    : nc__allgather_staged_step(t, o);
     case NC_COLL_GATHER:
-        return nc__gather_staged_step(t, o);
+        return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                  : nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:
-        return nc__scatter_staged_step(t, o);
+        return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                  : nc__scatter_staged_step(t, o);
     case NC_COLL_ALLTOALL:
-        return nc__alltoall_staged_step(t, o);
+        return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                  : nc__alltoall_staged_step(t, o);
     default:
         break;
     }

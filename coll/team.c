@@ -427,7 +427,8 @@ static int32_t cma_read(const numacoll_team_t *t, uint64_t peer_addr)
 
 /* err[r]: rank r's cma_read. Without single copy every Bcast rule that
  * names it runs as pipelined copy-in/copy-out (cma_fallback), whose
- * geometry tune_setup has already made room for. */
+ * geometry tune_setup has already made room for, and every gather's as
+ * staged with its f and s (the slots are sized for them already). */
 static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
 {
     const int p = t->p;
@@ -456,6 +457,17 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
         if (ch->alg == NC_ALG_BCAST_CMA)
             *ch = cma_fallback(ch);
     }
+    static const int ga[][3] = {   /* collective, cma, staged */
+        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_CMA, NC_ALG_ALLGATHER_STAGED},
+        {NC_COLL_GATHER, NC_ALG_GATHER_CMA, NC_ALG_GATHER_STAGED},
+        {NC_COLL_SCATTER, NC_ALG_SCATTER_CMA, NC_ALG_SCATTER_STAGED},
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_CMA, NC_ALG_ALLTOALL_STAGED}};
+    for (size_t g = 0; g < sizeof ga / sizeof *ga; g++)
+        for (int i = 0; i < t->tune.n[ga[g][0]]; i++) {
+            nc__choice_t *ch = &t->tune.e[ga[g][0]][i].ch;
+            if ((int)ch->alg == ga[g][1])
+                ch->alg = (nc__alg_t)ga[g][2];
+        }
     if (t->cfg.single_copy && t->cfg.verbose >= 2 && t->rank == 0)
         fprintf(stderr, "numacoll: single copy unavailable (%s): cma rules "
                 "run as pipelined copy-in/copy-out\n", t->cma_why);

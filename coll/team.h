@@ -130,9 +130,12 @@ typedef struct nc__sync {
     /* Single-copy Bcast (coll/bcast/bcast_cma.c), written by the rank
      * itself: avail counts the bytes its buffer has offered over all such
      * calls (its children read up to it), addr/nbytes describe this call's
-     * buffer; fin is the number of such calls it has finished reading. */
+     * buffer; fin is the number of such calls it has finished reading.
+     * The single-copy gathers (coll/gather/gather_cma.c) share them, and
+     * publish in cnt and dsp the addresses of their v-counts and
+     * displacements (0: blocks of nbytes at multiples of nbytes). */
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
-    _Atomic uint64_t addr, nbytes, sig;
+    _Atomic uint64_t addr, nbytes, sig, cnt, dsp;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
     /* The call this rank is in (coll/call.c), written by the rank at the
      * start of every call: fields relaxed, then sig (release), a hash of

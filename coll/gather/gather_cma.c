@@ -1,0 +1,310 @@
+/*
+ * Single-copy gathers with Linux cross-memory attach: Allgather, Gather,
+ * Scatter, Alltoall and their v forms move every block once, with
+ * process_vm_readv (or _writev) straight from the buffer it is in to the
+ * buffer it goes to, instead of twice through the staging slots.
+ *
+ * Each rank has, in its own sync lines, the single-copy Bcast's fields
+ * (coll/bcast/bcast_cma.c): avail, the offer counter, and fin, the calls it
+ * has finished touching others' buffers in; calls and offers of both
+ * algorithms are counted in the same running totals (t->cma_calls,
+ * t->cma_bytes: a gather call adds 1 to the latter), so a call's base and
+ * number are the same on every rank. A rank *offers* a buffer by writing
+ * its view -- addr (base), nbytes (the uniform block), cnt and dsp (the
+ * addresses of its v-counts and displacements in its own memory, 0 for the
+ * uniform form), sig (the call's signature) -- and then avail = base + 1
+ * (release). A peer waits for that (acquire), finds block k of the view at
+ * addr + dsp[k], cnt[k] bytes (both read from the owner with one
+ * process_vm_readv), or at addr + k nbytes, nbytes bytes, and moves it in
+ * pieces of at most f bytes (the rule's f). A rank whose buffer others
+ * touch returns only once every one of them has raised its fin to the
+ * call's number; the view stays valid until then.
+ *  Allgather: every rank offers its own block (its send buffer, or its
+ *          block of the receive buffer in place) and reads the p - 1
+ *          others', starting after itself so the readers spread.
+ *  Gather:   the root offers its receive buffer (counts, displacements);
+ *          each other rank writes its block into it with process_vm_writev,
+ *          all at once, and the root waits for their fin.
+ *  Scatter:  the root offers its send buffer; each other rank reads its
+ *          block from it, all at once; the root waits for their fin.
+ *  Alltoall: every rank offers its send buffer (sdispls, sendbytes) and
+ *          reads block `me` from each other rank's. In place the blocks
+ *          to send are in the receive buffer, which the rank overwrites
+ *          while the others read it: it offers a private copy instead.
+ * Own blocks are copied locally (nc__ga_begin), not at all in place. A
+ * block's size as its owner (or the root) counts it is compared with the
+ * reader's (or writer's) own count, and the view's sig with the call's: a
+ * difference is a mismatch (the team resynchronises), not wrong data.
+ * The call's signature (coll/request.c) tells a single-copy call from a
+ * staged one, so ranks whose sizes pick different algorithms meet as a
+ * mismatch instead of waiting for each other's slots and offers.
+ *
+ * Waits: offers are made before any wait, the fins after every move, so
+ * no rank waits for one that waits for it. In nonblocking mode every wait
+ * is one look (nc__poll): the step returns NC_AGAIN and resumes at the
+ * peer it stood at.
+ *
+ * Cost, blocks of b bytes, pieces of f, t per byte copied by the kernel,
+ * t_sys per system call (page pinning included), t_l a line transfer:
+ *   Allgather, Alltoall: T ~ (p - 1) (ceil(b / f) t_sys + b t) + 2 t_l
+ *   Gather, Scatter: non-root ~ ceil(b / f) t_sys + b t + t_l (v: + t_sys
+ *   for the count), the root waits for the slowest, the copies overlap
+ * against about 2 (p - 1) b t staged (copy-in and copy-out). Shared lines:
+ * own avail line and fin written, the peers' read. process_vm_readv needs
+ * the ptrace access mode "attach" to the peer (team creation probes it):
+ * where it is not permitted (t->cma_ok 0, or single_copy = 0) the rules
+ * run as staged with their f and s (coll/team.c, cma_verdict).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/cma.h"
+#include "coll/gather/gather.h"
+#include "coll/wait.h"
+
+/* Phases of o after nc__ga_begin (its own block copied): the peers'
+ * moves, then the wait for those that touch this rank's buffer. */
+enum { START = 0, MOVE = 2, FINS };
+
+/* Publish this rank's view (see the top) and offer it. */
+static void offer(numacoll_team_t *t, const nc__op_t *o, const void *base,
+                  size_t each, const size_t *cnt, const size_t *dsp)
+{
+    nc__sync_t *me = nc__sync(t, t->rank);
+    atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)base,
+                          memory_order_relaxed);
+    atomic_store_explicit(&me->nbytes, each, memory_order_relaxed);
+    atomic_store_explicit(&me->cnt, (uint64_t)(uintptr_t)cnt,
+                          memory_order_relaxed);
+    atomic_store_explicit(&me->dsp, (uint64_t)(uintptr_t)dsp,
+                          memory_order_relaxed);
+    atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
+    /* the view must be visible before the offer */
+    atomic_store_explicit(&me->avail, o->g.base + 1, memory_order_release);
+}
+
+/* A system call failed: the team cannot go on. */
+static int cma_failed(numacoll_team_t *t, int j, const char *what, size_t n,
+                      int err)
+{
+    int rc = nc__team_fail(t, NUMACOLL_ERR_SYS, "single-copy %s: %s of %zu "
+                           "bytes with rank %d (pid %d) failed: %s", what,
+                           n == SIZE_MAX ? "reading the block's count"
+                                         : "cross-memory attach",
+                           n == SIZE_MAX ? sizeof(size_t) : n, j,
+                           (int)t->loc[j].pid, strerror(err));
+    nc__team_abort(t, rc);
+    return rc;
+}
+
+/* Move block k of rank j's view (which the caller has waited for), of
+ * `want` bytes by this rank's count, from / to local, in pieces of f. */
+static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
+                size_t want, unsigned char *local, int write,
+                const char *what)
+{
+    const nc__sync_t *s = nc__sync(t, j);
+    const int pid = t->loc[j].pid;
+    uint64_t at = atomic_load_explicit(&s->addr, memory_order_relaxed);
+    const uint64_t each = atomic_load_explicit(&s->nbytes,
+                                               memory_order_relaxed);
+    const uint64_t cnt = atomic_load_explicit(&s->cnt, memory_order_relaxed);
+    const uint64_t dsp = atomic_load_explicit(&s->dsp, memory_order_relaxed);
+    size_t n = (size_t)each;
+    if (atomic_load_explicit(&s->sig, memory_order_relaxed) != t->sig32)
+        return nc__mismatch(t, j, "its single-copy call differs");
+    if (cnt) {
+        size_t d;
+        int err = nc__cma_pair(pid, cnt + k * sizeof(size_t),
+                               dsp + k * sizeof(size_t), &n, &d);
+        if (err)
+            return cma_failed(t, j, what, SIZE_MAX, err);
+        at += d;
+    } else {
+        at += k * each;
+    }
+    if (n != want) {
+        char why[160];
+        snprintf(why, sizeof why, "single-copy %s: rank %d has %zu bytes "
+                 "for block %zu, rank %d %zu", what, j, n, k, t->rank, want);
+        return nc__mismatch(t, j, why);
+    }
+    const size_t f = o->ch->f;
+    for (size_t off = 0; off < n; off += f) {
+        size_t piece = n - off < f ? n - off : f;
+        int err = nc__cma_move(pid, local + off, at + off, piece, write);
+        if (err)
+            return cma_failed(t, j, what, piece, err);
+    }
+    return NUMACOLL_OK;
+}
+
+/* Wait for rank j's offer of this call. */
+static int wait_offer(numacoll_team_t *t, const nc__op_t *o, int j)
+{
+    uint64_t seen;
+    nc__wait_why_t why = {j, "single-copy offer", 0, (long)o->g.r};
+    return nc__poll(t, &nc__sync(t, j)->avail, NC_WAIT_GE, o->g.base + 1,
+                    &seen, &why);
+}
+
+/* In-place Alltoall: the blocks to send, out of the receive buffer the
+ * peers' blocks land in, at their own displacements (private copy). */
+static int private_copy(numacoll_team_t *t, nc__op_t *o)
+{
+    size_t extent = 0;
+    for (int k = 0; k < t->p; k++) {
+        size_t end = nc__ga_sdispl(o, k) + nc__ga_scount(o, k);
+        if (k != t->rank && nc__ga_scount(o, k) && end > extent)
+            extent = end;
+    }
+    if (!extent)
+        return NUMACOLL_OK;
+    if (!(o->g.tmp = malloc(extent))) {
+        /* the others would wait for our offer: stop them */
+        int rc = nc__team_fail(t, NUMACOLL_ERR_NOMEM, "single-copy "
+                               "alltoall: no memory for a %zu-byte copy of "
+                               "the blocks to send in place", extent);
+        nc__team_abort(t, rc);
+        return rc;
+    }
+    for (int k = 0; k < t->p; k++)
+        if (k != t->rank && nc__ga_scount(o, k))
+            memcpy(o->g.tmp + nc__ga_sdispl(o, k),
+                   o->ga.recv + nc__ga_sdispl(o, k), nc__ga_scount(o, k));
+    return NUMACOLL_OK;
+}
+
+/* The call's start: its number and base, the own block, the offer. */
+static int start(numacoll_team_t *t, nc__op_t *o)
+{
+    const int me = t->rank;
+    nc__ga_begin(t, o);   /* the own block (takes a ticket it leaves) */
+    o->g.base = t->cma_bytes;
+    o->g.r = t->cma_calls + 1;
+    o->g.i = 1;
+    o->g.tmp = NULL;
+    /* both totals move now, whatever happens: an error aborts the team */
+    t->cma_bytes += 1;
+    t->cma_calls = o->g.r;
+    switch (o->coll) {
+    case NC_COLL_ALLGATHER:
+        offer(t, o, o->ga.in_place
+                        ? nc__ga_at(o->ga.recv, nc__ga_displ(o, me))
+                        : o->ga.send,
+              o->ga.own, NULL, NULL);
+        break;
+    case NC_COLL_GATHER:
+        if (me == o->root)
+            offer(t, o, o->ga.recv, o->ga.each, o->ga.counts, o->ga.displs);
+        break;
+    case NC_COLL_SCATTER:
+        if (me == o->root)
+            offer(t, o, o->ga.send, o->ga.each, o->ga.counts, o->ga.displs);
+        break;
+    default: {   /* Alltoall */
+        int rc = o->ga.in_place ? private_copy(t, o) : NUMACOLL_OK;
+        if (rc != NUMACOLL_OK)
+            return rc;
+        const unsigned char *from = o->ga.in_place ? o->g.tmp : o->ga.send;
+        /* the copy at the blocks' own offsets: a NULL copy (no block to
+         * send) is offered as NULL, its blocks all empty */
+        offer(t, o, from, o->ga.each, o->ga.scounts, o->ga.sdispls);
+    }
+    }
+    o->phase = MOVE;
+    return NUMACOLL_OK;
+}
+
+/* This rank's moves, peer by peer (o->g.i: the next, counted from
+ * itself; from the root for a non-root of Gather and Scatter). */
+static int moves(numacoll_team_t *t, nc__op_t *o)
+{
+    const int me = t->rank, p = t->p, root = o->root;
+    int rc;
+    switch (o->coll) {
+    case NC_COLL_ALLGATHER:
+        for (; o->g.i < p; o->g.i++) {
+            const int j = (me + o->g.i) % p;
+            if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK ||
+                (rc = move(t, o, j, 0, nc__ga_count(o, j),
+                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0,
+                           "allgather")) != NUMACOLL_OK)
+                return rc;
+        }
+        return NUMACOLL_OK;
+    case NC_COLL_GATHER:
+    case NC_COLL_SCATTER: {
+        if (me == root)
+            return NUMACOLL_OK;
+        const int gather = o->coll == NC_COLL_GATHER;
+        if ((rc = wait_offer(t, o, root)) != NUMACOLL_OK)
+            return rc;
+        /* Gather writes from the send buffer, Scatter reads into recv */
+        return move(t, o, root, (size_t)me, o->ga.own,
+                    gather ? (unsigned char *)o->ga.send : o->ga.recv, gather,
+                    gather ? "gather" : "scatter");
+    }
+    default:   /* Alltoall */
+        for (; o->g.i < p; o->g.i++) {
+            const int j = (me + o->g.i) % p;
+            if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK ||
+                (rc = move(t, o, j, (size_t)me, nc__ga_count(o, j),
+                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0,
+                           o->ga.scounts ? "alltoallv" : "alltoall")) !=
+                    NUMACOLL_OK)
+                return rc;
+        }
+        return NUMACOLL_OK;
+    }
+}
+
+/* Wait until every rank that touches this rank's buffer has counted the
+ * call in its fin (everyone for Allgather and Alltoall, the others for a
+ * Gather or Scatter root). */
+static int fins(numacoll_team_t *t, nc__op_t *o)
+{
+    const int me = t->rank, p = t->p;
+    const int rooted = o->coll == NC_COLL_GATHER ||
+                       o->coll == NC_COLL_SCATTER;
+    if (rooted && me != o->root)
+        return NUMACOLL_OK;
+    for (; o->g.i < p; o->g.i++) {
+        uint64_t seen;
+        const int j = (me + o->g.i) % p;
+        nc__wait_why_t why = {j, "single-copy finish", 0, (long)o->g.r};
+        int rc = nc__poll(t, &nc__sync(t, j)->fin, NC_WAIT_GE, o->g.r, &seen,
+                          &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    return NUMACOLL_OK;
+}
+
+static int step(numacoll_team_t *t, nc__op_t *o)
+{
+    int rc;
+    if (o->phase == START && (rc = start(t, o)) != NUMACOLL_OK)
+        return rc;
+    if (o->phase == MOVE) {
+        if ((rc = moves(t, o)) != NUMACOLL_OK)
+            return rc;
+        /* we no longer touch anyone's buffer */
+        atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.r,
+                              memory_order_release);
+        o->g.i = 1;
+        o->phase = FINS;
+    }
+    return fins(t, o);
+}
+
+int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o)
+{
+    int rc = step(t, o);
+    /* the private copy lives until the op ends, whichever way */
+    if (rc != NC_AGAIN && o->phase != START) {
+        free(o->g.tmp);
+        o->g.tmp = NULL;
+    }
+    return rc;
+}
