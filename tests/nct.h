@@ -32,6 +32,8 @@ numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
                           unsigned rs, int timeout_ms);
 /* tuning_text of nct_team's teams (NULL, the default: the built-in table) */
 extern const char *nct_team_rules;
+/* single_copy of nct_team's teams: 1 (the default) or 0 (forced off) */
+extern int nct_team_single_copy;
 /* Print rank, what, rc's name and the team's last error; returns 2. */
 int nct_say(numacoll_team_t *t, int rank, const char *what, int rc);
 /* A buffer of n bytes between NCT_GUARD guard bytes of NCT_GBYTE on each

@@ -289,9 +289,12 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     if (o->phase == MOVE) {
         if ((rc = moves(t, o)) != NUMACOLL_OK)
             return rc;
-        /* we no longer touch anyone's buffer */
-        atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.r,
-                              memory_order_release);
+        /* we no longer touch anyone's buffer. Not a root: a rank that
+         * calls itself root where another rank is root must not let that
+         * one's wait pass (it finds the two calls differ instead) */
+        if (o->root != t->rank)
+            atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.r,
+                                  memory_order_release);
         o->g.i = 1;
         o->phase = FINS;
     }
