@@ -70,7 +70,11 @@ typedef struct nc__ga_pos {
     uint64_t base;
     size_t r, rounds, staged;
     int i;
-    unsigned char *tmp;   /* cma: in-place Alltoall's copy (freed at end) */
+    /* cma: in-place Alltoall's copy (freed at end), the call's offer base
+     * and number, and how it runs (coll/gather/gather_cma.c: PICK) */
+    unsigned char *tmp;
+    uint64_t cbase, call;
+    int mode;
 } nc__ga_pos_t;
 
 typedef struct nc__op {
@@ -109,6 +113,7 @@ typedef struct nc__op {
          * in place: the same arrays) */
         const size_t *scounts, *sdispls;
         int in_place;
+        int v;                    /* a v form (counts per block)          */
     } ga;
     int bad;                      /* the verdict on the arguments         */
     /* where it is */

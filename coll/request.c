@@ -488,7 +488,7 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         .counts = a->v && all ? a->counts : NULL,
         .displs = a->v && all ? a->displs : NULL,
         .scounts = a->scounts, .sdispls = a->sdispls,
-        .in_place = a->in_place,
+        .in_place = a->in_place, .v = a->v,
         /* all ranks know an Allgather's blocks; elsewhere only the root
          * does, and entry 0 of each block checks its size (gather.h) */
         .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total

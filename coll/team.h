@@ -133,9 +133,10 @@ typedef struct nc__sync {
      * buffer; fin is the number of such calls it has finished reading.
      * The single-copy gathers (coll/gather/gather_cma.c) share them, and
      * publish in cnt and dsp the addresses of their v-counts and
-     * displacements (0: blocks of nbytes at multiples of nbytes). */
+     * displacements (0: blocks of nbytes at multiples of nbytes), in big
+     * the largest block they know of (a v form's choice). */
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
-    _Atomic uint64_t addr, nbytes, sig, cnt, dsp;
+    _Atomic uint64_t addr, nbytes, sig, cnt, dsp, big;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
     /* The call this rank is in (coll/call.c), written by the rank at the
      * start of every call: fields relaxed, then sig (release), a hash of

@@ -21,7 +21,8 @@
  *  refused    bad arguments, with a sentence in last_error;
  *  cma        the single-copy rules (alg=cma) through all of the above
  *             with pieces of 4 KiB, then with single copy forced off (the
- *             staged fallback), and sizes straddling a staged/cma threshold.
+ *             staged fallback), and around a staged/cma threshold (the
+ *             v forms' choice at the call, a mismatch across it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -944,15 +945,31 @@ static void cma_all(int single_copy)
 static void test_cma(void) { cma_all(1); }
 static void test_cma_fallback(void) { cma_all(0); }
 
-/* Staged below 4 KiB, single copy from there: a uniform Gather or Scatter
- * whose block sizes straddle the threshold runs different algorithms on
- * different ranks, which must meet as a mismatch, not a hang. */
-static void test_cma_straddle(void)
+/* Staged below 4 KiB, single copy from there. The v forms whose blocks
+ * not every rank knows (gatherv, scatterv, alltoallv) choose at the call
+ * from the largest block (gather_cma.c, PICK): both sides of it, with
+ * requests and persistent ones. A uniform Gather or Scatter whose block
+ * sizes straddle the threshold runs different algorithms on different
+ * ranks, which must meet as a mismatch, not a hang. */
+#define THRESH_RULE(c)                                                        \
+    c " p=1-* size=0-4095 alg=staged f=4K s=4\n" c                            \
+      " p=1-* size=4K-* alg=cma f=4K s=4\n"
+
+static void test_cma_threshold(void)
 {
-    nct_team_rules = "gather p=1-* size=0-4095 alg=staged f=4K s=4\n"
-                     "gather p=1-* size=4K-* alg=cma f=4K s=4\n"
-                     "scatter p=1-* size=0-4095 alg=staged f=4K s=4\n"
-                     "scatter p=1-* size=4K-* alg=cma f=4K s=4\n";
+    static const size_t sizes[] = {0, 40, 3000, 4090, 5000, 131072 + 5};
+    nct_team_rules = THRESH_RULE("allgather") THRESH_RULE("gather")
+        THRESH_RULE("scatter") THRESH_RULE("alltoall");
+    for (int p = 2; p <= 5; p++) {
+        for (int v = 0; v < 2; v++)
+            for (int ip = 0; ip < 2; ip++) {
+                sweep_t S = {sizes, 6, 0, 0, v, ip, 1};
+                CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+            }
+        CU_ASSERT_EQUAL(nct_run(p, flight_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, persistent_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+    }
     for (int k = GA; k <= SC; k++) {
         bad_case_t C = {k, 1, 4096 - 32};
         for (int p = 2; p <= 3; p++)
@@ -1051,8 +1068,9 @@ int nct_register_gather(void)
          "every root, requests, persistent, mismatches", test_cma},
         {"single copy forced off: the same on the staged fallback",
          test_cma_fallback},
-        {"single copy from 4 KiB, staged below: a Gather or Scatter "
-         "straddling it is a mismatch", test_cma_straddle},
+        {"single copy from 4 KiB, staged below: v forms choose at the call, "
+         "a Gather or Scatter straddling it is a mismatch",
+         test_cma_threshold},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }

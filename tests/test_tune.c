@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 16);
-    nc__tune_rule_t want[16];
+    CU_ASSERT_EQUAL_FATAL(b->n, 20);
+    nc__tune_rule_t want[20];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -134,11 +134,24 @@ static void test_builtin_rules(void)
         want[8 + g].ch = (nc__choice_t){(nc__alg_t)staged[g][1], 131072, 4,
                                         0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    /* Allgather: inline up to 64 bytes a block, staged (last line) on */
+    /* Allgather: inline up to 64 bytes a block, staged to 64 KiB, single
+     * copy on; Gather, Scatter, Alltoall staged to 32 KiB, single copy on
+     * (the last lines) */
+    static const int cma[4][3] = {
+        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_CMA, 65536},
+        {NC_COLL_GATHER, NC_ALG_GATHER_CMA, 32768},
+        {NC_COLL_SCATTER, NC_ALG_SCATTER_CMA, 32768},
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_CMA, 32768}};
+    for (int g = 0; g < 4; g++) {
+        want[16 + g] = want[8 + g];
+        want[16 + g].size_lo = (size_t)cma[g][2];
+        want[16 + g].ch.alg = (nc__alg_t)cma[g][1];
+        want[8 + g].size_hi = (size_t)cma[g][2] - 1;
+    }
     want[15] = want[8];
     want[15].size_lo = 65;
     want[8] = rule(NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE);
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 20; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }

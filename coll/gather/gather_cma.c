@@ -31,6 +31,15 @@
  *          reads block `me` from each other rank's. In place the blocks
  *          to send are in the receive buffer, which the rank overwrites
  *          while the others read it: it offers a private copy instead.
+ * Gatherv, Scatterv, Alltoallv: not every rank knows every block, so they
+ * took the rule of the largest size (coll/request.c), this one. The root
+ * (Alltoallv: every rank) also publishes in its view the largest block it
+ * knows of; each rank waits for those offers (PICK) and takes the rule of
+ * the largest: this one from its threshold on, else the staged rule of
+ * that size, which then runs the call (the views stay valid: no rank
+ * completes a staged call before every other has published its entries,
+ * which it does after reading the offers). Small v calls pay one line
+ * transfer for the choice, not the system calls.
  * Own blocks are copied locally (nc__ga_begin), not at all in place. A
  * block's size as its owner (or the root) counts it is compared with the
  * reader's (or writer's) own count, and the view's sig with the call's: a
@@ -62,15 +71,38 @@
 #include "coll/gather/gather.h"
 #include "coll/wait.h"
 
-/* Phases of o after nc__ga_begin (its own block copied): the peers'
+/* Phases of o: the offer, the choice of a v form (PICK), the peers'
  * moves, then the wait for those that touch this rank's buffer. */
-enum { START = 0, MOVE = 2, FINS };
+enum { START = 0, PICK = 2, MOVE, FINS };
+
+/* How the call runs (o->g.mode): single copy, not chosen yet, staged. */
+enum { CMA, UNDECIDED, STAGED };
+
+/* The largest block this rank knows of (the root's: all of them). */
+static size_t largest(const numacoll_team_t *t, const nc__op_t *o)
+{
+    size_t big = 0;
+    for (int j = 0; j < t->p; j++) {
+        if (j == t->rank)
+            continue;
+        size_t a = nc__ga_count(o, j);
+        size_t b = o->coll == NC_COLL_ALLTOALL ? nc__ga_scount(o, j) : 0;
+        if (a > big)
+            big = a;
+        if (b > big)
+            big = b;
+    }
+    return big;
+}
 
 /* Publish this rank's view (see the top) and offer it. */
 static void offer(numacoll_team_t *t, const nc__op_t *o, const void *base,
                   size_t each, const size_t *cnt, const size_t *dsp)
 {
     nc__sync_t *me = nc__sync(t, t->rank);
+    atomic_store_explicit(&me->big, o->g.mode == UNDECIDED ? largest(t, o)
+                                                           : 0,
+                          memory_order_relaxed);
     atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)base,
                           memory_order_relaxed);
     atomic_store_explicit(&me->nbytes, each, memory_order_relaxed);
@@ -80,7 +112,7 @@ static void offer(numacoll_team_t *t, const nc__op_t *o, const void *base,
                           memory_order_relaxed);
     atomic_store_explicit(&me->sig, t->sig32, memory_order_relaxed);
     /* the view must be visible before the offer */
-    atomic_store_explicit(&me->avail, o->g.base + 1, memory_order_release);
+    atomic_store_explicit(&me->avail, o->g.cbase + 1, memory_order_release);
 }
 
 /* A system call failed: the team cannot go on. */
@@ -143,8 +175,8 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
 static int wait_offer(numacoll_team_t *t, const nc__op_t *o, int j)
 {
     uint64_t seen;
-    nc__wait_why_t why = {j, "single-copy offer", 0, (long)o->g.r};
-    return nc__poll(t, &nc__sync(t, j)->avail, NC_WAIT_GE, o->g.base + 1,
+    nc__wait_why_t why = {j, "single-copy offer", 0, (long)o->g.call};
+    return nc__poll(t, &nc__sync(t, j)->avail, NC_WAIT_GE, o->g.cbase + 1,
                     &seen, &why);
 }
 
@@ -179,14 +211,19 @@ static int private_copy(numacoll_team_t *t, nc__op_t *o)
 static int start(numacoll_team_t *t, nc__op_t *o)
 {
     const int me = t->rank;
-    nc__ga_begin(t, o);   /* the own block (takes a ticket it leaves) */
-    o->g.base = t->cma_bytes;
-    o->g.r = t->cma_calls + 1;
-    o->g.i = 1;
+    o->g.cbase = t->cma_bytes;
+    o->g.call = t->cma_calls + 1;
     o->g.tmp = NULL;
+    /* A v form whose block sizes not every rank knows took the rule of
+     * the largest size (coll/request.c): which of single copy and staged
+     * it runs is chosen below (PICK), from the largest block in it */
+    o->g.mode = o->ga.v && o->coll != NC_COLL_ALLGATHER ? UNDECIDED : CMA;
     /* both totals move now, whatever happens: an error aborts the team */
     t->cma_bytes += 1;
-    t->cma_calls = o->g.r;
+    t->cma_calls = o->g.call;
+    if (o->g.mode == CMA)
+        nc__ga_begin(t, o);   /* the own block (takes a ticket it leaves) */
+    o->g.i = 1;
     switch (o->coll) {
     case NC_COLL_ALLGATHER:
         offer(t, o, o->ga.in_place
@@ -212,8 +249,68 @@ static int start(numacoll_team_t *t, nc__op_t *o)
         offer(t, o, from, o->ga.each, o->ga.scounts, o->ga.sdispls);
     }
     }
-    o->phase = MOVE;
+    o->phase = o->g.mode == UNDECIDED ? PICK : MOVE;
     return NUMACOLL_OK;
+}
+
+/* A v form's choice: the rule of the largest block of the call (the
+ * root's view tells it; Alltoallv: the largest of every rank's), the same
+ * on every rank. Its own rule's single copy goes on (MOVE); below that
+ * threshold the call runs staged, with the staged rule for that size. */
+static int pick(numacoll_team_t *t, nc__op_t *o)
+{
+    const int rooted = o->coll != NC_COLL_ALLTOALL;
+    uint64_t big = rooted && t->rank == o->root ? largest(t, o) : 0;
+    int rc;
+    if (!rooted)
+        big = largest(t, o);
+    for (; o->g.i < t->p; o->g.i++) {
+        const int j = rooted ? o->root : (t->rank + o->g.i) % t->p;
+        if (j == t->rank)
+            break;
+        if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK)
+            return rc;
+        const nc__sync_t *s = nc__sync(t, j);
+        if (atomic_load_explicit(&s->sig, memory_order_relaxed) != t->sig32)
+            return nc__mismatch(t, j, "its single-copy call differs");
+        uint64_t b = atomic_load_explicit(&s->big, memory_order_relaxed);
+        if (b > big)
+            big = b;
+        if (rooted)
+            break;
+    }
+    const nc__choice_t *ch = nc__team_choice(t, o->coll, (size_t)big);
+    if (nc__ga_cma((int)ch->alg)) {
+        o->ch = ch;
+        o->g.mode = CMA;
+        nc__ga_begin(t, o);
+        o->g.i = 1;
+        o->phase = MOVE;
+        return NUMACOLL_OK;
+    }
+    /* staged, as its rule for that size (any other algorithm there --
+     * there is none for these sizes yet -- the first staged rule) */
+    int alg = o->coll == NC_COLL_GATHER    ? NC_ALG_GATHER_STAGED
+              : o->coll == NC_COLL_SCATTER ? NC_ALG_SCATTER_STAGED
+                                           : NC_ALG_ALLTOALL_STAGED;
+    const nc__choice_t *st = nc__team_choice_alg(t, o->coll, alg,
+                                                 (size_t)big);
+    o->ch = st ? st : nc__team_choice(t, NC_COLL_REDUCE, (size_t)big);
+    o->g.mode = STAGED;
+    o->phase = 0;
+    return NUMACOLL_OK;
+}
+
+static int staged(numacoll_team_t *t, nc__op_t *o)
+{
+    switch (o->coll) {
+    case NC_COLL_GATHER:
+        return nc__gather_staged_step(t, o);
+    case NC_COLL_SCATTER:
+        return nc__scatter_staged_step(t, o);
+    default:
+        return nc__alltoall_staged_step(t, o);
+    }
 }
 
 /* This rank's moves, peer by peer (o->g.i: the next, counted from
@@ -272,8 +369,8 @@ static int fins(numacoll_team_t *t, nc__op_t *o)
     for (; o->g.i < p; o->g.i++) {
         uint64_t seen;
         const int j = (me + o->g.i) % p;
-        nc__wait_why_t why = {j, "single-copy finish", 0, (long)o->g.r};
-        int rc = nc__poll(t, &nc__sync(t, j)->fin, NC_WAIT_GE, o->g.r, &seen,
+        nc__wait_why_t why = {j, "single-copy finish", 0, (long)o->g.call};
+        int rc = nc__poll(t, &nc__sync(t, j)->fin, NC_WAIT_GE, o->g.call, &seen,
                           &why);
         if (rc != NUMACOLL_OK)
             return rc;
@@ -284,8 +381,16 @@ static int fins(numacoll_team_t *t, nc__op_t *o)
 static int step(numacoll_team_t *t, nc__op_t *o)
 {
     int rc;
+    if (o->g.mode == STAGED && o->phase != START)
+        return staged(t, o);
     if (o->phase == START && (rc = start(t, o)) != NUMACOLL_OK)
         return rc;
+    if (o->phase == PICK) {
+        if ((rc = pick(t, o)) != NUMACOLL_OK)
+            return rc;
+        if (o->g.mode == STAGED)
+            return staged(t, o);
+    }
     if (o->phase == MOVE) {
         if ((rc = moves(t, o)) != NUMACOLL_OK)
             return rc;
@@ -293,7 +398,7 @@ static int step(numacoll_team_t *t, nc__op_t *o)
          * calls itself root where another rank is root must not let that
          * one's wait pass (it finds the two calls differ instead) */
         if (o->root != t->rank)
-            atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.r,
+            atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.call,
                                   memory_order_release);
         o->g.i = 1;
         o->phase = FINS;
