@@ -64,6 +64,7 @@
  * where it is not permitted (t->cma_ok 0, or single_copy = 0) the rules
  * run as staged with their f and s (coll/team.c, cma_verdict).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
