@@ -76,8 +76,18 @@
  * moves, then the wait for those that touch this rank's buffer. */
 enum { START = 0, PICK = 2, MOVE, FINS };
 
-/* How the call runs (o->g.mode): single copy, not chosen yet, staged. */
-enum { CMA, UNDECIDED, STAGED };
+/* How the call runs (o->g.mode): single copy, not chosen yet, staged;
+ * single copy, and this root has moved a share of some block. */
+enum { CMA, UNDECIDED, STAGED, ROOT_MOVED };
+
+/* A Gather's or Scatter's root moves the first bytes of each block itself
+ * (whole pages, 1/p of the block), the rank the rest, at the same time:
+ * the root is otherwise idle, and each of the two CPUs copies part. */
+static size_t root_share(size_t b, int p)
+{
+    size_t x = b / (size_t)p;
+    return x - x % 4096;
+}
 
 /* The largest block this rank knows of (the root's: all of them). */
 static size_t largest(const numacoll_team_t *t, const nc__op_t *o)
@@ -130,11 +140,12 @@ static int cma_failed(numacoll_team_t *t, int j, const char *what, size_t n,
     return rc;
 }
 
-/* Move block k of rank j's view (which the caller has waited for), of
- * `want` bytes by this rank's count, from / to local, in pieces of f. */
+/* Move bytes [lo, hi) (hi past the end: to it) of block k of rank j's
+ * view (which the caller has waited for), of `want` bytes by this rank's
+ * count, from / to local (the block's start), in pieces of f. */
 static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
-                size_t want, unsigned char *local, int write,
-                const char *what)
+                size_t want, unsigned char *local, int write, size_t lo,
+                size_t hi, const char *what)
 {
     const nc__sync_t *s = nc__sync(t, j);
     const int pid = t->loc[j].pid;
@@ -163,8 +174,10 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
         return nc__mismatch(t, j, why);
     }
     const size_t f = o->ch->f;
-    for (size_t off = 0; off < n; off += f) {
-        size_t piece = n - off < f ? n - off : f;
+    if (hi > n)
+        hi = n;
+    for (size_t off = lo; off < hi; off += f) {
+        size_t piece = hi - off < f ? hi - off : f;
         int err = nc__cma_move(pid, local + off, at + off, piece, write);
         if (err)
             return cma_failed(t, j, what, piece, err);
@@ -232,13 +245,17 @@ static int start(numacoll_team_t *t, nc__op_t *o)
                         : o->ga.send,
               o->ga.own, NULL, NULL);
         break;
-    case NC_COLL_GATHER:
+    case NC_COLL_GATHER:   /* the others: their block, the root's share */
         if (me == o->root)
             offer(t, o, o->ga.recv, o->ga.each, o->ga.counts, o->ga.displs);
+        else
+            offer(t, o, o->ga.send, o->ga.own, NULL, NULL);
         break;
     case NC_COLL_SCATTER:
         if (me == o->root)
             offer(t, o, o->ga.send, o->ga.each, o->ga.counts, o->ga.displs);
+        else
+            offer(t, o, o->ga.recv, o->ga.own, NULL, NULL);
         break;
     default: {   /* Alltoall */
         int rc = o->ga.in_place ? private_copy(t, o) : NUMACOLL_OK;
@@ -326,29 +343,50 @@ static int moves(numacoll_team_t *t, nc__op_t *o)
             const int j = (me + o->g.i) % p;
             if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK ||
                 (rc = move(t, o, j, 0, nc__ga_count(o, j),
-                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0,
-                           "allgather")) != NUMACOLL_OK)
+                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0, 0,
+                           SIZE_MAX, "allgather")) != NUMACOLL_OK)
                 return rc;
         }
         return NUMACOLL_OK;
     case NC_COLL_GATHER:
     case NC_COLL_SCATTER: {
-        if (me == root)
-            return NUMACOLL_OK;
         const int gather = o->coll == NC_COLL_GATHER;
-        if ((rc = wait_offer(t, o, root)) != NUMACOLL_OK)
-            return rc;
-        /* Gather writes from the send buffer, Scatter reads into recv */
-        return move(t, o, root, (size_t)me, o->ga.own,
-                    gather ? (unsigned char *)o->ga.send : o->ga.recv, gather,
-                    gather ? "gather" : "scatter");
+        const char *what = gather ? "gather" : "scatter";
+        if (me != root) {
+            if ((rc = wait_offer(t, o, root)) != NUMACOLL_OK)
+                return rc;
+            /* its block but the root's share: Gather writes it from the
+             * send buffer, Scatter reads it into recv */
+            return move(t, o, root, (size_t)me, o->ga.own,
+                        gather ? (unsigned char *)o->ga.send : o->ga.recv,
+                        gather, root_share(o->ga.own, p), SIZE_MAX, what);
+        }
+        /* the root's share of every block: Gather reads it from the
+         * rank's send buffer, Scatter writes it into its recv */
+        for (; o->g.i < p; o->g.i++) {
+            const int j = (root + o->g.i) % p;
+            const size_t b = nc__ga_count(o, j);
+            const size_t x = root_share(b, p);
+            unsigned char *at = nc__ga_at(gather ? o->ga.recv
+                                                 : (unsigned char *)o->ga.send,
+                                          nc__ga_displ(o, j));
+            if (!x)
+                continue;
+            if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK ||
+                (rc = move(t, o, j, 0, b, at, !gather, 0, x, what)) !=
+                    NUMACOLL_OK)
+                return rc;
+            o->g.mode = ROOT_MOVED;
+        }
+        return NUMACOLL_OK;
     }
     default:   /* Alltoall */
         for (; o->g.i < p; o->g.i++) {
             const int j = (me + o->g.i) % p;
             if ((rc = wait_offer(t, o, j)) != NUMACOLL_OK ||
                 (rc = move(t, o, j, (size_t)me, nc__ga_count(o, j),
-                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0,
+                           nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), 0, 0,
+                           SIZE_MAX,
                            o->ga.scounts ? "alltoallv" : "alltoall")) !=
                     NUMACOLL_OK)
                 return rc;
@@ -359,22 +397,25 @@ static int moves(numacoll_team_t *t, nc__op_t *o)
 
 /* Wait until every rank that touches this rank's buffer has counted the
  * call in its fin (everyone for Allgather and Alltoall, the others for a
- * Gather or Scatter root). */
+ * Gather or Scatter root, the root for the others where it moves a share
+ * of their block). */
 static int fins(numacoll_team_t *t, nc__op_t *o)
 {
     const int me = t->rank, p = t->p;
     const int rooted = o->coll == NC_COLL_GATHER ||
                        o->coll == NC_COLL_SCATTER;
-    if (rooted && me != o->root)
+    if (rooted && me != o->root && !root_share(o->ga.own, p))
         return NUMACOLL_OK;
     for (; o->g.i < p; o->g.i++) {
         uint64_t seen;
-        const int j = (me + o->g.i) % p;
+        const int j = rooted && me != o->root ? o->root : (me + o->g.i) % p;
         nc__wait_why_t why = {j, "single-copy finish", 0, (long)o->g.call};
         int rc = nc__poll(t, &nc__sync(t, j)->fin, NC_WAIT_GE, o->g.call, &seen,
                           &why);
         if (rc != NUMACOLL_OK)
             return rc;
+        if (j == o->root)   /* a non-root waits for the root alone */
+            break;
     }
     return NUMACOLL_OK;
 }
@@ -395,10 +436,11 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     if (o->phase == MOVE) {
         if ((rc = moves(t, o)) != NUMACOLL_OK)
             return rc;
-        /* we no longer touch anyone's buffer. Not a root: a rank that
-         * calls itself root where another rank is root must not let that
-         * one's wait pass (it finds the two calls differ instead) */
-        if (o->root != t->rank)
+        /* we no longer touch anyone's buffer. A root only if it has
+         * touched some: a rank that calls itself root where another rank
+         * is root must not let that one's wait pass (it finds the two
+         * calls differ instead; where it reads, their views differ) */
+        if (o->root != t->rank || o->g.mode == ROOT_MOVED)
             atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.call,
                                   memory_order_release);
         o->g.i = 1;
