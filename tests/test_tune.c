@@ -146,6 +146,7 @@ static void test_builtin_rules(void)
         want[16 + g] = want[8 + g];
         want[16 + g].size_lo = (size_t)cma[g][2];
         want[16 + g].ch.alg = (nc__alg_t)cma[g][1];
+        want[16 + g].ch.f = 1048576;   /* one system call's bytes */
         want[8 + g].size_hi = (size_t)cma[g][2] - 1;
     }
     want[15] = want[8];
