@@ -22,11 +22,17 @@
  *  Allgather: every rank offers its own block (its send buffer, or its
  *          block of the receive buffer in place) and reads the p - 1
  *          others', starting after itself so the readers spread.
- *  Gather:   the root offers its receive buffer (counts, displacements);
- *          each other rank writes its block into it with process_vm_writev,
- *          all at once, and the root waits for their fin.
- *  Scatter:  the root offers its send buffer; each other rank reads its
- *          block from it, all at once; the root waits for their fin.
+ *  Gather:   the root offers its receive buffer (counts, displacements),
+ *          each other rank its send buffer; each other rank writes its
+ *          block but the first x = 1/p of it (whole pages: root_share)
+ *          into the root's buffer with process_vm_writev, all at once,
+ *          while the root, otherwise idle, reads those first x bytes of
+ *          each; the root waits for their fin, each rank whose x is not 0
+ *          for the root's.
+ *  Scatter:  the same with the root's send buffer and the ranks' receive
+ *          buffers: each rank reads its block but the first x from the
+ *          root's buffer, the root writes the first x of each into the
+ *          rank's.
  *  Alltoall: every rank offers its send buffer (sdispls, sendbytes) and
  *          reads block `me` from each other rank's. In place the blocks
  *          to send are in the receive buffer, which the rank overwrites
@@ -56,13 +62,20 @@
  * Cost, blocks of b bytes, pieces of f, t per byte copied by the kernel,
  * t_sys per system call (page pinning included), t_l a line transfer:
  *   Allgather, Alltoall: T ~ (p - 1) (ceil(b / f) t_sys + b t) + 2 t_l
- *   Gather, Scatter: non-root ~ ceil(b / f) t_sys + b t + t_l (v: + t_sys
- *   for the count), the root waits for the slowest, the copies overlap
- * against about 2 (p - 1) b t staged (copy-in and copy-out). Shared lines:
+ *   Gather, Scatter: non-root ~ ceil(b / f) t_sys + (1 - 1/p) b t + t_l
+ *   (v: + t_sys for the count), root ~ (p - 1) (t_sys + b t / p), the
+ *   two overlapping
+ * against about 2 (p - 1) b t staged (copy-in and copy-out; on the
+ * development VM t is 3 to 4 times memcpy's per byte and t_sys about
+ * 1 us, so staged wins where cores share their caches and single copy
+ * where they are far apart: docs/bench.md). Shared lines:
  * own avail line and fin written, the peers' read. process_vm_readv needs
  * the ptrace access mode "attach" to the peer (team creation probes it):
  * where it is not permitted (t->cma_ok 0, or single_copy = 0) the rules
- * run as staged with their f and s (coll/team.c, cma_verdict).
+ * run as staged with their s and f cut to the staging slots (coll/team.c,
+ * cma_verdict: f here is one system call's bytes, no slot). Data that is
+ * not contiguous is packed by the caller (the Open MPI component packs
+ * into a temporary); the core's gathers take contiguous bytes only.
  */
 #include <stdio.h>
 #include <stdlib.h>
