@@ -943,7 +943,20 @@ static void cma_all(int single_copy)
 }
 
 static void test_cma(void) { cma_all(1); }
-static void test_cma_fallback(void) { cma_all(0); }
+static void test_cma_fallback(void)
+{
+    cma_all(0);
+    /* the built-in table's cma rules (f = 1 MiB, no staging slot) staged
+     * with f cut to the slots */
+    static const size_t big[] = {40000, 70000, (1u << 20) + 7};
+    nct_team_single_copy = 0;
+    for (int p = 2; p <= 3; p++)
+        for (int v = 0; v < 2; v++) {
+            sweep_t S = {big, 3, 0, 0, v, 0, 1};
+            CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+        }
+    nct_team_single_copy = 1;
+}
 
 /* Staged below 4 KiB, single copy from there. The v forms whose blocks
  * not every rank knows (gatherv, scatterv, alltoallv) choose at the call
