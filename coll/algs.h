@@ -95,22 +95,24 @@ typedef enum {
       "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
       "every other rank copies out its piece")                                 \
     X(ALLGATHER, CMA, "cma", "f s", SIZE_MAX,                                 \
-      "single copy: every rank reads each other rank's block straight from "   \
-      "its buffer with process_vm_readv (Linux CMA), in pieces of f bytes; "   \
-      "staged (f, s) where CMA is not permitted")                              \
+      "single copy: every rank writes its block straight into every other "    \
+      "rank's receive buffer with process_vm_writev (Linux CMA), in pieces "   \
+      "of f bytes; staged (f, s) where CMA is not permitted")                  \
     X(GATHER, CMA, "cma", "f s", SIZE_MAX,                                    \
       "single copy: every non-root rank writes its block straight into the "   \
       "root's receive buffer with process_vm_writev (Linux CMA), in pieces "   \
-      "of f bytes; staged (f, s) where CMA is not permitted")                  \
+      "of f bytes, the root reading the first 1/p of each meanwhile; staged "  \
+      "(f, s) where CMA is not permitted")                                     \
     X(SCATTER, CMA, "cma", "f s", SIZE_MAX,                                   \
       "single copy: every non-root rank reads its block straight from the "    \
       "root's send buffer with process_vm_readv (Linux CMA), in pieces of f "  \
-      "bytes; staged (f, s) where CMA is not permitted")                       \
+      "bytes, the root writing the first 1/p of each meanwhile; staged (f, "   \
+      "s) where CMA is not permitted")                                         \
     X(ALLTOALL, CMA, "cma", "f s", SIZE_MAX,                                  \
-      "single copy: every rank reads its block straight from each other "      \
-      "rank's send buffer with process_vm_readv (Linux CMA), in pieces of f "  \
-      "bytes (in place: from a private copy); staged (f, s) where CMA is "     \
-      "not permitted")                                                         \
+      "single copy: every rank writes its block for each other rank "          \
+      "straight into that rank's receive buffer with process_vm_writev "      \
+      "(Linux CMA), in pieces of f bytes (in place: from a private copy); "    \
+      "staged (f, s) where CMA is not permitted")                              \
     X(REDUCE_SCATTER, STAGED, "staged", "f s", SIZE_MAX,                      \
       "round by round, every rank stages one piece of every other rank's "    \
       "block of its contribution in one NUMA-local staging slot of f bytes "  \
