@@ -139,9 +139,9 @@ typedef struct nc__sync {
     _Atomic uint64_t addr, nbytes, sig, cnt, dsp, big;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
     /* Single-copy gathers: the call whose buffer this rank has open to
-     * writers (0: none), and the writers inside a write into it now
-     * (gather_cma.c: a rank that leaves the call closes it, then waits
-     * for them). */
+     * the others (0: none), and the ranks inside a move into or out of it
+     * now (gather_cma.c: a rank that leaves the call closes it, then
+     * waits for them). */
     _Atomic uint64_t open, writing;
     /* The call this rank is in (coll/call.c), written by the rank at the
      * start of every call: fields relaxed, then sig (release), a hash of

@@ -58,13 +58,13 @@
  * staged one, so ranks whose sizes pick different algorithms meet as a
  * mismatch instead of waiting for each other's slots and offers.
  *
- * Writes into another rank's memory happen only while it is in the call,
- * on every path: a writer announces itself in the target's `writing`,
- * then checks that the target's `open` still names the call (seq_cst
- * both); a rank that leaves the call, done or failed (a mismatch found
- * before its writers were through), closes `open`, then waits until
+ * Moves into or out of another rank's memory happen only while it is in
+ * the call, on every path: a mover announces itself in the target's
+ * `writing`, then checks that the target's `open` still names the call
+ * (seq_cst both); a rank that leaves the call, done or failed (a mismatch
+ * found before its peers were through), closes `open`, then waits until
  * `writing` is 0 (leave()), so no write lands in a buffer its owner may
- * have freed.
+ * have freed and no read takes one it may have reused.
  * Waits: offers are made before any wait, the fins after every move, so
  * no rank waits for one that waits for it. In nonblocking mode every wait
  * is one look (nc__poll): the step returns NC_AGAIN and resumes at the
@@ -204,17 +204,15 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
         hi = n;
     if (lo >= hi)
         return NUMACOLL_OK;
-    /* Into j's memory only while j is in the call: announced in its
+    /* In j's memory only while j is in the call: announced in its
      * `writing` first, then its buffer still open (both seq_cst, against
      * j's close-then-look in leave()), so j never returns -- on an error
-     * either -- while we write into what it may free. */
-    if (write) {
-        atomic_fetch_add_explicit(&s->writing, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&s->open, memory_order_seq_cst) !=
-            o->g.call) {
-            atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
-            return nc__mismatch(t, j, "it left the single-copy call");
-        }
+     * either -- while we write into what it may free, or read what it
+     * may reuse. */
+    atomic_fetch_add_explicit(&s->writing, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->open, memory_order_seq_cst) != o->g.call) {
+        atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
+        return nc__mismatch(t, j, "it left the single-copy call");
     }
     int err = 0;
     size_t off = lo, piece = 0;
@@ -222,14 +220,15 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
         piece = hi - off < f ? hi - off : f;
         err = nc__cma_move(pid, local + off, at + off, piece, write);
     }
-    if (write)   /* our writes are done before j may go */
-        atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
+    /* our moves are done before j may go */
+    atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
     return err ? cma_failed(t, j, what, piece, err) : NUMACOLL_OK;
 }
 
-/* This rank leaves the call (done, or failed): no writer may start into
- * its buffer any more, and those inside a write finish first. A writer
- * that has died inside one would hold it forever: stop at a dead peer. */
+/* This rank leaves the call (done, or failed): no peer may start a move
+ * into or out of its buffer any more, and those inside one finish first.
+ * A peer that has died inside one would hold it forever: stop at a dead
+ * peer. */
 static void leave(numacoll_team_t *t, const nc__op_t *o)
 {
     nc__sync_t *me = nc__sync(t, t->rank);
