@@ -60,6 +60,7 @@ LIB_SRCS = \
 	coll/config.c \
 	coll/wait.c \
 	coll/copy.c \
+	coll/cma.c \
 	coll/call.c \
 	coll/tree.c \
 	coll/team_info.c \
@@ -87,6 +88,7 @@ LIB_SRCS = \
 	coll/gather/gather_staged.c \
 	coll/gather/scatter_staged.c \
 	coll/gather/alltoall_staged.c \
+	coll/gather/gather_cma.c \
 	topo/topo.c \
 	topo/groups.c \
 	shm_seg/layout.c \

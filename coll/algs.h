@@ -86,6 +86,10 @@ typedef enum {
       "every rank stages its block once, in fragments of f bytes, in its "    \
       "NUMA-local staging slots (s deep; 40 bytes or less ride in the "       \
       "slot's line); every other rank copies it out")                         \
+    X(ALLGATHER, CMA, "cma", "f s", SIZE_MAX,                                 \
+      "single copy: every rank writes its block straight into every other "    \
+      "rank's receive buffer with process_vm_writev (Linux CMA), in pieces "   \
+      "of f bytes; staged (f, s) where CMA is not permitted")                  \
     X(GATHER, INLINE, "inline", "", NC_GA_INLINE_CAP,                         \
       "every non-root rank writes its block in self-validating cache lines "  \
       "(the inline Allreduce's); the root reads them all; one wave of line "  \
@@ -93,6 +97,11 @@ typedef enum {
     X(GATHER, STAGED, "staged", "f s", SIZE_MAX,                              \
       "every non-root rank stages its block in fragments of f bytes in its "  \
       "NUMA-local staging slots (s deep); the root copies them out")          \
+    X(GATHER, CMA, "cma", "f s", SIZE_MAX,                                    \
+      "single copy: every non-root rank writes its block straight into the "   \
+      "root's receive buffer with process_vm_writev (Linux CMA), in pieces "   \
+      "of f bytes, the root reading the first 1/p of each meanwhile; staged "  \
+      "(f, s) where CMA is not permitted")                                     \
     X(SCATTER, INLINE, "inline", "", NC_GA_INLINE_CAP,                        \
       "the root writes every other rank's block in its self-validating "      \
       "cache lines (the inline Allreduce's); each rank reads its own; "       \
@@ -101,6 +110,11 @@ typedef enum {
       "the root stages every rank's block in fragments of f bytes in its "    \
       "NUMA-local staging slots (s deep), round by round; each rank copies "  \
       "out its own")                                                          \
+    X(SCATTER, CMA, "cma", "f s", SIZE_MAX,                                   \
+      "single copy: every non-root rank reads its block straight from the "    \
+      "root's send buffer with process_vm_readv (Linux CMA), in pieces of f "  \
+      "bytes, the root writing the first 1/p of each meanwhile; staged (f, "   \
+      "s) where CMA is not permitted")                                         \
     X(ALLTOALL, INLINE, "inline", "", NC_GA_INLINE_CAP,                       \
       "every rank writes its p - 1 outgoing blocks in its self-validating "   \
       "cache lines (the inline Allreduce's) and reads its block from every "  \
@@ -109,6 +123,11 @@ typedef enum {
       "round by round, every rank stages one piece of each of its p - 1 "     \
       "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
       "every other rank copies out its piece")                                 \
+    X(ALLTOALL, CMA, "cma", "f s", SIZE_MAX,                                  \
+      "single copy: every rank writes its block for each other rank "          \
+      "straight into that rank's receive buffer with process_vm_writev "      \
+      "(Linux CMA), in pieces of f bytes (in place: from a private copy); "    \
+      "staged (f, s) where CMA is not permitted")                              \
     X(REDUCE_SCATTER, INLINE, "inline", "", NC_AR_INLINE_CAP,                 \
       "every rank publishes its contribution in self-validating cache lines " \
       "(the inline Allreduce's) and folds its own block of all p in rank "    \

@@ -70,6 +70,11 @@ typedef struct nc__ga_pos {
     uint64_t base;
     size_t r, rounds, staged;
     int i;
+    /* cma: in-place Alltoall's copy (freed at end), the call's offer base
+     * and number, and how it runs (coll/gather/gather_cma.c: PICK) */
+    unsigned char *tmp;
+    uint64_t cbase, call;
+    int mode;
 } nc__ga_pos_t;
 
 typedef struct nc__op {
@@ -108,6 +113,7 @@ typedef struct nc__op {
          * in place: the same arrays) */
         const size_t *scounts, *sdispls;
         int in_place;
+        int v;                    /* a v form (counts per block)          */
     } ga;
     int bad;                      /* the verdict on the arguments         */
     /* where it is */
@@ -148,6 +154,8 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o);
+/* Single copy (coll/gather/gather_cma.c): any of the four, by o->coll. */
+int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o);
 /* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan
  * (coll/reduce/scan.c): read ch, rop, own, recv, count (rs_counts,
  * rs_block). */

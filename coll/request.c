@@ -512,7 +512,7 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         .counts = a->v && all ? a->counts : NULL,
         .displs = a->v && all ? a->displs : NULL,
         .scounts = a->scounts, .sdispls = a->sdispls,
-        .in_place = a->in_place,
+        .in_place = a->in_place, .v = a->v,
         /* all ranks know an Allgather's blocks; elsewhere only the root
          * does, and entry 0 of each block checks its size (gather.h) */
         .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total
@@ -580,6 +580,10 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
         c.nbytes = o->bc.nbytes;
     } else if (is_ga(o->coll)) {
         c.nbytes = o->ga.sig_bytes;
+        /* ranks whose sizes picked single copy and staged (a uniform
+         * Gather or Scatter whose block sizes differ) meet as a mismatch
+         * instead of waiting for each other */
+        c.count = nc__ga_cma(o->alg);
     } else if (o->coll != NC_COLL_BARRIER) {
         c.nbytes = o->count * o->rop.elem;
         c.count = o->count;
@@ -637,18 +641,22 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     case NC_COLL_ALLGATHER:
         return o->alg == NC_ALG_ALLGATHER_INLINE
                    ? nc__allgather_inline_step(t, o)
-                   : nc__allgather_staged_step(t, o);
+               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                    : nc__allgather_staged_step(t, o);
     case NC_COLL_GATHER:
         return o->alg == NC_ALG_GATHER_INLINE ? nc__gather_inline_step(t, o)
-                                              : nc__gather_staged_step(t, o);
+               : nc__ga_cma(o->alg)             ? nc__ga_cma_step(t, o)
+                                                : nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:
         return o->alg == NC_ALG_SCATTER_INLINE
                    ? nc__scatter_inline_step(t, o)
-                   : nc__scatter_staged_step(t, o);
+               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                    : nc__scatter_staged_step(t, o);
     case NC_COLL_ALLTOALL:
         return o->alg == NC_ALG_ALLTOALL_INLINE
                    ? nc__alltoall_inline_step(t, o)
-                   : nc__alltoall_staged_step(t, o);
+               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                    : nc__alltoall_staged_step(t, o);
     default:
         break;
     }

@@ -18,6 +18,7 @@
 
 #include "coll/algs.h"
 #include "coll/config.h"
+#include "coll/gather/gather.h"
 #include "coll/op.h"
 #include "coll/team.h"
 #include "coll/wait.h"
@@ -427,7 +428,9 @@ static int32_t cma_read(const numacoll_team_t *t, uint64_t peer_addr)
 
 /* err[r]: rank r's cma_read. Without single copy every Bcast rule that
  * names it runs as pipelined copy-in/copy-out (cma_fallback), whose
- * geometry tune_setup has already made room for. */
+ * geometry tune_setup has already made room for, and every gather's as
+ * staged with its s and f, cut to the staging slots (sized for the other
+ * rules: a single-copy f is no slot). */
 static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
 {
     const int p = t->p;
@@ -456,6 +459,20 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
         if (ch->alg == NC_ALG_BCAST_CMA)
             *ch = cma_fallback(ch);
     }
+    static const int ga[][3] = {   /* collective, cma, staged */
+        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_CMA, NC_ALG_ALLGATHER_STAGED},
+        {NC_COLL_GATHER, NC_ALG_GATHER_CMA, NC_ALG_GATHER_STAGED},
+        {NC_COLL_SCATTER, NC_ALG_SCATTER_CMA, NC_ALG_SCATTER_STAGED},
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_CMA, NC_ALG_ALLTOALL_STAGED}};
+    for (size_t g = 0; g < sizeof ga / sizeof *ga; g++)
+        for (int i = 0; i < t->tune.n[ga[g][0]]; i++) {
+            nc__choice_t *ch = &t->tune.e[ga[g][0]][i].ch;
+            if ((int)ch->alg == ga[g][1]) {
+                ch->alg = (nc__alg_t)ga[g][2];
+                if (ch->f > t->rf_max)
+                    ch->f = t->rf_max;
+            }
+        }
     if (t->cfg.single_copy && t->cfg.verbose >= 2 && t->rank == 0)
         fprintf(stderr, "numacoll: single copy unavailable (%s): cma rules "
                 "run as pipelined copy-in/copy-out\n", t->cma_why);
@@ -570,7 +587,11 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
                 }
                 if (nc__alg_takes((int)ch->alg, "s") && ch->s > t->rs_max)
                     t->rs_max = ch->s;
-                if (nc__alg_takes((int)ch->alg, "f") && ch->f > t->rf_max)
+                /* a single-copy gather's f is the bytes of one system
+                 * call, no slot (its staged fallback is cut to the slots:
+                 * cma_verdict) */
+                if (nc__alg_takes((int)ch->alg, "f") && ch->f > t->rf_max &&
+                    !nc__ga_cma((int)ch->alg))
                     t->rf_max = ch->f;
             }
         }

@@ -130,10 +130,19 @@ typedef struct nc__sync {
     /* Single-copy Bcast (coll/bcast/bcast_cma.c), written by the rank
      * itself: avail counts the bytes its buffer has offered over all such
      * calls (its children read up to it), addr/nbytes describe this call's
-     * buffer; fin is the number of such calls it has finished reading. */
+     * buffer; fin is the number of such calls it has finished reading.
+     * The single-copy gathers (coll/gather/gather_cma.c) share them, and
+     * publish in cnt and dsp the addresses of their v-counts and
+     * displacements (0: blocks of nbytes at multiples of nbytes), in big
+     * the largest block they know of (a v form's choice). */
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
-    _Atomic uint64_t addr, nbytes, sig;
+    _Atomic uint64_t addr, nbytes, sig, cnt, dsp, big;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
+    /* Single-copy gathers: the call whose buffer this rank has open to
+     * the others (0: none), and the ranks inside a move into or out of it
+     * now (gather_cma.c: a rank that leaves the call closes it, then
+     * waits for them). */
+    _Atomic uint64_t open, writing;
     /* The call this rank is in (coll/call.c), written by the rank at the
      * start of every call: fields relaxed, then sig (release), a hash of
      * the fields, so a reader that recomputes it knows it read one call. */

@@ -22,6 +22,14 @@ static int pid_alive(int pid)
     return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+int nc__any_dead(const numacoll_team_t *t)
+{
+    for (int r = 0; r < t->p; r++)
+        if (r != t->rank && !pid_alive(t->loc[r].pid))
+            return 1;
+    return 0;
+}
+
 /* First dead rank among the ones this wait depends on, or -1. */
 static int dead_peer(const numacoll_team_t *t, int peer)
 {

@@ -89,6 +89,9 @@ int nc__wait_watch(numacoll_team_t *t, uint64_t since_ms,
 
 uint64_t nc__now_ms(void);
 
+/* 1 if some other rank of the team has died (its pid is gone). */
+int nc__any_dead(const numacoll_team_t *t);
+
 static inline void nc__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

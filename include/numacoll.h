@@ -217,10 +217,11 @@ typedef struct numacoll_config {
       "rank may run ahead of the ranks that read its partial results. 0 "    \
       "takes it from the tuning table.")                                     \
     X(single_copy, 'i', 1,     0, 1,                                          \
-      "1: Bcast rules with alg=cma copy straight from the root's buffer "     \
-      "with process_vm_readv when every rank of the team can (probed at "     \
-      "team creation); 0: never, such rules run the pipelined "              \
-      "copy-in/copy-out instead.")                                          \
+      "1: rules with alg=cma (Bcast, the gathers, Alltoall) copy straight "   \
+      "between the ranks' buffers with process_vm_readv/writev when every "   \
+      "rank of the team can (probed at team creation); 0: never, such "      \
+      "rules run copy-in/copy-out instead (Bcast pipelined, the others "     \
+      "staged).")                                                           \
     X(levels,      'l', NUMACOLL_LEVEL_NUMA, 1,                               \
       (1 << (NUMACOLL_LEVELS_MAX * NUMACOLL_LEVEL_BITS)) - 1,                 \
       "Levels of the machine the hierarchical trees are built from, "         \
@@ -330,8 +331,9 @@ NUMACOLL_API const char *numacoll_team_last_error(const numacoll_team_t *team);
 NUMACOLL_API
 const char *numacoll_team_tuning_source(const numacoll_team_t *team);
 
-/* 1 if the team's Bcast may copy straight from the root's buffer (Linux
- * cross-memory attach, process_vm_readv, probed between every pair of
+/* 1 if the team's cma rules (Bcast, the gathers, Alltoall) may copy
+ * straight between the ranks' buffers (Linux cross-memory attach,
+ * process_vm_readv/writev, probed between every pair of
  * neighbouring ranks at team creation and agreed by all), else 0; *why (if
  * not NULL) then says why not: the parameter single_copy = 0, or the
  * probe's error (ptrace policy, seccomp, another user, a container). */

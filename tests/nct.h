@@ -39,6 +39,8 @@ int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
 /* build/numacoll-tune ARGS under a 120 s timeout, stdout and stderr into
  * out (NUL-terminated); its exit status, or -1. */
 int nct_tuner(const char *args, char *out, size_t len);
+/* single_copy of nct_team's teams: 1 (the default) or 0 (forced off) */
+extern int nct_team_single_copy;
 /* Print rank, what, rc's name and the team's last error; returns 2. */
 int nct_say(numacoll_team_t *t, int rank, const char *what, int rc);
 /* A buffer of n bytes between NCT_GUARD guard bytes of NCT_GBYTE on each

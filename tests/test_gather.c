@@ -18,7 +18,11 @@
  *  mismatch   different roots, block sizes or v-counts on different ranks
  *             give an error, not a hang (timeout_ms 0: the runner's
  *             watchdog fails a hang), and correct calls work afterwards;
- *  refused    bad arguments, with a sentence in last_error.
+ *  refused    bad arguments, with a sentence in last_error;
+ *  cma        the single-copy rules (alg=cma) through all of the above
+ *             with pieces of 4 KiB, then with single copy forced off (the
+ *             staged fallback), and around a staged/cma threshold (the
+ *             v forms' choice at the call, a mismatch across it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1017,6 +1021,128 @@ static void test_small_inline(void)
     nct_team_rules = NULL;
 }
 
+/* ---- single copy (alg=cma) ---------------------------------------------- */
+
+/* Every gather single-copy in pieces of 4 KiB at every size (nct_team's
+ * rf overrides f where a body gives one: smaller pieces still). */
+#define CMA_RULES                                                             \
+    "allgather p=1-* size=* alg=cma f=4K s=4\n"                               \
+    "gather p=1-* size=* alg=cma f=4K s=4\n"                                  \
+    "scatter p=1-* size=* alg=cma f=4K s=4\n"                                 \
+    "alltoall p=1-* size=* alg=cma f=4K s=4\n"
+
+/* A team of nct_team's config has single copy as wanted (on: the rules
+ * really run as cma here, not on the fallback; this machine permits it). */
+static int cma_state_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    int ok = numacoll_team_single_copy(t, NULL) == nct_team_single_copy;
+    if (!ok)
+        fprintf(stderr, "rank %d: single copy %d, want %d\n", b->rank,
+                numacoll_team_single_copy(t, NULL), nct_team_single_copy);
+    numacoll_team_destroy(t);
+    return ok ? 0 : 1;
+}
+
+/* Sizes around the 4 KiB pieces, 0 B blocks, v counts with zeros and
+ * displacements out of order, in place, every root, p = 1..8; requests
+ * and persistent ones (1 and 2 KiB pieces there); mismatches. */
+static void cma_all(int single_copy)
+{
+    static const size_t sizes[] = {0, 1, 40, 4095, 4096, 4097,
+                                   3 * 4096 + 17, 131072 + 5};
+    nct_team_rules = CMA_RULES;
+    nct_team_single_copy = single_copy;
+    CU_ASSERT_EQUAL(nct_run(2, cma_state_body, NULL), 0);
+    for (int p = 1; p <= 8; p++) {
+        sweep_t S = {sizes, 8, 0, 0, 0, 0, 1};
+        int rc = nct_run(p, sweep_body, &S);
+        sweep_t V = {sizes, 8, 0, 0, 1, 0, 1};
+        rc |= nct_run(p, sweep_body, &V);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "cma (single copy %d): p = %d failed\n",
+                    single_copy, p);
+    }
+    for (int p = 2; p <= 5; p++) {
+        sweep_t I = {sizes, 8, 0, 0, 0, 1, 1};
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &I), 0);
+        sweep_t IV = {sizes, 8, 0, 0, 1, 1, 1};
+        CU_ASSERT_EQUAL(nct_run(p, sweep_body, &IV), 0);
+        CU_ASSERT_EQUAL(nct_run(p, flight_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, persistent_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+    }
+    static const size_t big[] = {4u << 20};
+    sweep_t L = {big, 1, 0, 0, 0, 0, 0};
+    CU_ASSERT_EQUAL(nct_run(2, sweep_body, &L), 0);
+    for (int k = AG; k <= AA; k++)
+        for (int how = (k == AG || k == AA); how <= 2; how++) {
+            bad_case_t C = {k, how, 70000};
+            for (int p = 2; p <= 3; p++) {
+                int rc = nct_run(p, mismatch_body, &C);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "cma mismatch: %s case %d p %d failed\n",
+                            kind_name[k], how, p);
+            }
+        }
+    nct_team_rules = NULL;
+    nct_team_single_copy = 1;
+}
+
+static void test_cma(void) { cma_all(1); }
+static void test_cma_fallback(void)
+{
+    cma_all(0);
+    /* the built-in table's cma rules (f = 1 MiB, no staging slot) staged
+     * with f cut to the slots */
+    static const size_t big[] = {40000, 70000, (1u << 20) + 7};
+    nct_team_single_copy = 0;
+    for (int p = 2; p <= 3; p++)
+        for (int v = 0; v < 2; v++) {
+            sweep_t S = {big, 3, 0, 0, v, 0, 1};
+            CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+        }
+    nct_team_single_copy = 1;
+}
+
+/* Staged below 4 KiB, single copy from there. The v forms whose blocks
+ * not every rank knows (gatherv, scatterv, alltoallv) choose at the call
+ * from the largest block (gather_cma.c, PICK): both sides of it, with
+ * requests and persistent ones. A uniform Gather or Scatter whose block
+ * sizes straddle the threshold runs different algorithms on different
+ * ranks, which must meet as a mismatch, not a hang. */
+#define THRESH_RULE(c)                                                        \
+    c " p=1-* size=0-4095 alg=staged f=4K s=4\n" c                            \
+      " p=1-* size=4K-* alg=cma f=4K s=4\n"
+
+static void test_cma_threshold(void)
+{
+    static const size_t sizes[] = {0, 40, 3000, 4090, 5000, 131072 + 5};
+    nct_team_rules = THRESH_RULE("allgather") THRESH_RULE("gather")
+        THRESH_RULE("scatter") THRESH_RULE("alltoall");
+    for (int p = 2; p <= 5; p++) {
+        for (int v = 0; v < 2; v++)
+            for (int ip = 0; ip < 2; ip++) {
+                sweep_t S = {sizes, 6, 0, 0, v, ip, 1};
+                CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
+            }
+        CU_ASSERT_EQUAL(nct_run(p, flight_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, persistent_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+    }
+    for (int k = GA; k <= SC; k++) {
+        bad_case_t C = {k, 1, 4096 - 32};
+        for (int p = 2; p <= 3; p++)
+            CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
+    }
+    nct_team_rules = NULL;
+}
+
 /* ---- refused arguments ------------------------------------------------ */
 
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
@@ -1106,6 +1232,13 @@ int nct_register_gather(void)
         {"inline gather, scatter, alltoall: 0..2049 bytes, every root, in "
          "place, 600 back to back mixed with allreduce and scan, in flight, "
          "persistent; mismatches", test_small_inline},
+        {"single copy: sizes around 4 KiB pieces, v, in place, p = 1..8, "
+         "every root, requests, persistent, mismatches", test_cma},
+        {"single copy forced off: the same on the staged fallback",
+         test_cma_fallback},
+        {"single copy from 4 KiB, staged below: v forms choose at the call, "
+         "a Gather or Scatter straddling it is a mismatch",
+         test_cma_threshold},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }

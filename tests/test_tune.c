@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 32);
-    nc__tune_rule_t want[16];
+    CU_ASSERT_EQUAL_FATAL(b->n, 36);
+    nc__tune_rule_t want[36];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -118,36 +118,54 @@ static void test_builtin_rules(void)
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
                                 NC_COPY_NT, 0, {0}, 0};
-    /* the gathers, Reduce_scatter, Scan and Exscan stage in the Reduce's
-     * slots: the same f and s */
-    static const int staged[7][2] = {
-        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED},
-        {NC_COLL_GATHER, NC_ALG_GATHER_STAGED},
-        {NC_COLL_SCATTER, NC_ALG_SCATTER_STAGED},
-        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_STAGED},
-        {NC_COLL_REDUCE_SCATTER, NC_ALG_REDUCE_SCATTER_STAGED},
-        {NC_COLL_SCAN, NC_ALG_SCAN_STAGED},
-        {NC_COLL_EXSCAN, NC_ALG_EXSCAN_STAGED}};
-    for (int g = 0; g < 7; g++) {
-        want[8 + g] = rule((nc__coll_t)staged[g][0], 1, U, 0, Z,
-                           (nc__alg_t)staged[g][1]);
-        want[8 + g].ch = (nc__choice_t){(nc__alg_t)staged[g][1], 131072, 4,
-                                        0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
+    /* The gathers, Reduce_scatter, Scan and Exscan: inline for small
+     * blocks (by p), staged in the Reduce's slots (its f and s), single
+     * copy for large blocks of the gathers (f: one system call's bytes).
+     * {coll, p_lo, p_hi, size_lo, size_hi, alg, f} */
+    enum { M = 1048576, S = 131072 };
+    static const struct {
+        int coll;
+        unsigned plo, phi;
+        size_t lo, hi;
+        int alg;
+        size_t f;
+    } ga[28] = {
+        {NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE, 0},
+        {NC_COLL_GATHER, 1, 8, 0, 64, NC_ALG_GATHER_INLINE, 0},
+        {NC_COLL_SCATTER, 1, 3, 0, 256, NC_ALG_SCATTER_INLINE, 0},
+        {NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE, 0},
+        {NC_COLL_REDUCE_SCATTER, 1, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
+        {NC_COLL_SCAN, 1, 2, 0, 64, NC_ALG_SCAN_INLINE, 0},
+        {NC_COLL_EXSCAN, 1, 2, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
+        {NC_COLL_ALLGATHER, 1, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
+        {NC_COLL_ALLGATHER, 1, U, 65536, Z, NC_ALG_ALLGATHER_CMA, M},
+        {NC_COLL_GATHER, 1, 8, 65, 32767, NC_ALG_GATHER_STAGED, S},
+        {NC_COLL_GATHER, 9, U, 0, 32767, NC_ALG_GATHER_STAGED, S},
+        {NC_COLL_GATHER, 1, U, 32768, Z, NC_ALG_GATHER_CMA, M},
+        {NC_COLL_SCATTER, 4, 8, 0, 104, NC_ALG_SCATTER_INLINE, 0},
+        {NC_COLL_SCATTER, 1, 3, 257, 32767, NC_ALG_SCATTER_STAGED, S},
+        {NC_COLL_SCATTER, 4, 8, 105, 32767, NC_ALG_SCATTER_STAGED, S},
+        {NC_COLL_SCATTER, 9, U, 0, 32767, NC_ALG_SCATTER_STAGED, S},
+        {NC_COLL_SCATTER, 1, U, 32768, Z, NC_ALG_SCATTER_CMA, M},
+        {NC_COLL_ALLTOALL, 4, 8, 0, 104, NC_ALG_ALLTOALL_INLINE, 0},
+        {NC_COLL_ALLTOALL, 1, 3, 257, 32767, NC_ALG_ALLTOALL_STAGED, S},
+        {NC_COLL_ALLTOALL, 4, 8, 105, 32767, NC_ALG_ALLTOALL_STAGED, S},
+        {NC_COLL_ALLTOALL, 9, U, 0, 32767, NC_ALG_ALLTOALL_STAGED, S},
+        {NC_COLL_ALLTOALL, 1, U, 32768, Z, NC_ALG_ALLTOALL_CMA, M},
+        {NC_COLL_REDUCE_SCATTER, 1, 8, 65, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
+        {NC_COLL_REDUCE_SCATTER, 9, U, 0, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
+        {NC_COLL_SCAN, 1, 2, 65, Z, NC_ALG_SCAN_STAGED, S},
+        {NC_COLL_SCAN, 3, U, 0, Z, NC_ALG_SCAN_STAGED, S},
+        {NC_COLL_EXSCAN, 1, 2, 65, Z, NC_ALG_EXSCAN_STAGED, S},
+        {NC_COLL_EXSCAN, 3, U, 0, Z, NC_ALG_EXSCAN_STAGED, S}};
+    for (int g = 0; g < 28; g++) {
+        want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
+                           ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
+        if (ga[g].f)
+            want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
+                                            0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    /* Allgather: inline up to 64 bytes a block, staged (last line) on */
-    want[15] = want[8];
-    want[15].size_lo = 65;
-    want[8] = rule(NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE);
-    /* the other small gathers and reductions inline in place of their
-     * staged rules (which follow as the table's last lines) */
-    want[9] = rule(NC_COLL_GATHER, 1, 8, 0, 64, NC_ALG_GATHER_INLINE);
-    want[10] = rule(NC_COLL_SCATTER, 1, 3, 0, 256, NC_ALG_SCATTER_INLINE);
-    want[11] = rule(NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE);
-    want[12] = rule(NC_COLL_REDUCE_SCATTER, 1, 8, 0, 64,
-                    NC_ALG_REDUCE_SCATTER_INLINE);
-    want[13] = rule(NC_COLL_SCAN, 1, 2, 0, 64, NC_ALG_SCAN_INLINE);
-    want[14] = rule(NC_COLL_EXSCAN, 1, 2, 0, 64, NC_ALG_EXSCAN_INLINE);
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 36; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }

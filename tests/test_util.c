@@ -21,6 +21,7 @@ int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg)
 }
 
 const char *nct_team_rules;
+int nct_team_single_copy = 1;
 
 numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
                           unsigned rs, int timeout_ms)
@@ -28,6 +29,7 @@ numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
     numacoll_config_t cfg;
     numacoll_config_init(&cfg);
     cfg.tuning_text = nct_team_rules;
+    cfg.single_copy = nct_team_single_copy;
     cfg.verbose = 0;
     cfg.timeout_ms = timeout_ms;
     cfg.reduce_frag_size = rf;

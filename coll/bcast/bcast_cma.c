@@ -35,33 +35,12 @@
  * one pid namespace): team creation probes it and agrees; where it fails
  * the rule runs as pipelined (nc__bcast_run).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "coll/cma.h"
 #include "coll/op.h"
 #include "coll/wait.h"
-
-/* Read n bytes at raddr in pid into dst; 0, or an errno value. */
-static int read_remote(int pid, void *dst, uint64_t raddr, size_t n)
-{
-    while (n > 0) {
-        struct iovec l = {dst, n}, r = {(void *)(uintptr_t)raddr, n};
-        ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        if (got == 0)
-            return EFAULT;
-        dst = (unsigned char *)dst + got;
-        raddr += (uint64_t)got;
-        n -= (size_t)got;
-    }
-    return 0;
-}
 
 /* Wait until each tree child has counted this call in its fin (o->b.idx:
  * children seen so far). */
@@ -166,7 +145,7 @@ static int step(numacoll_team_t *t, nc__op_t *o)
                 if (rc != NUMACOLL_OK)
                     return rc;
             }
-            int err = read_remote(pid, buf + off, raddr + off, n);
+            int err = nc__cma_move(pid, buf + off, raddr + off, n, 0);
             if (err) {
                 rc = nc__team_fail(t, NUMACOLL_ERR_SYS, "single-copy bcast: "
                                    "process_vm_readv of %zu bytes from rank "

@@ -45,6 +45,13 @@
 #define NC_GA_INLINE 40
 _Static_assert(NC_GA_INLINE + 16 <= NC_RED_INLINE, "meta fits the line");
 
+/* Whether alg is a gather's single-copy algorithm (gather_cma.c). */
+static inline int nc__ga_cma(int alg)
+{
+    return alg == NC_ALG_ALLGATHER_CMA || alg == NC_ALG_GATHER_CMA ||
+           alg == NC_ALG_SCATTER_CMA || alg == NC_ALG_ALLTOALL_CMA;
+}
+
 /* Block j's bytes and offset in the call (uniform or v form). */
 static inline size_t nc__ga_count(const nc__op_t *o, int j)
 {

@@ -196,6 +196,11 @@ for np in 2 3; do
         $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
         "$BIN/nonblocking"
 done
+# The gathers' large blocks go single copy (alg=cma) in the built-in
+# table; with single copy off the same rules run staged.
+mpi "numacoll    np=2 gathers, single_copy=0" "$WITH_PATH" 2 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
+    "$BIN/gathers"
 
 # The hierarchical Bcast with the leader relay and the levels set through
 # MCA parameters. On a machine of one NUMA node and one L3 no level splits
