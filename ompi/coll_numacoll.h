@@ -387,6 +387,50 @@ bool nc_hier_wanted(ompi_communicator_t *comm);
 nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority);
 void nc_hier_free(nc_module_t *m);
 bool nc_hier_register(void);
+/* For the two-level functions of other files: the sub-communicators and
+ * table of a module (set up on first use, collectively: every rank makes
+ * the call); false where the communicator's calls go to the previous
+ * component. */
+typedef struct nc_levels {
+    ompi_communicator_t *low;   /* this node's processes, in rank order    */
+    ompi_communicator_t *up;    /* the leaders (node i = rank i); NULL on
+                                   the others                               */
+    int nnodes, my_node;
+    const int *node_of;         /* per rank: its node                       */
+    const int *local_of;        /* ... and its rank in that node            */
+    bool ordered;               /* nodes contiguous and in rank order       */
+} nc_levels_t;
+#define nc_hier_levels mca_coll_numacoll_hier_levels
+bool nc_hier_levels(nc_module_t *m, nc_levels_t *out);
+/* Pack (pack true) or unpack count elements of dtype at buf to or from
+ * nbytes contiguous bytes at tmp; an OMPI status. */
+#define nc_hier_convert mca_coll_numacoll_hier_convert
+int nc_hier_convert(bool pack, void *buf, int count, ompi_datatype_t *dtype,
+                    void *tmp, size_t nbytes);
+/* Log a two-level call (coll_base_verbose 20) and count it in
+ * two_level_count when rc is success; returns rc. g: its segments, NULL
+ * for one. */
+struct nc_segs;
+#define nc_hier_done mca_coll_numacoll_hier_done
+int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
+                 ompi_datatype_t *dtype, const struct nc_segs *g, int rc);
+
+/* ---- coll_numacoll_hier_gather.c: two-level Allgather(v), Gather(v),
+ * Scatter(v), Alltoall(v) ----------------------------------------------
+ * nc_hier_ga_install: put them into a two-level module (nc_hier_query). */
+#define nc_hier_ga_install mca_coll_numacoll_hier_ga_install
+void nc_hier_ga_install(nc_module_t *m);
+/* The blocking collectives of coll_numacoll_gather.c, by name, and the
+ * count of such calls handed to the previous component
+ * (<name>_fallback_count), which the two-level functions keep too. */
+typedef enum {
+#define NC_GA_BLK(name) NC_GA_BLK_##name,
+    NC_GA_BLOCKING_LIST(NC_GA_BLK)
+#undef NC_GA_BLK
+    NC_GA_BLK_N
+} nc_ga_blk_t;
+#define nc_ga_fallback mca_coll_numacoll_ga_fallback
+void nc_ga_fallback(nc_ga_blk_t k);
 
 END_C_DECLS
 

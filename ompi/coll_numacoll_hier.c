@@ -166,6 +166,7 @@ nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
     m->super.coll_barrier = nc_hier_barrier;
     m->super.coll_reduce = nc_hier_reduce;
     m->super.coll_allreduce = nc_hier_allreduce;
+    nc_hier_ga_install(m);
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
                         "coll:numacoll:comm_query: %s (cid %u, %d processes): "
@@ -215,6 +216,9 @@ typedef struct nc_parent_fns {
     mca_coll_base_module_t *reduce_module;
     mca_coll_base_module_allreduce_fn_t allreduce;
     mca_coll_base_module_t *allreduce_module;
+    /* ompi_comm_split runs an Allgather on the communicator. */
+    mca_coll_base_module_allgather_fn_t allgather;
+    mca_coll_base_module_t *allgather_module;
 } nc_parent_fns_t;
 
 static void nc_parent_swap(mca_coll_base_comm_coll_t *c, nc_parent_fns_t *out,
@@ -226,6 +230,7 @@ static void nc_parent_swap(mca_coll_base_comm_coll_t *c, nc_parent_fns_t *out,
     c->coll_##n = in->n;                                                      \
     c->coll_##n##_module = in->n##_module;
     NC_SWAP(bcast) NC_SWAP(barrier) NC_SWAP(reduce) NC_SWAP(allreduce)
+    NC_SWAP(allgather)
 #undef NC_SWAP
 }
 
@@ -336,7 +341,11 @@ static void nc_hier_setup(nc_module_t *m)
     nc_parent_fns_t prev = {
         m->prev_bcast, m->prev_bcast_module, m->prev_barrier,
         m->prev_barrier_module, m->prev_reduce, m->prev_reduce_module,
-        m->prev_allreduce, m->prev_allreduce_module};
+        m->prev_allreduce, m->prev_allreduce_module,
+        /* ours only where a previous one was saved */
+        m->prev_allgather ? m->prev_allgather : comm->c_coll->coll_allgather,
+        m->prev_allgather ? m->prev_allgather_module
+                          : comm->c_coll->coll_allgather_module};
     nc_parent_fns_t ours;
     nc_parent_swap(comm->c_coll, &ours, &prev);
 
@@ -530,8 +539,8 @@ static void nc_hier_log(nc_module_t *m, const char *what, int root, int count,
                         rc == OMPI_SUCCESS ? "done" : "failed");
 }
 
-static int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
-                        ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
+int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
+                 ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
 {
     nc_hier_log(m, what, root, count, dtype, g, rc);
     if (rc == OMPI_SUCCESS)
@@ -617,8 +626,8 @@ static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
 
 /* Pack (root) or unpack (the others) count elements of dtype at buf
  * to or from the contiguous bytes at tmp. */
-static int nc_hier_convert(bool pack, void *buf, int count,
-                           ompi_datatype_t *dtype, void *tmp, size_t nbytes)
+int nc_hier_convert(bool pack, void *buf, int count,
+                    ompi_datatype_t *dtype, void *tmp, size_t nbytes)
 {
     opal_convertor_t conv;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
@@ -906,4 +915,16 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
     rc = nc_first(rc, nc_rq_wait(&prev));
     rc = nc_first(rc, nc_rq_wait(&cur));
     return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
+}
+
+/* ---- for the other two-level files ------------------------------------------ */
+
+bool nc_hier_levels(nc_module_t *m, nc_levels_t *out)
+{
+    if (!nc_hier_ready(m))
+        return false;
+    nc_hier_t *h = m->hier;
+    *out = (nc_levels_t){h->low, h->up, h->nnodes, h->my_node, h->node_of,
+                         h->local_of, h->ordered};
+    return true;
 }
