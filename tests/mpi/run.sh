@@ -241,13 +241,34 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # level): root and readers with different datatypes of one signature
 # (bytes in segments, 4 KiB), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
-# sits in a two-level Barrier on another (nonblocking's cross_progress),
-# and the gathers and rscan's collectives, which stay with the previous
-# component there.
-for t in bcast_derived reduce_ops nonblocking gathers rscan; do
+# sits in a two-level Barrier on another (nonblocking's cross_progress).
+for t in bcast_derived reduce_ops nonblocking; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
+done
+# The gathers in two levels (ompi/coll_numacoll_hier_gather.c) on every
+# configuration above: tests/mpi/gathers.c checks every root, 0 B to
+# 4 MiB, uneven v counts with zeros, in place, a derived type on either
+# side, and that two_level_count grew by exactly its blocking calls;
+# rscan's blocking Alltoallv (uneven, zeros, in place, derived types) must
+# run there too, and says so at coll_base_verbose 20.
+for cfg in $TWO_LEVEL; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split: gathers" \
+        "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" \
+        -x NC_EXPECT_TWO_LEVEL=1 "$BIN/gathers"
+done
+for cfg in 4:2:rr 6:3:block; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    must="coll:numacoll:two-level alltoallv: MPI_COMM_WORLD (cid 0) root -1"
+    mpi "two-level   np=$np, $nv virtual nodes, $split: rscan" \
+        "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" --mca coll_base_verbose 20 \
+        -x NC_EXPECT_TWO_LEVEL=1 "$BIN/rscan"
 done
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
