@@ -44,6 +44,7 @@ typedef struct mca_coll_numacoll_component_t {
     int virtual_nodes;          /* coll_numacoll_virtual_nodes; 0, 1: off    */
     char *virtual_split;        /* coll_numacoll_virtual_split: block, rr    */
     size_t hier_segsize;        /* coll_numacoll_hier_segsize                */
+    size_t hier_alltoall_max;   /* coll_numacoll_hier_alltoall_max; 0: none */
     bool config_ok;             /* false: a parameter was rejected; the
                                    component then declines to open           */
 

@@ -52,7 +52,10 @@
  *                 whole node's traffic, k times a rank's, twice copied: it
  *                 pays where the leaders' level is latency-bound (N - 1
  *                 network messages per leader instead of p - 1 per rank)
- *                 and loses once the leader's bandwidth is the limit
+ *                 and loses once the leader's bandwidth is the limit:
+ *                 blocks above coll_numacoll_hier_alltoall_max (4 KiB;
+ *                 Alltoallv: some node's average block, by the leaders'
+ *                 verdict below) go to the previous component, per call
  *                 (docs/ompi.md gives the measured range).
  * The v forms of Gather, Scatter and Alltoall first tell the leaders the
  * byte counts that only the root (or each rank) knows: a node-local
@@ -65,7 +68,8 @@
  * <name>_fallback_count, and said at coll_base_verbose 20): every call
  * while the two levels are off for the communicator (setup failed, every
  * node holds one process); a call where a bundle or the leaders' total
- * would exceed INT_MAX bytes (counts and displacements are ints): decided
+ * would exceed INT_MAX bytes (counts and displacements are ints), or an
+ * Alltoall(v) above coll_numacoll_hier_alltoall_max (see above): decided
  * from the arguments on every rank alike, or, in the v forms whose counts
  * not every rank knows, by the leaders' verdict above. Calls that move no
  * byte at all (count 0 in the forms where every rank knows every count)
@@ -302,6 +306,7 @@ static bool nc_take(nc_module_t *m, nc_ga_blk_t k, const char *what,
 }
 
 #define NC_TOO_BIG "a bundle would exceed INT_MAX bytes"
+#define NC_A2A_BIG "blocks above coll_numacoll_hier_alltoall_max"
 
 /* Gatherv and Scatterv: only the root knows every count. Each rank's bytes
  * (mine) reach its leader (member[], local order); the leaders swap their
@@ -912,9 +917,11 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
     int k = nc_map_size(&mp, v.my_node), kmax = 0;
     for (int n = 0; n < v.nnodes; n++)
         kmax = nc_map_size(&mp, n) > kmax ? nc_map_size(&mp, n) : kmax;
-    if (!vform && (uint64_t)kmax * (uint64_t)p * b > INT_MAX) {
+    size_t most = nc_component.hier_alltoall_max;
+    if (!vform && ((uint64_t)kmax * (uint64_t)p * b > INT_MAX ||
+                   (most && b > most))) {
         nc_map_free(&mp);
-        nc_take(m, kind, what, &v, NC_TOO_BIG);
+        nc_take(m, kind, what, &v, most && b > most ? NC_A2A_BIG : NC_TOO_BIG);
         return NC_DECLINED;
     }
     nc_a2a_t a = {.p = p, .k = k};
@@ -937,6 +944,10 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
     }
     if (v.up) {
         int fits = rc == OMPI_SUCCESS && nc_a2a_plan(&a, &mp);
+        /* The v form's per-call limit: this node's average block. */
+        if (fits && vform && most)
+            fits = (size_t)a.gd[k - 1] + (size_t)a.gc[k - 1] <=
+                   most * (size_t)k * (size_t)p;
         if (vform)
             NC_UP(rc, v.up, allreduce, MPI_IN_PLACE, &fits, 1, MPI_INT,
                   MPI_MIN);
@@ -952,7 +963,9 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
         free(mine);
         nc_a2a_free(&a);
         nc_map_free(&mp);
-        nc_take(m, kind, what, &v, NC_TOO_BIG);
+        nc_take(m, kind, what, &v,
+                "the leaders' verdict: " NC_TOO_BIG ", or some node's blocks "
+                "average above coll_numacoll_hier_alltoall_max");
         return NC_DECLINED;
     }
     /* This rank's packed send blocks and where its receive run lands. */

@@ -259,8 +259,20 @@ for cfg in $TWO_LEVEL; do
     mpi "two-level   np=$np, $nv virtual nodes, $split: gathers" \
         "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
         --mca coll_numacoll_virtual_split "$split" \
+        --mca coll_numacoll_hier_alltoall_max 0 \
         -x NC_EXPECT_TWO_LEVEL=1 "$BIN/gathers"
 done
+# With the default limit on Alltoall's blocks (4 KiB) the larger ones go
+# to the previous component, per call (MPI semantics; said at verbose 20).
+must="handed to the previous component: blocks above coll_numacoll_hier_alltoall_max"
+mpi "two-level   np=4, 2 virtual nodes: gathers, alltoall_max 4 KiB" \
+    "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    --mca coll_base_verbose 20 "$BIN/gathers"
+must="the leaders' verdict: a bundle would exceed INT_MAX bytes, or some node's blocks average above coll_numacoll_hier_alltoall_max"
+mpi "two-level   np=4, 2 virtual nodes: rscan, alltoall_max 4 KiB" \
+    "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    --mca coll_base_verbose 20 "$BIN/rscan"
+
 for cfg in 4:2:rr 6:3:block; do
     np=${cfg%%:*} rest=${cfg#*:}
     nv=${rest%%:*} split=${rest#*:}
@@ -268,6 +280,7 @@ for cfg in 4:2:rr 6:3:block; do
     mpi "two-level   np=$np, $nv virtual nodes, $split: rscan" \
         "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
         --mca coll_numacoll_virtual_split "$split" --mca coll_base_verbose 20 \
+        --mca coll_numacoll_hier_alltoall_max 0 \
         -x NC_EXPECT_TWO_LEVEL=1 "$BIN/rscan"
 done
 
@@ -369,7 +382,7 @@ params_listed() {
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
     for n in $names priority node_budget tuning_file virtual_nodes \
-             virtual_split hier_segsize; do
+             virtual_split hier_segsize hier_alltoall_max; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
