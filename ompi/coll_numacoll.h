@@ -366,11 +366,15 @@ void nc_ga_free(nc_ga_t *g);
 #define nc_ga_construct mca_coll_numacoll_ga_construct
 #define nc_ga_destruct mca_coll_numacoll_ga_destruct
 #define nc_ga_register_pvars mca_coll_numacoll_ga_register_pvars
+#define nc_ga_count_fallback mca_coll_numacoll_ga_count_fallback
 void nc_ga_install(nc_module_t *m);
 void nc_ga_enable(nc_module_t *m, ompi_communicator_t *comm);
 void nc_ga_construct(nc_module_t *m);
 void nc_ga_destruct(nc_module_t *m);
 void nc_ga_register_pvars(void);
+/* Count one blocking call of the kind `name` (as in NC_GA_BLOCKING_LIST)
+ * handed to the previous component (two levels decline some). */
+void nc_ga_count_fallback(const char *name);
 
 /* ---- coll_numacoll_hier.c: two levels ----------------------------------
  * nc_hier_wanted: whether comm_query should give comm a two-level module
@@ -421,17 +425,6 @@ int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
  * nc_hier_ga_install: put them into a two-level module (nc_hier_query). */
 #define nc_hier_ga_install mca_coll_numacoll_hier_ga_install
 void nc_hier_ga_install(nc_module_t *m);
-/* The blocking collectives of coll_numacoll_gather.c, by name, and the
- * count of such calls handed to the previous component
- * (<name>_fallback_count), which the two-level functions keep too. */
-typedef enum {
-#define NC_GA_BLK(name) NC_GA_BLK_##name,
-    NC_GA_BLOCKING_LIST(NC_GA_BLK)
-#undef NC_GA_BLK
-    NC_GA_BLK_N
-} nc_ga_blk_t;
-#define nc_ga_fallback mca_coll_numacoll_ga_fallback
-void nc_ga_fallback(nc_ga_blk_t k);
 
 END_C_DECLS
 

@@ -964,23 +964,6 @@ NC_GA_DEFINE(reduce_scatter, REDUCE_SCATTER, REDV, N)
 NC_GA_DEFINE(scan, SCAN, RED, N)
 NC_GA_DEFINE(exscan, EXSCAN, RED, N)
 
-/* The two-level functions' fallbacks (coll_numacoll_hier_gather.c), in
- * the same counters: the header's names follow this file's kinds. */
-#define NC_GA_SAME(name) \
-    _Static_assert((int)NC_GA_BLK_##name < NC_GA_N, "kinds differ");
-NC_GA_BLOCKING_LIST(NC_GA_SAME)
-#undef NC_GA_SAME
-_Static_assert((int)NC_GA_BLK_allgather == NC_GA_ALLGATHER &&
-                   (int)NC_GA_BLK_alltoallv == NC_GA_ALLTOALLV &&
-                   (int)NC_GA_BLK_exscan == NC_GA_EXSCAN &&
-                   (int)NC_GA_BLK_N == NC_GA_N,
-               "the header's blocking list follows NC_GA_KINDS");
-
-void nc_ga_fallback(nc_ga_blk_t k)
-{
-    nc_count(&nc_ga_n[k][NC_N_FALLBACK]);
-}
-
 /* ---- module part -------------------------------------------------------- */
 
 void nc_ga_install(nc_module_t *m)
@@ -1018,6 +1001,13 @@ void nc_ga_destruct(nc_module_t *m)
 #define NC_RELEASE(name) NC_PREV_RELEASE(m, name)
     NC_GA_LIST(NC_RELEASE)
 #undef NC_RELEASE
+}
+
+void nc_ga_count_fallback(const char *name)
+{
+    for (int k = 0; k < NC_GA_N; k++)
+        if (strcmp(nc_ga_names[k][3], name) == 0)
+            nc_count(&nc_ga_n[k][NC_N_FALLBACK]);
 }
 
 /* <name>_count, <name>_fallback_count, i<name>_count and

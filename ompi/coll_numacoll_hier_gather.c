@@ -112,7 +112,7 @@ static int nc_keep(int a, int b)
                               __VA_ARGS__, (up),                              \
                               (up)->c_coll->coll_##fn##_module)))
 
-/* ---- blocks of a user buffer ------------------------------------------ */
+/* ---- blocks of a user buffer -------------------------------------------- */
 
 /* One side of a call: block j is counts[j] (or count) elements of dt at
  * buf + displs[j] (or j * count) extents. */
@@ -195,7 +195,7 @@ static bool nc_side_dense(const nc_side_t *s, int p)
     return true;
 }
 
-/* ---- the nodes, in node-major order ------------------------------------ */
+/* ---- the nodes, in node-major order ------------------------------------- */
 
 typedef struct nc_map {
     nc_levels_t v;
@@ -282,21 +282,22 @@ static int nc_map_io(bool pack, const nc_map_t *mp, const nc_side_t *s,
     int rc = OMPI_SUCCESS;
     for (int r = 0; r < mp->p; r++)
         if (r != skip)
-            rc = nc_keep(rc, nc_side_io(pack, s, r, bundle + mp->at[mp->pos[r]]));
+            rc = nc_keep(rc, nc_side_io(pack, s, r,
+                                        bundle + mp->at[mp->pos[r]]));
     return rc;
 }
 
-/* ---- entry and exit ------------------------------------------------------- */
+/* ---- entry and exit ----------------------------------------------------- */
 
 /* The levels, or false (counted, logged): the caller falls back. */
-static bool nc_take(nc_module_t *m, nc_ga_blk_t k, const char *what,
-                    nc_levels_t *v, const char *why)
+static bool nc_take(nc_module_t *m, const char *what, nc_levels_t *v,
+                    const char *why)
 {
     if (!why && !nc_hier_levels(m, v))
         why = "the two levels are off for this communicator";
     if (!why)
         return true;
-    nc_ga_fallback(k);
+    nc_ga_count_fallback(what);
     if (nc_call_verbose())
         opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                             "coll:numacoll:two-level %s: %s (cid %u): handed "
@@ -333,7 +334,7 @@ static int nc_sizes(const nc_map_t *mp, int64_t mine, int64_t *member,
     return rc;
 }
 
-/* ---- Allgather, Allgatherv ------------------------------------------------ */
+/* ---- Allgather, Allgatherv ---------------------------------------------- */
 
 /*
  * Every rank: its block to the node-local Gatherv (in its own count and
@@ -341,9 +342,10 @@ static int nc_sizes(const nc_map_t *mp, int64_t mine, int64_t *member,
  * into the node's place of the node-major result T, joins the leaders'
  * Allgatherv in place. Every rank: node-local Bcast of T, then T into
  * rank order (T is rbuf itself when dense, see the top).
+ * Cost: L(kb) + U(pb) + L(pb), plus C(pb) per rank unless dense.
  */
-static int nc_hier_allgather_run(nc_module_t *m, nc_ga_blk_t k,
-                                 const char *what, const void *sbuf,
+static int nc_hier_allgather_run(nc_module_t *m, const char *what,
+                                 const void *sbuf,
                                  int scount, ompi_datatype_t *sdt, void *rbuf,
                                  int rcount, const int *rcounts,
                                  const int *displs, ompi_datatype_t *rdt,
@@ -358,7 +360,7 @@ static int nc_hier_allgather_run(nc_module_t *m, nc_ga_blk_t k,
         return MPI_SUCCESS;
     nc_levels_t v;
     nc_map_t mp;
-    if (!nc_take(m, k, what, &v, tot > INT_MAX ? NC_TOO_BIG : NULL))
+    if (!nc_take(m, what, &v, tot > INT_MAX ? NC_TOO_BIG : NULL))
         return NC_DECLINED;
     if (!nc_map(&mp, &v, comm))
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -407,7 +409,7 @@ static int nc_hier_allgather(const void *sbuf, int scount,
                              mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_allgather_run(m, NC_GA_BLK_allgather, "allgather", sbuf,
+    int rc = nc_hier_allgather_run(m, "allgather", sbuf,
                                    scount, sdt, rbuf, rcount, NULL, NULL, rdt,
                                    comm);
     return rc != NC_DECLINED ? rc
@@ -422,7 +424,7 @@ static int nc_hier_allgatherv(const void *sbuf, int scount,
                               mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_allgather_run(m, NC_GA_BLK_allgatherv, "allgatherv",
+    int rc = nc_hier_allgather_run(m, "allgatherv",
                                    sbuf, scount, sdt, rbuf, 0, rcounts,
                                    displs, rdt, comm);
     return rc != NC_DECLINED ? rc
@@ -431,7 +433,7 @@ static int nc_hier_allgatherv(const void *sbuf, int scount,
                                          m->prev_allgatherv_module);
 }
 
-/* ---- Gather, Gatherv, Scatter, Scatterv ----------------------------------- */
+/* ---- Gather, Gatherv, Scatter, Scatterv --------------------------------- */
 
 /* What a rooted call's leaders need: the node-local counts of the leader's
  * node (cnt, dsp), every node's bundle (ucnt, udsp: on the leaders), the
@@ -509,8 +511,8 @@ typedef struct nc_rcall {
 
 /* Sizes, the decision to fall back (NC_DECLINED, counted), buffers. mine:
  * this rank's own bytes; vform: the counts are not known everywhere. */
-static int nc_rcall_open(nc_rcall_t *c, nc_module_t *m, nc_ga_blk_t k,
-                         const char *what, bool vform, int64_t mine, int root,
+static int nc_rcall_open(nc_rcall_t *c, nc_module_t *m, const char *what,
+                         bool vform, int64_t mine, int root,
                          const nc_side_t *U, ompi_communicator_t *comm)
 {
     int p = ompi_comm_size(comm);
@@ -518,7 +520,7 @@ static int nc_rcall_open(nc_rcall_t *c, nc_module_t *m, nc_ga_blk_t k,
     if (b == 0)
         return NC_NOTHING;
     *c = (nc_rcall_t){.is_root = ompi_comm_rank(comm) == root};
-    if (!nc_take(m, k, what, &c->v,
+    if (!nc_take(m, what, &c->v,
                  b >= 0 && (uint64_t)b * (uint64_t)p > INT_MAX ? NC_TOO_BIG
                                                                : NULL))
         return NC_DECLINED;
@@ -533,7 +535,7 @@ static int nc_rcall_open(nc_rcall_t *c, nc_module_t *m, nc_ga_blk_t k,
     if (rc == OMPI_SUCCESS && !c->q.fits) {
         free(c->q.cnt);
         nc_map_free(&c->mp);
-        nc_take(m, k, what, &c->v, NC_TOO_BIG);
+        nc_take(m, what, &c->v, NC_TOO_BIG);
         return NC_DECLINED;
     }
     if (c->is_root)
@@ -569,8 +571,10 @@ static void nc_rcall_close(nc_rcall_t *c)
  * gathers into the node-major T (its own bundle in place). If the root
  * does not lead its node, that leader sends it T. The root copies T into
  * rank order (T is rbuf itself when dense).
+ * Cost: L(kb) + U(pb) [+ pb point to point in the root's node] [+ C(pb)
+ * at the root]; Gatherv adds nc_sizes' three small steps.
  */
-static int nc_hier_gather_run(nc_module_t *m, nc_ga_blk_t k, const char *what,
+static int nc_hier_gather_run(nc_module_t *m, const char *what,
                               bool vform, const void *sbuf, int scount,
                               ompi_datatype_t *sdt, void *rbuf, int rcount,
                               const int *rcounts, const int *displs,
@@ -586,7 +590,7 @@ static int nc_hier_gather_run(nc_module_t *m, nc_ga_blk_t k, const char *what,
     if (!in_place)
         S = nc_side(sbuf, scount, NULL, NULL, sdt);
     nc_rcall_t c;
-    int rc = nc_rcall_open(&c, m, k, what, vform,
+    int rc = nc_rcall_open(&c, m, what, vform,
                            (int64_t)(in_place ? nc_side_bytes(&R, root)
                                               : nc_side_bytes(&S, 0)),
                            root, &R, comm);
@@ -633,7 +637,7 @@ static int nc_hier_gather(const void *sbuf, int scount, ompi_datatype_t *sdt,
                           mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_gather_run(m, NC_GA_BLK_gather, "gather", false, sbuf, scount,
+    int rc = nc_hier_gather_run(m, "gather", false, sbuf, scount,
                                 sdt, rbuf, rcount, NULL, NULL, rdt, root,
                                 comm);
     return rc != NC_DECLINED
@@ -652,7 +656,7 @@ static int nc_hier_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt,
     /* Only the root's counts are significant: the others pass a side of
      * one block (their own), which nc_hier_gather_run never indexes. */
     bool is_root = ompi_comm_rank(comm) == root;
-    int rc = nc_hier_gather_run(m, NC_GA_BLK_gatherv, "gatherv", true, sbuf,
+    int rc = nc_hier_gather_run(m, "gatherv", true, sbuf,
                                 scount, sdt, rbuf, 0, is_root ? rcounts : NULL,
                                 displs, rdt, root, comm);
     return rc != NC_DECLINED
@@ -668,9 +672,10 @@ static int nc_hier_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdt,
  * leader (its own bundle stays in T); node-local Scatterv from each
  * leader into every rank's own (count, type) (an in-place root that does
  * not lead its node takes its block into scratch and drops it).
+ * Cost: [C(pb) at the root] [+ pb point to point] + U(pb) + L(kb);
+ * Scatterv adds nc_sizes' three small steps.
  */
-static int nc_hier_scatter_run(nc_module_t *m, nc_ga_blk_t k,
-                               const char *what, bool vform,
+static int nc_hier_scatter_run(nc_module_t *m, const char *what, bool vform,
                                const void *sbuf, int scount,
                                const int *scounts, const int *displs,
                                ompi_datatype_t *sdt, void *rbuf, int rcount,
@@ -688,7 +693,7 @@ static int nc_hier_scatter_run(nc_module_t *m, nc_ga_blk_t k,
     int64_t mine = (int64_t)(in_place ? nc_side_bytes(&S, root)
                                       : nc_side_bytes(&R, 0));
     nc_rcall_t c;
-    int rc = nc_rcall_open(&c, m, k, what, vform, mine, root, &S, comm);
+    int rc = nc_rcall_open(&c, m, what, vform, mine, root, &S, comm);
     if (rc == NC_NOTHING)
         return MPI_SUCCESS;
     if (rc == NC_DECLINED)
@@ -738,7 +743,7 @@ static int nc_hier_scatter(const void *sbuf, int scount, ompi_datatype_t *sdt,
                            mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_scatter_run(m, NC_GA_BLK_scatter, "scatter", false,
+    int rc = nc_hier_scatter_run(m, "scatter", false,
                                  sbuf, scount, NULL, NULL, sdt, rbuf, rcount,
                                  rdt, root, comm);
     return rc != NC_DECLINED
@@ -755,7 +760,7 @@ static int nc_hier_scatterv(const void *sbuf, const int *scounts,
 {
     nc_module_t *m = (nc_module_t *)module;
     bool is_root = ompi_comm_rank(comm) == root;
-    int rc = nc_hier_scatter_run(m, NC_GA_BLK_scatterv, "scatterv", true,
+    int rc = nc_hier_scatter_run(m, "scatterv", true,
                                  sbuf, 0, is_root ? scounts : NULL, displs,
                                  sdt, rbuf, rcount, rdt, root, comm);
     return rc != NC_DECLINED
@@ -764,7 +769,7 @@ static int nc_hier_scatterv(const void *sbuf, const int *scounts,
                                   rdt, root, comm, m->prev_scatterv_module);
 }
 
-/* ---- Alltoall, Alltoallv ---------------------------------------------------- */
+/* ---- Alltoall, Alltoallv ------------------------------------------------ */
 
 /* A leader's view of its node's traffic: mat[i * 2p + d] the bytes member
  * i (local order) sends to rank d, mat[i * 2p + p + s] those it receives
@@ -890,10 +895,12 @@ static void nc_a2a_in(nc_a2a_t *a, const nc_map_t *mp, const char *IB,
  * Scatterv. Every rank: its run into rank order (straight into rbuf when
  * nodes are contiguous and its blocks lie back to back). The v form first
  * gathers each member's 2p byte counts to its leader, and the leaders
- * agree (Allreduce) whether every int fits.
+ * agree (Allreduce) whether every int fits and the blocks are small
+ * enough (coll_numacoll_hier_alltoall_max); a node-local Bcast tells the
+ * node. Cost: L(kpb) + 2 C(kpb) + U(kpb) + L(kpb) at the leader [+ C(pb)
+ * per rank to pack or unpack]; the v form adds L(16p) + U(4) + L(1).
  */
-static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
-                                const char *what, bool vform,
+static int nc_hier_alltoall_run(nc_module_t *m, const char *what, bool vform,
                                 const void *sbuf, int scount,
                                 const int *scounts, const int *sdispls,
                                 ompi_datatype_t *sdt, void *rbuf, int rcount,
@@ -910,7 +917,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
         return MPI_SUCCESS;
     nc_levels_t v;
     nc_map_t mp;
-    if (!nc_take(m, kind, what, &v, NULL))
+    if (!nc_take(m, what, &v, NULL))
         return NC_DECLINED;
     if (!nc_map(&mp, &v, comm))
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -921,7 +928,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
     if (!vform && ((uint64_t)kmax * (uint64_t)p * b > INT_MAX ||
                    (most && b > most))) {
         nc_map_free(&mp);
-        nc_take(m, kind, what, &v, most && b > most ? NC_A2A_BIG : NC_TOO_BIG);
+        nc_take(m, what, &v, most && b > most ? NC_A2A_BIG : NC_TOO_BIG);
         return NC_DECLINED;
     }
     nc_a2a_t a = {.p = p, .k = k};
@@ -963,7 +970,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, nc_ga_blk_t kind,
         free(mine);
         nc_a2a_free(&a);
         nc_map_free(&mp);
-        nc_take(m, kind, what, &v,
+        nc_take(m, what, &v,
                 "the leaders' verdict: " NC_TOO_BIG ", or some node's blocks "
                 "average above coll_numacoll_hier_alltoall_max");
         return NC_DECLINED;
@@ -1028,7 +1035,7 @@ static int nc_hier_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdt,
                             mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_alltoall_run(m, NC_GA_BLK_alltoall, "alltoall", false,
+    int rc = nc_hier_alltoall_run(m, "alltoall", false,
                                   sbuf, scount, NULL, NULL, sdt, rbuf, rcount,
                                   NULL, NULL, rdt, comm);
     return rc != NC_DECLINED
@@ -1045,7 +1052,7 @@ static int nc_hier_alltoallv(const void *sbuf, const int *scounts,
                              mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_alltoall_run(m, NC_GA_BLK_alltoallv, "alltoallv", true,
+    int rc = nc_hier_alltoall_run(m, "alltoallv", true,
                                   sbuf, 0, scounts, sdispls, sdt, rbuf, 0,
                                   rcounts, rdispls, rdt, comm);
     return rc != NC_DECLINED
@@ -1055,7 +1062,7 @@ static int nc_hier_alltoallv(const void *sbuf, const int *scounts,
                                    m->prev_alltoallv_module);
 }
 
-/* ---- module part ------------------------------------------------------------ */
+/* ---- module part -------------------------------------------------------- */
 
 void nc_hier_ga_install(nc_module_t *m)
 {
