@@ -114,6 +114,7 @@ TEST_SRCS = \
 	tests/test_tune_team.c \
 	tests/test_tune_file.c \
 	tests/test_tune_levels.c \
+	tests/test_tune_tuner.c \
 	tests/test_topo_cache.c \
 	tests/test_model.c \
 	tests/test_copy.c \
@@ -198,9 +199,13 @@ $(SHARED): $(SHARED_REAL)
 	ln -sf $(notdir $<) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
+# The tests link the autotuner's candidates and table code too (its
+# TUNER_CORE_OBJS, with the benchmark's objects they use: tools/tune/tuner.mk
+# adds them as prerequisites).
 $(TESTS): $(TEST_OBJS) $(SUPPORT_OBJS) $(MODEL_OBJS) $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(SUPPORT_OBJS) $(MODEL_OBJS) \
-	  $(STATIC) $(CUNIT_LIBS) $(LDLIBS)
+	  $(TUNER_CORE_OBJS) $(TUNER_BENCH_OBJS) $(STATIC) $(CUNIT_LIBS) \
+	  $(LDLIBS)
 
 $(BENCH): $(BENCH_OBJS) $(SUPPORT_OBJS) $(STATIC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

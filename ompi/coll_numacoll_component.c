@@ -474,8 +474,9 @@ static void nc_register_pvars(void)
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_iallreduce_fallback)},
         {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce, "
-         "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v) and "
-         "MPI_Alltoall(v) calls this process ran in two levels (numacoll "
+         "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v), "
+         "MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan and "
+         "MPI_Exscan calls this process ran in two levels (numacoll "
          "within the node, another component between the nodes' leaders) on "
          "communicators that span nodes or virtual nodes.",
          MCA_BASE_PVAR_CLASS_COUNTER,

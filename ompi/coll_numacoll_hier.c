@@ -4,8 +4,8 @@
  * (tuned, libnbc, basic, over the network BTLs) between one leader per
  * node. numacoll writes no network code: the leaders' level is Open MPI's.
  *
- * Sub-communicators. Created inside the first Bcast, Reduce, Allreduce or
- * Barrier on the communicator, which every rank makes, as coll/han does:
+ * Sub-communicators. Created inside the first collective of this file on
+ * the communicator, which every rank makes, as coll/han does:
  * creating them from comm_query or module_enable would run coll selection
  * inside selection. Two of them per process:
  *   - node-local: ompi_comm_split_type(MPI_COMM_TYPE_SHARED), split again
@@ -36,7 +36,15 @@
  *             L + U (+ one node-local transfer of m).
  *   Allreduce local Reduce to each leader, leaders' Allreduce in place,
  *             local Bcast from the leader. 2L + U.
- *   Barrier   local, leaders', local.
+ *   Barrier   local Barrier, leaders' Barrier, local one-byte Bcast from
+ *             the leader (the release: the leader waits for nobody).
+ *   Reduce_scatter(_block)  local Reduce of the whole vector (p m) to the
+ *             leader; leaders' Reduce_scatter, each node's blocks one
+ *             piece; local Scatterv. L(p m) + U + L(node's m).
+ *   Scan, Exscan  (nodes in rank order) local Scan (Exscan); the node's
+ *             total to its leader; leaders' Exscan of the totals; local
+ *             Bcast of that prefix, put in front of each rank's result.
+ *             2L + U + one node-local transfer.
  * Node-local calls are always numacoll's nonblocking ones, waited for in
  * Open MPI's wait (NC_LOW): numacoll's blocking calls spin without
  * opal_progress, and another component's request on the communicator
@@ -148,10 +156,28 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
                              ompi_datatype_t *dtype, struct ompi_op_t *op,
                              ompi_communicator_t *comm,
                              mca_coll_base_module_t *module);
+static int nc_hier_reduce_scatter_block(const void *sbuf, void *rbuf,
+                                        int rcount, ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op,
+                                        ompi_communicator_t *comm,
+                                        mca_coll_base_module_t *module);
+static int nc_hier_reduce_scatter(const void *sbuf, void *rbuf,
+                                  const int *rcounts, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op,
+                                  ompi_communicator_t *comm,
+                                  mca_coll_base_module_t *module);
+static int nc_hier_scan(const void *sbuf, void *rbuf, int count,
+                        ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module);
+static int nc_hier_exscan(const void *sbuf, void *rbuf, int count,
+                          ompi_datatype_t *dtype, struct ompi_op_t *op,
+                          ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module);
 
-/* The blocking four only: the nonblocking and persistent forms, and every
- * other collective, stay with the previous component on such a
- * communicator. */
+/* Blocking forms only: the nonblocking and persistent forms, and every
+ * collective not installed here, stay with the previous component on such
+ * a communicator. */
 nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
 {
     nc_module_t *m = OBJ_NEW(mca_coll_numacoll_module_t);
@@ -166,6 +192,10 @@ nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
     m->super.coll_barrier = nc_hier_barrier;
     m->super.coll_reduce = nc_hier_reduce;
     m->super.coll_allreduce = nc_hier_allreduce;
+    m->super.coll_reduce_scatter_block = nc_hier_reduce_scatter_block;
+    m->super.coll_reduce_scatter = nc_hier_reduce_scatter;
+    m->super.coll_scan = nc_hier_scan;
+    m->super.coll_exscan = nc_hier_exscan;
     nc_hier_ga_install(m);
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
@@ -708,7 +738,11 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
     }
     nc_hier_t *h = m->hier;
     ompi_communicator_t *lo = h->low, *up = h->up;
-    /* Everyone on the node has arrived; then every node; then release.
+    /* Everyone on the node has arrived; then every node; then the leader
+     * releases its node with a one-byte Bcast: one line it writes and
+     * does not wait on, where a second Barrier would make it wait for
+     * every rank of its node to arrive again (a rank descheduled then
+     * stalls the leader, and with it the next call's leaders' level).
      * The node-local ones nonblocking, as NC_LOW says why. */
     nc_rq_t q = {.n = 0};
     nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
@@ -717,9 +751,8 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
     if (up)
         rc = nc_first(rc, up->c_coll->coll_barrier(
                               up, up->c_coll->coll_barrier_module));
-    nc_rq_note(&q, lo->c_coll->coll_ibarrier(lo, nc_rq_slot(&q),
-                                             lo->c_coll->coll_ibarrier_module));
-    rc = nc_first(rc, nc_rq_wait(&q));
+    char go = 1;
+    NC_LOW(rc, lo, ibcast, &go, 1, MPI_BYTE, 0);
     return nc_hier_done(m, "barrier", -1, 0, NULL, NULL, rc);
 }
 
@@ -916,6 +949,237 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
     rc = nc_first(rc, nc_rq_wait(&cur));
     return nc_hier_done(m, "allreduce", -1, count, dtype, &g, rc);
 }
+
+/* ---- Reduce_scatter(_block), Scan and Exscan ------------------------------- */
+
+/* Reduce_scatter with per-rank counts (Reduce_scatter_block: counts NULL,
+ * each rcount). Node-local Reduce of the whole vector to the leader;
+ * leaders' Reduce_scatter in place with each node's blocks as one piece
+ * (nodes not contiguous in rank order: the leader first moves the blocks
+ * into node order, which needs a commutative op); node-local Scatterv from
+ * the leader. L(p m) + U + L(node's m). Declines (*declined, before any
+ * communication, alike on every rank) where two levels cannot serve. */
+static int nc_hier_rs(nc_module_t *m, const void *sbuf, void *rbuf,
+                      const int *counts, int rcount, ompi_datatype_t *dtype,
+                      struct ompi_op_t *op, bool *declined)
+{
+    nc_hier_t *h = m->hier;
+    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    *declined = false;
+    size_t total = 0;
+    for (int r = 0; r < size; r++)
+        total += (size_t)(counts ? counts[r] : rcount);
+    if (total == 0)     /* as the one-level calls: nothing collective */
+        return OMPI_SUCCESS;
+    if (!nc_hier_takes_op(m, op) || total > INT_MAX) {
+        *declined = true;
+        return OMPI_SUCCESS;
+    }
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    int nl = ompi_comm_size(lo);
+    /* Per rank its count and the start of its block in node order; per
+     * node its elements; per local rank its count and start in the
+     * leader's piece. */
+    int *cnt = malloc((size_t)size * sizeof *cnt);
+    int *ncnt = calloc((size_t)h->nnodes, sizeof *ncnt);
+    int *lcnt = malloc((size_t)nl * sizeof *lcnt);
+    int *ldsp = malloc((size_t)nl * sizeof *ldsp);
+    size_t *nat = calloc((size_t)h->nnodes + 1, sizeof *nat);
+    size_t *pos = malloc((size_t)size * sizeof *pos);
+    int rc = cnt && ncnt && lcnt && ldsp && nat && pos
+                 ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+    for (int r = 0; rc == OMPI_SUCCESS && r < size; r++) {
+        cnt[r] = counts ? counts[r] : rcount;
+        ncnt[h->node_of[r]] += cnt[r];
+        if (h->node_of[r] == h->my_node)
+            lcnt[h->local_of[r]] = cnt[r];
+    }
+    for (int k = 0; rc == OMPI_SUCCESS && k < h->nnodes; k++)
+        nat[k + 1] = nat[k] + (size_t)ncnt[k];
+    for (int r = 0; rc == OMPI_SUCCESS && r < size; r++) {
+        pos[r] = nat[h->node_of[r]];
+        nat[h->node_of[r]] += (size_t)cnt[r];
+    }
+    for (int j = 0, at = 0; rc == OMPI_SUCCESS && j < nl; j++) {
+        ldsp[j] = at;
+        at += lcnt[j];
+    }
+    const void *give = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    void *raw = NULL, *raw2 = NULL, *sum = NULL, *piece = NULL;
+    if (up && rc == OMPI_SUCCESS) {
+        sum = nc_scratch((int)total, dtype, &raw);
+        piece = h->ordered || !sum ? sum
+                                   : nc_scratch((int)total, dtype, &raw2);
+        if (!piece)
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    NC_LOW(rc, lo, ireduce, give, sum, (int)total, dtype, op, 0);
+    if (up && rc == OMPI_SUCCESS) {
+        ptrdiff_t ext = 0, lb = 0;
+        (void)ompi_datatype_get_extent(dtype, &lb, &ext);
+        size_t at = 0;
+        for (int r = 0; piece != sum && r < size; r++) {
+            (void)ompi_datatype_copy_content_same_ddt(
+                dtype, (size_t)cnt[r], (char *)piece + (ptrdiff_t)pos[r] * ext,
+                (char *)sum + (ptrdiff_t)at * ext);
+            at += (size_t)cnt[r];
+        }
+        rc = NC_CALL(up, reduce_scatter, MPI_IN_PLACE, piece, ncnt, dtype,
+                     op);
+    }
+    NC_LOW(rc, lo, iscatterv, piece, lcnt, ldsp, dtype, rbuf,
+           cnt ? cnt[me] : 0, dtype, 0);
+    free(raw);
+    free(raw2);
+    free(cnt);
+    free(ncnt);
+    free(lcnt);
+    free(ldsp);
+    free(nat);
+    free(pos);
+    return rc;
+}
+
+/* Two levels where they serve (counted), else *declined and counted as
+ * the fallback of `name`: the caller hands the call over. */
+static int nc_hier_rs_call(nc_module_t *m, const char *name, const void *sbuf,
+                           void *rbuf, const int *counts, int rcount,
+                           ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           bool *declined)
+{
+    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    *declined = !nc_hier_ready(m);
+    int rc = *declined ? OMPI_SUCCESS
+                       : nc_hier_rs(m, sbuf, rbuf, counts, rcount, dtype, op,
+                                    declined);
+    if (*declined) {
+        nc_ga_count_fallback(name);
+        return rc;
+    }
+    bool any = false;   /* a call of no elements at all is no call */
+    for (int r = 0; r < size && !any; r++)
+        any = (counts ? counts[r] : rcount) != 0;
+    return any ? nc_hier_done(m, name, -1, counts ? counts[me] : rcount,
+                              dtype, NULL, rc)
+               : rc;
+}
+
+static int nc_hier_reduce_scatter_block(const void *sbuf, void *rbuf,
+                                        int rcount, ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op,
+                                        ompi_communicator_t *comm,
+                                        mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    bool declined;
+    int rc = nc_hier_rs_call(m, "reduce_scatter_block", sbuf, rbuf, NULL,
+                             rcount, dtype, op, &declined);
+    return !declined ? rc
+                     : m->prev_reduce_scatter_block(
+                           sbuf, rbuf, rcount, dtype, op, comm,
+                           m->prev_reduce_scatter_block_module);
+}
+
+static int nc_hier_reduce_scatter(const void *sbuf, void *rbuf,
+                                  const int *rcounts, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op,
+                                  ompi_communicator_t *comm,
+                                  mca_coll_base_module_t *module)
+{
+    nc_module_t *m = (nc_module_t *)module;
+    bool declined;
+    int rc = nc_hier_rs_call(m, "reduce_scatter", sbuf, rbuf, rcounts, 0,
+                             dtype, op, &declined);
+    return !declined ? rc
+                     : m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op,
+                                              comm,
+                                              m->prev_reduce_scatter_module);
+}
+
+/* Scan (ex = false) and Exscan, with nodes contiguous in rank order (else
+ * the prefix of a rank is no union of whole nodes: declined). Node-local
+ * Scan (Exscan); the node's last rank hands its node's total to the
+ * leader; leaders' Exscan of the totals; node-local Bcast of that prefix
+ * P from the leader (not on the first node), which every rank puts in
+ * front of its own result: P op s (Exscan's local rank 0: P itself).
+ * L + one node-local transfer + U + L, and one op. */
+static int nc_hier_scan_run(nc_module_t *m, const void *sbuf, void *rbuf,
+                            int count, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, bool ex)
+{
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *lo = h->low, *up = h->up;
+    int nl = ompi_comm_size(lo), lr = ompi_comm_rank(lo);
+    const int tag = ex ? MCA_COLL_BASE_TAG_EXSCAN : MCA_COLL_BASE_TAG_SCAN;
+    bool last = lr == nl - 1;
+    const void *x = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    void *rawt = NULL, *rawp = NULL, *tot = NULL, *pre = NULL;
+    int rc = OMPI_SUCCESS;
+    if (last || up)
+        tot = nc_scratch(count, dtype, &rawt);
+    if (h->my_node > 0 || up)
+        pre = nc_scratch(count, dtype, &rawp);
+    if (((last || up) && !tot) || ((h->my_node > 0 || up) && !pre))
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    /* Exscan: the last rank's own contribution, before an in-place local
+     * Exscan overwrites it. */
+    if (ex && last && tot)
+        (void)ompi_datatype_copy_content_same_ddt(dtype, (size_t)count, tot,
+                                                  (void *)(uintptr_t)x);
+    if (ex)
+        NC_LOW(rc, lo, iexscan, sbuf, rbuf, count, dtype, op);
+    else
+        NC_LOW(rc, lo, iscan, sbuf, rbuf, count, dtype, op);
+    if (last && tot && rc == OMPI_SUCCESS) {
+        if (!ex)
+            (void)ompi_datatype_copy_content_same_ddt(dtype, (size_t)count,
+                                                      tot, rbuf);
+        else if (lr > 0)    /* tot = (ranks before it) op (its own) */
+            (void)mca_coll_base_reduce_local(rbuf, tot, count, dtype, op,
+                                             &m->super);
+    }
+    if (nl > 1 && last)
+        rc = nc_first(rc, MCA_PML_CALL(send(tot, count, dtype, 0, tag,
+                                            MCA_PML_BASE_SEND_STANDARD, lo)));
+    else if (nl > 1 && up)
+        rc = nc_first(rc, MCA_PML_CALL(recv(tot, count, dtype, nl - 1, tag,
+                                            lo, MPI_STATUS_IGNORE)));
+    if (up)
+        rc = nc_first(rc, NC_CALL(up, exscan, tot, pre, count, dtype, op));
+    if (h->my_node > 0) {
+        NC_LOW(rc, lo, ibcast, pre, count, dtype, 0);
+        if (rc == OMPI_SUCCESS && ex && lr == 0)
+            (void)ompi_datatype_copy_content_same_ddt(dtype, (size_t)count,
+                                                      rbuf, pre);
+        else if (rc == OMPI_SUCCESS)
+            (void)mca_coll_base_reduce_local(pre, rbuf, count, dtype, op,
+                                             &m->super);
+    }
+    free(rawt);
+    free(rawp);
+    return rc;
+}
+
+#define NC_HIER_SCAN(name, ex)                                                \
+    static int nc_hier_##name(const void *sbuf, void *rbuf, int count,        \
+                              ompi_datatype_t *dtype, struct ompi_op_t *op,   \
+                              ompi_communicator_t *comm,                      \
+                              mca_coll_base_module_t *module)                 \
+    {                                                                         \
+        nc_module_t *m = (nc_module_t *)module;                               \
+        if (count == 0)                                                       \
+            return MPI_SUCCESS;                                               \
+        if (!nc_hier_ready(m) || !m->hier->ordered) {                         \
+            nc_ga_count_fallback(#name);                                      \
+            return m->prev_##name(sbuf, rbuf, count, dtype, op, comm,         \
+                                  m->prev_##name##_module);                   \
+        }                                                                     \
+        int rc = nc_hier_scan_run(m, sbuf, rbuf, count, dtype, op, ex);       \
+        return nc_hier_done(m, #name, -1, count, dtype, NULL, rc);            \
+    }
+NC_HIER_SCAN(scan, false)
+NC_HIER_SCAN(exscan, true)
+#undef NC_HIER_SCAN
 
 /* ---- for the other two-level files ------------------------------------------ */
 

@@ -32,6 +32,13 @@ numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
                           unsigned rs, int timeout_ms);
 /* tuning_text of nct_team's teams (NULL, the default: the built-in table) */
 extern const char *nct_team_rules;
+/* A team of the default config but verbose 0, a 20 s timeout and the
+ * given tuning table (tuning_text, tuning_file; NULL: none); the status. */
+int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
+                   const char *file, numacoll_team_t **out);
+/* build/numacoll-tune ARGS under a 120 s timeout, stdout and stderr into
+ * out (NUL-terminated); its exit status, or -1. */
+int nct_tuner(const char *args, char *out, size_t len);
 /* Print rank, what, rc's name and the team's last error; returns 2. */
 int nct_say(numacoll_team_t *t, int rank, const char *what, int rc);
 /* A buffer of n bytes between NCT_GUARD guard bytes of NCT_GBYTE on each
@@ -75,6 +82,7 @@ int nct_register_align(void);
 int nct_register_mismatch(void);
 int nct_register_tune_file(void);
 int nct_register_tune_levels(void);
+int nct_register_tune_tuner(void);
 int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);

@@ -284,6 +284,23 @@ static void test_round_trip(void)
     r = rule(NC_COLL_ALLREDUCE, 5, 9, (1 << 20) + 1, Z, NC_ALG_ALLREDUCE_RSAG);
     r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
+    /* the collectives numacoll-tune tunes from the algorithm table, as it
+     * writes them: inline, staged with f, s, a copy variant and a gain */
+    r = rule(NC_COLL_ALLGATHER, 2, 3, 0, 2048, NC_ALG_ALLGATHER_INLINE);
+    r.gain = 1.5;
+    CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
+    static const nc__alg_t staged[] = {
+        NC_ALG_ALLGATHER_STAGED, NC_ALG_GATHER_STAGED, NC_ALG_SCATTER_STAGED,
+        NC_ALG_ALLTOALL_STAGED, NC_ALG_REDUCE_SCATTER_STAGED,
+        NC_ALG_SCAN_STAGED, NC_ALG_EXSCAN_STAGED};
+    for (size_t i = 0; i < sizeof staged / sizeof staged[0]; i++) {
+        r = rule(nc__algs[staged[i]].coll, 2, 3, 2049, Z, staged[i]);
+        r.ch.f = (size_t)16 << (10 + i % 3);
+        r.ch.s = 2u << (i % 3);
+        r.ch.copy = i % 2 ? NC_COPY_LIBC : NC_COPY_AUTO;
+        r.gain = 1 + 0.25 * (double)i;
+        CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
+    }
 
     char *text = write_table(&t, "made by test_tune.c\n\nsecond paragraph");
     nc__tune_table_t u;

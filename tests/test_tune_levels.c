@@ -562,16 +562,9 @@ static void test_team(void)
 #define TUNER "build/numacoll-tune"
 static int tuner(const char *args, const char *table, char *out, size_t len)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "( timeout 120 " TUNER " --quick --ops barrier "
-             "%s -o %s ) 2>&1", args, table);
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(out, 1, len - 1, f);
-    out[n] = '\0';
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char a[1024];
+    snprintf(a, sizeof a, "--quick --ops barrier %s -o %s", args, table);
+    return nct_tuner(a, out, len);
 }
 
 /* On a machine whose level lists differ the tuner measures them and the

@@ -55,14 +55,8 @@ static const size_t mix_sizes[] = {8, 200, 5000, 100000, 56, 57, 999, 1000,
 static int mix_body(const numacoll_bootstrap_t *b, void *arg)
 {
     const mix_arg_t *a = arg;
-    numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.verbose = 0;
-    cfg.timeout_ms = 20000;
-    cfg.tuning_text = a->text;
-    cfg.tuning_file = a->file;
     numacoll_team_t *team;
-    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+    if (nct_team_tuned(b, a->text, a->file, &team) != NUMACOLL_OK)
         return 10;
     int bad = 0;
     if (a->want_source &&

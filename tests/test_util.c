@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "numacoll.h"
 
@@ -33,6 +34,33 @@ numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
     cfg.reduce_depth = rs;
     numacoll_team_t *t = NULL;
     return numacoll_team_create(b, &cfg, &t) == NUMACOLL_OK ? t : NULL;
+}
+
+int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
+                   const char *file, numacoll_team_t **out)
+{
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.verbose = 0;
+    cfg.timeout_ms = 20000;
+    cfg.tuning_text = text;
+    cfg.tuning_file = file;
+    *out = NULL;
+    return numacoll_team_create(b, &cfg, out);
+}
+
+int nct_tuner(const char *args, char *out, size_t len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "( timeout 120 build/numacoll-tune %s ) 2>&1",
+             args);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int nct_say(numacoll_team_t *t, int rank, const char *what, int rc)

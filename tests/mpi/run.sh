@@ -241,8 +241,11 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # level): root and readers with different datatypes of one signature
 # (bytes in segments, 4 KiB), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
-# sits in a two-level Barrier on another (nonblocking's cross_progress).
-for t in bcast_derived reduce_ops nonblocking; do
+# sits in a two-level Barrier on another (nonblocking's cross_progress),
+# rscan's collectives (two levels: Alltoallv, Reduce_scatter(_block),
+# Scan, Exscan); barrier_order: nobody leaves the two-level Barrier
+# (whose node-level release is a one-byte Bcast) before the last came in.
+for t in bcast_derived reduce_ops nonblocking rscan barrier_order; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
@@ -283,6 +286,11 @@ for cfg in 4:2:rr 6:3:block; do
         --mca coll_numacoll_hier_alltoall_max 0 \
         -x NC_EXPECT_TWO_LEVEL=1 "$BIN/rscan"
 done
+# rscan on uneven nodes not contiguous in rank order: Reduce_scatter's
+# leaders move the blocks into node order; Scan and Exscan fall back.
+mpi "two-level   np=6, 4 virtual nodes, rr: rscan" "$WITH_PATH" 6 $FORCE \
+    $TCP --mca coll_numacoll_virtual_nodes 4 \
+    --mca coll_numacoll_virtual_split rr "$BIN/rscan"
 
 # MPI sessions (Open MPI 5.0 on; built only there, ompi/ompi.mk): a
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,

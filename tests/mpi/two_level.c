@@ -1,6 +1,7 @@
 /*
- * Bcast, Reduce, Allreduce and Barrier on communicators that span
- * (virtual) nodes: numacoll's two-level mode (ompi/coll_numacoll_hier.c).
+ * Bcast, Reduce, Allreduce, Barrier, Reduce_scatter(_block), Scan and
+ * Exscan on communicators that span (virtual) nodes: numacoll's two-level
+ * mode (ompi/coll_numacoll_hier.c).
  * tests/mpi/run.sh runs it with coll_numacoll_virtual_nodes = 2, 3 or 4
  * and coll_numacoll_virtual_split = block or rr over --mca btl self,tcp,
  * so the leaders' level goes through TCP on the loopback. A plain MPI
@@ -14,16 +15,21 @@
  *   - a non-commutative user op (composition of affine maps modulo 2^32)
  *     that must give the rank-ordered composition;
  *   - Barrier: nobody leaves before a late rank came in (one clock: the
- *     ranks share the machine).
+ *     ranks share the machine);
+ *   - Reduce_scatter_block (also in place) and Reduce_scatter with uneven
+ *     counts and zeros, of uint32 sums and of the non-commutative op;
+ *     Scan and Exscan (also in place) of both, Exscan's rank 0 buffer
+ *     untouched.
  * On MPI_COMM_WORLD in reversed rank order, a few of the same; first, a
  * dup whose first collective is MPI_Comm_split_type's own.
  *
  * NC_EXPECT_TWO_LEVEL=block|rr (set by run.sh where the component is
  * loaded with virtual nodes): numacoll's MPI_T counter two_level_count
- * must grow by exactly the calls made, the non-commutative ones counted
- * only with block (under rr nodes are not contiguous in rank order and
- * those calls go to the previous component, whose Allreduce may call the
- * communicator's Bcast: then up to all calls).
+ * must grow by exactly the calls made, the non-commutative ones and every
+ * Scan and Exscan counted only with block (under rr nodes are not
+ * contiguous in rank order and those calls go to the previous component,
+ * whose Allreduce may call the communicator's Bcast: then up to all
+ * calls).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,7 +44,9 @@ static const int sizes[] = {1, 8, 1000, 65536 + 13, 300 * 1024 + 4,
                             (3 << 19) + 20};
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 
-static unsigned long long calls, noncomm_calls;
+/* calls: all made; ordered_calls: those two levels take only when nodes
+ * are contiguous in rank order (block split). */
+static unsigned long long calls, ordered_calls;
 
 /* ---- contributions ---------------------------------------------------- */
 
@@ -149,7 +157,7 @@ static void t_noncomm(MPI_Comm comm, const char *cname, int root, int n,
     int rc = root >= 0 ? MPI_Reduce(s, r, n, dt, op, root, comm)
                        : MPI_Allreduce(s, r, n, dt, op, comm);
     calls++;
-    noncomm_calls++;
+    ordered_calls++;
     int bad = -1;
     for (int i = 0; (root < 0 || rank == root) && i < n && bad < 0; i++) {
         affine_t w = aff(0, (size_t)i, seed);
@@ -162,6 +170,139 @@ static void t_noncomm(MPI_Comm comm, const char *cname, int root, int n,
                "%s non-commutative %s root %d, %d maps: rc %d, first wrong "
                "element %d", cname, root >= 0 ? "Reduce" : "Allreduce", root,
                n, rc, bad);
+    free(s);
+    free(r);
+}
+
+/* Element i of the reduced vector from ranks lo..hi-1 (sums, or the
+ * rank-ordered composition); the affine value in *w. */
+static uint32_t sum_of(int lo, int hi, size_t i, unsigned seed)
+{
+    uint32_t w = 0;
+    for (int q = lo; q < hi; q++)
+        w += val(q, i, seed);
+    return w;
+}
+
+static affine_t comp_of(int lo, int hi, size_t i, unsigned seed)
+{
+    affine_t w = aff(lo, i, seed);
+    for (int q = lo + 1; q < hi; q++)
+        w = compose(w, aff(q, i, seed));
+    return w;
+}
+
+/* n contributions of rank (uint32 or affine maps) into s. */
+static void contrib(unsigned char *s, size_t n, int rank, unsigned seed,
+                    bool noncomm)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (noncomm) {
+            affine_t f = aff(rank, i, seed);
+            memcpy(s + i * sizeof f, &f, sizeof f);
+        } else {
+            uint32_t v = val(rank, i, seed);
+            memcpy(s + i * sizeof v, &v, sizeof v);
+        }
+    }
+}
+
+/* Whether got is element g reduced over ranks lo..hi-1. */
+static bool reduced(const unsigned char *got, int lo, int hi, size_t g,
+                    unsigned seed, bool noncomm)
+{
+    if (noncomm) {
+        affine_t w = comp_of(lo, hi, g, seed), v;
+        memcpy(&v, got, sizeof v);
+        return v.a == w.a && v.b == w.b;
+    }
+    uint32_t v;
+    memcpy(&v, got, sizeof v);
+    return v == sum_of(lo, hi, g, seed);
+}
+
+/* Reduce_scatter_block (uneven = false: n each) or Reduce_scatter (rank
+ * r gets n + r elements, every third rank none), uint32 sums or (noncomm)
+ * the affine maps, in place or not. */
+static void t_rs(MPI_Comm comm, const char *cname, int n, bool uneven,
+                 bool noncomm, bool in_place, MPI_Datatype aff_t, MPI_Op op)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *cnt = malloc((size_t)size * sizeof *cnt);
+    size_t total = 0, off = 0;
+    for (int r = 0; r < size; r++) {
+        cnt[r] = uneven ? (r % 3 == 1 ? 0 : n + r) : n;
+        if (r == rank)
+            off = total;
+        total += (size_t)cnt[r];
+    }
+    unsigned seed = (unsigned)(n * 3 + uneven * 5 + noncomm * 7 + in_place);
+    size_t esz = noncomm ? sizeof(affine_t) : 4;
+    unsigned char *s = malloc(total * esz + 1);
+    unsigned char *r = malloc((in_place ? total : (size_t)cnt[rank]) * esz + 1);
+    contrib(s, total, rank, seed, noncomm);
+    if (in_place)
+        memcpy(r, s, total * esz);
+    const void *send = in_place ? MPI_IN_PLACE : s;
+    MPI_Datatype dt = noncomm ? aff_t : MPI_UINT32_T;
+    MPI_Op o = noncomm ? op : MPI_SUM;
+    int rc = uneven ? MPI_Reduce_scatter(send, r, cnt, dt, o, comm)
+                    : MPI_Reduce_scatter_block(send, r, n, dt, o, comm);
+    calls++;
+    ordered_calls += noncomm;
+    int bad = -1;
+    for (int i = 0; i < cnt[rank] && bad < 0; i++)
+        if (!reduced(r + (size_t)i * esz, 0, size, off + (size_t)i, seed,
+                     noncomm))
+            bad = i;
+    MPIT_CHECK(rc == MPI_SUCCESS && bad < 0,
+               "%s %s%s%s, %d elements: rc %d, first wrong element %d", cname,
+               uneven ? "Reduce_scatter" : "Reduce_scatter_block",
+               noncomm ? " non-commutative" : "", in_place ? " in place" : "",
+               n, rc, bad);
+    free(cnt);
+    free(s);
+    free(r);
+}
+
+/* Scan or Exscan of n elements, sums or affine maps, in place or not. */
+static void t_scan(MPI_Comm comm, const char *cname, int n, bool ex,
+                   bool noncomm, bool in_place, MPI_Datatype aff_t, MPI_Op op)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    unsigned seed = (unsigned)(n * 5 + ex * 3 + noncomm * 11 + in_place);
+    size_t esz = noncomm ? sizeof(affine_t) : 4, bytes = (size_t)n * esz;
+    unsigned char *s = malloc(bytes + 1), *r = malloc(bytes + 1);
+    contrib(s, (size_t)n, rank, seed, noncomm);
+    memset(r, 0x5A, bytes);
+    if (in_place)
+        memcpy(r, s, bytes);
+    const void *send = in_place ? MPI_IN_PLACE : s;
+    MPI_Datatype dt = noncomm ? aff_t : MPI_UINT32_T;
+    MPI_Op o = noncomm ? op : MPI_SUM;
+    int rc = ex ? MPI_Exscan(send, r, n, dt, o, comm)
+                : MPI_Scan(send, r, n, dt, o, comm);
+    calls++;
+    ordered_calls++;
+    int hi = ex ? rank : rank + 1, bad = -1;
+    for (int i = 0; i < n && bad < 0; i++) {
+        unsigned char *got = r + (size_t)i * esz;
+        if (hi == 0) {      /* Exscan's rank 0: untouched */
+            unsigned char keep[sizeof(affine_t)];
+            memset(keep, 0x5A, esz);
+            bad = memcmp(got, in_place ? s + (size_t)i * esz : keep, esz)
+                      ? i : -1;
+        } else if (!reduced(got, 0, hi, (size_t)i, seed, noncomm)) {
+            bad = i;
+        }
+    }
+    MPIT_CHECK(rc == MPI_SUCCESS && bad < 0,
+               "%s %s%s%s, %d elements: rc %d, first wrong element %d", cname,
+               ex ? "Exscan" : "Scan", noncomm ? " non-commutative" : "",
+               in_place ? " in place" : "", n, rc, bad);
     free(s);
     free(r);
 }
@@ -220,6 +361,19 @@ static void run_all(MPI_Comm comm, const char *cname, bool full,
         t_sum(comm, cname, -1, (n + 3) / 4, true);
         t_noncomm(comm, cname, -1, (n + 7) / 8, aff_t, op);
     }
+    /* The reductions to every rank's piece, and the prefixes, at a few
+     * sizes: small, and past a segment. */
+    static const int rsizes[] = {1, 300, 70000};
+    for (int k = 0; k < 3; k++) {
+        int n = rsizes[k];
+        for (int v = 0; v < 4; v++) {
+            bool noncomm = v & 1, in_place = v & 2;
+            t_rs(comm, cname, n, false, noncomm, in_place, aff_t, op);
+            t_rs(comm, cname, n, true, noncomm, in_place, aff_t, op);
+            t_scan(comm, cname, n, false, noncomm, in_place, aff_t, op);
+            t_scan(comm, cname, n, true, noncomm, in_place, aff_t, op);
+        }
+    }
     t_barrier(comm, cname, size - 1);
     t_barrier(comm, cname, size / 2);
 }
@@ -262,15 +416,15 @@ int main(int argc, char **argv)
     const char *want = getenv("NC_EXPECT_TWO_LEVEL");
     if (want && *want) {
         bool ordered = strcmp(want, "block") == 0;
-        unsigned long long expect = calls - (ordered ? 0 : noncomm_calls);
+        unsigned long long expect = calls - (ordered ? 0 : ordered_calls);
         /* Under rr, the previous component's Allreduce of a non-commutative
          * op may run its own Bcast on the communicator, which is ours. */
         unsigned long long most = ordered ? expect : calls;
         MPIT_CHECK(pv.present && after - before >= expect &&
                        after - before <= most,
                    "two_level_count grew by %llu, expected %llu (%llu calls, "
-                   "%llu non-commutative, split %s)", after - before, expect,
-                   calls, noncomm_calls, want);
+                   "%llu needing rank order, split %s)", after - before,
+                   expect, calls, ordered_calls, want);
     }
     mpit_named_close(&pv);
     MPI_Comm_free(&rev);

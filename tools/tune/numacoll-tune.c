@@ -1,7 +1,9 @@
 /*
  * numacoll-tune: the autotuner. On the machine at hand it measures, for
  * Bcast, Reduce, Allreduce and Barrier from 1 byte to 64 MiB, the
- * candidates the performance model suggests against the built-in choice,
+ * candidates the performance model suggests against the built-in choice
+ * (for Allgather, Gather, Scatter, Alltoall, Reduce_scatter, Scan and
+ * Exscan those the algorithm table gives, at a few sizes),
  * keeps the fastest per size range and writes a tuning table
  * (docs/tuning.md) that NUMACOLL_TUNING_FILE or Open MPI's
  * coll_numacoll_tuning_file then loads. How and why: docs/autotuner.md.
@@ -25,6 +27,9 @@
 #include "tools/tune/tuner.h"
 
 #define ME "numacoll-tune"
+#define TN_OPS_NAMES                                                           \
+    "bcast, reduce, allreduce, barrier, allgather, gather, scatter, "          \
+    "alltoall, reduce_scatter, scan, exscan"
 #define DEFAULT_OUT "numacoll-tuning.txt"
 #define FULL_BUDGET_S 300.0
 #define QUICK_BUDGET_S 50.0
@@ -44,7 +49,12 @@ static void usage(FILE *to)
         "parameters found, with the measured gain over the built-in choice.\n"
         "  -o, --output FILE   the table (default " DEFAULT_OUT ")\n"
         "  -p, --procs N,...   team sizes to tune (default: the number of cores)\n"
-        "      --ops LIST      bcast,reduce,allreduce,barrier or all (default)\n"
+        "      --ops LIST      operations to tune, comma-separated: bcast, reduce,\n"
+        "                      allreduce, barrier, allgather, gather, scatter,\n"
+        "                      alltoall, reduce_scatter, scan, exscan, or all\n"
+        "                      (default); the v forms (allgatherv, gatherv,\n"
+        "                      scatterv, alltoallv, reduce_scatter_block) name\n"
+        "                      their base collective, whose rules they run\n"
         "      --sizes LO-HI   message sizes to measure, e.g. 1K-4M (default\n"
         "                      1-64M; suffixes K, M, G)\n"
         "      --budget T      time for the whole run: 90s, 5m, 1h (default 5m,\n"
@@ -120,24 +130,36 @@ static int parse_procs(tn_opts_t *o, const char *list, char *err,
     return 0;
 }
 
+/* The names of the MPI forms whose rules are their base collective's
+ * (docs/tuning.md): tuning the base tunes them. */
+static const struct { const char *name; int op; } op_alias[] = {
+    {"allgatherv", NCB_OP_ALLGATHER},   {"gatherv", NCB_OP_GATHER},
+    {"scatterv", NCB_OP_SCATTER},       {"alltoallv", NCB_OP_ALLTOALL},
+    {"reduce_scatter_block", NCB_OP_REDUCE_SCATTER},
+};
+
 static int parse_ops(tn_opts_t *o, const char *list, char *err, size_t errlen)
 {
     char buf[256], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        FAIL("--ops: the list is too long");
     snprintf(buf, sizeof buf, "%s", list);
     o->ops = 0;
     for (char *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "all") == 0) {
-            o->ops = NCB_OPS_CLASSIC;
+            o->ops = TN_OPS_ALL;
             continue;
         }
-        int k = ncb_op_find(tok);
-        if (k >= 0 && !(NCB_OPS_CLASSIC & 1u << k))
-            FAIL("--ops: %s is not tuned yet (its built-in rule applies)",
-                 tok);
+        int k = -1;
+        for (size_t i = 0; i < sizeof op_alias / sizeof op_alias[0]; i++)
+            if (strcmp(tok, op_alias[i].name) == 0)
+                k = op_alias[i].op;
         if (k < 0)
-            FAIL("--ops: unknown operation '%s' (bcast, reduce, allreduce, "
-                 "barrier or all)", tok);
+            k = ncb_op_find(tok);
+        if (k < 0 || !(TN_OPS_ALL & 1u << k))
+            FAIL("--ops: unknown operation '%s' (" TN_OPS_NAMES " or all)",
+                 tok);
         o->ops |= 1u << k;
     }
     if (!o->ops)
@@ -181,7 +203,7 @@ static int parse(int argc, char **argv, tn_opts_t *o, char *err,
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->out = DEFAULT_OUT;
-    o->ops = NCB_OPS_CLASSIC;
+    o->ops = TN_OPS_ALL;
     o->size_lo = 1;
     o->size_hi = (size_t)64 << 20;
     optind = 1;
@@ -414,17 +436,23 @@ int main(int argc, char **argv)
         if (runs[i]->npoints)
             snprintf(ps + l, sizeof ps - l, "%s%d", l ? "," : "", runs[i]->p);
     }
+    /* the rules per collective, those with any */
+    char per[512] = "";
+    for (int c = 0; c < NC_COLL_COUNT; c++) {
+        int k = count_coll(&tab, c);
+        size_t l = strlen(per);
+        if (k && l < sizeof per)
+            snprintf(per + l, sizeof per - l, "%s%s %d", l ? ", " : "",
+                     nc__coll_name((nc__coll_t)c), k);
+    }
     char a[32], b[32];
     long ts = (long)(used + 0.5), tb = (long)(o.budget_s + 0.5);
     snprintf(a, sizeof a, "%ld:%02ld", ts / 60, ts % 60);
     snprintf(b, sizeof b, "%ld:%02ld", tb / 60, tb % 60);
-    fprintf(stderr, ME ": wrote %s: %d rules (bcast %d, reduce %d, allreduce "
-            "%d, barrier %d) from %d points at p=%s, %d tie%s, %d left out; "
-            "%s of %s\n", o.out, tab.n, count_coll(&tab, NC_COLL_BCAST),
-            count_coll(&tab, NC_COLL_REDUCE),
-            count_coll(&tab, NC_COLL_ALLREDUCE),
-            count_coll(&tab, NC_COLL_BARRIER), points, ps[0] ? ps : "none",
-            ties, ties == 1 ? "" : "s", skipped, a, b);
+    fprintf(stderr, ME ": wrote %s: %d rules (%s) from %d points at p=%s, "
+            "%d tie%s, %d left out; %s of %s\n", o.out, tab.n,
+            per[0] ? per : "none", points, ps[0] ? ps : "none", ties,
+            ties == 1 ? "" : "s", skipped, a, b);
     if (bad)
         fprintf(stderr, ME ": %d configuration%s delivered wrong data (named "
                 "above) and %s left out: a bug in numacoll, please report it\n",

@@ -49,6 +49,20 @@
 #define TN_SAMPLE_FULL   2000.0
 #define TN_CANDS_QUICK   3
 #define TN_CANDS_FULL    8
+/* The same for the collectives whose rules are the table's alone
+ * (Allgather, Gather, Scatter, Alltoall, Reduce_scatter, Scan, Exscan):
+ * few algorithms and few parameters each, so fewer candidates keep the
+ * default run within its budget (tuner_cands.c, table_list). */
+#define TN_CANDS_GENERIC_QUICK 2
+#define TN_CANDS_GENERIC_FULL  4
+/* What --ops all (and no --ops) tunes: every operation of numacoll-bench
+ * whose collective has rules of its own in the table. The v forms
+ * (Allgatherv, Alltoallv) run their base collective's rules and are
+ * tuned through it. */
+#define TN_OPS_ALL                                                            \
+    (NCB_OPS_CLASSIC | 1u << NCB_OP_ALLGATHER | 1u << NCB_OP_GATHER |        \
+     1u << NCB_OP_SCATTER | 1u << NCB_OP_ALLTOALL |                           \
+     1u << NCB_OP_REDUCE_SCATTER | 1u << NCB_OP_SCAN | 1u << NCB_OP_EXSCAN)
 /* A level list replaces numa only when its calls took less time
  * (geometric mean over the points) by this much, or by more than two numa
  * teams differed, whichever is larger (tuner_run.c, measure_levels). */
@@ -100,6 +114,10 @@ typedef struct tn_cand {
     double pred;        /* the model's or the ranking's seconds; 0: none   */
 } tn_cand_t;
 
+/* Constants for when the fit fails: a plausible machine, so the candidate
+ * lists stay sensible (the header says the fit failed). */
+void tn_model_assumed(nc__model_t *md);
+
 /* Set up x for a team of p ranks at loc (copied pointer) with the fitted
  * model; 0, or -1 when out of memory. */
 int tn_ctx_init(tn_ctx_t *x, int p, unsigned nodes, unsigned ppn,
@@ -128,8 +146,16 @@ void tn_cand_text(int coll, const nc__choice_t *ch, char *buf, size_t len);
 /* "8", "56", "4K", "16M". */
 const char *tn_size_str(size_t v, char *buf, size_t len);
 
-/* NC_COLL_* of an NCB_OP_*. */
+/* NC_COLL_* of an NCB_OP_* (the v forms: their base collective's), or
+ * -1 when the operation has no rules. */
 int tn_coll_of(int op);
+
+/* 1 for the operations tuned from the algorithm table alone (no model
+ * formula, few parameters): those of TN_OPS_ALL beyond the classic four. */
+int tn_op_generic(int op);
+
+/* Candidates per point for op (TN_CANDS_* by quick and kind). */
+int tn_op_cap(int op, int quick);
 
 /* ---- one run: what rank 0 reports back --------------------------------- */
 

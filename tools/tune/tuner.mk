@@ -18,6 +18,11 @@ TUNER_SRCS = tools/tune/numacoll-tune.c tools/tune/tuner_run.c \
              tools/tune/tuner_machine.c
 TUNER_OBJS = $(TUNER_SRCS:%.c=$(BUILD)/%.o)
 TUNER_BENCH_OBJS = $(filter-out $(BUILD)/bench/numacoll-bench.o,$(BENCH_OBJS))
+# What the tests link of the tuner (tests/test_tune_tuner.c): the
+# candidates and the points-to-rules code, with the benchmark's objects.
+TUNER_CORE_OBJS = $(BUILD)/tools/tune/tuner_cands.o \
+                  $(BUILD)/tools/tune/tuner_table.o
+$(TESTS): $(TUNER_CORE_OBJS) $(TUNER_BENCH_OBJS)
 TUNER_QUICK_OUT = $(BUILD)/tuned-quick.txt
 
 DEPS += $(TUNER_OBJS:.o=.d)

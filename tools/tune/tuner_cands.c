@@ -18,9 +18,18 @@
  *             candidates and rsag with its f and s, ranked alike, the two
  *             kinds taken in turn.
  *  Barrier    k = 2, 3, 4, 8.
+ *  The others (Allgather, Gather, Scatter, Alltoall, Reduce_scatter, Scan,
+ *             Exscan; the v forms run their base's rules): generated from
+ *             the algorithm table, every algorithm of the collective that
+ *             carries the size with the keys it takes (f and s as the
+ *             Reduce's, q = 1, 2, tree = kary, flat, k = 2, 4), each
+ *             algorithm's variants ranked by a rough staging estimate and
+ *             the algorithms taken in turn, the default's own last. An
+ *             algorithm added to coll/algs.h is a candidate with no change
+ *             here.
  * Before all these, up to half the candidates (extra()): the default with
- * the C library's copy and with streaming stores, and for Bcast single
- * copy (alg=cma).
+ * the C library's copy and with streaming stores (the table-only
+ * collectives from 64 KiB on), and for Bcast single copy (alg=cma).
  * Trees that coincide at this p (at p = 2 every tree is one edge) are one
  * candidate: shapes are compared by their parent arrays, from coll/tree.h.
  */
@@ -34,15 +43,36 @@
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
+/* Algorithms of one collective the generic lists take (NC_ALG_LIST has
+ * at most three per collective so far). */
+#define ALGS_PER_COLL 6
 
 int tn_coll_of(int op)
 {
     switch (op) {
-    case NCB_OP_BCAST: return NC_COLL_BCAST;
-    case NCB_OP_REDUCE: return NC_COLL_REDUCE;
-    case NCB_OP_ALLREDUCE: return NC_COLL_ALLREDUCE;
-    default: return NC_COLL_BARRIER;
+    /* the core's v forms run their base collective's rules */
+    case NCB_OP_ALLGATHERV: return NC_COLL_ALLGATHER;
+    case NCB_OP_ALLTOALLV: return NC_COLL_ALLTOALL;
+    default: break;
     }
+    /* the other operations carry their collective's name */
+    for (int c = 0; c < NC_COLL_COUNT && op >= 0 && op < NCB_OP_COUNT; c++)
+        if (strcmp(nc__coll_name((nc__coll_t)c), ncb_ops[op].name) == 0)
+            return c;
+    return -1;
+}
+
+int tn_op_generic(int op)
+{
+    return op >= 0 && op < NCB_OP_COUNT && (TN_OPS_ALL & 1u << op) &&
+           !(NCB_OPS_CLASSIC & 1u << op);
+}
+
+int tn_op_cap(int op, int quick)
+{
+    if (tn_op_generic(op))
+        return quick ? TN_CANDS_GENERIC_QUICK : TN_CANDS_GENERIC_FULL;
+    return quick ? TN_CANDS_QUICK : TN_CANDS_FULL;
 }
 
 const char *tn_size_str(size_t v, char *buf, size_t len)
@@ -110,6 +140,15 @@ void tn_cand_text(int coll, const nc__choice_t *ch, char *buf, size_t len)
         buf[n] = '\n';
         buf[n + 1] = '\0';
     }
+}
+
+void tn_model_assumed(nc__model_t *md)
+{
+    memset(md, 0, sizeof *md);
+    md->t_local = md->t_cross = 0.2e-9;
+    md->t_hop = 150e-9;
+    md->t_WO = 50e-9;
+    md->t_A = 30e-9;
 }
 
 /* ---- shapes ------------------------------------------------------------ */
@@ -221,14 +260,15 @@ static int shape_id(tn_ctx_t *x, int kind, int k, int hier)
     return s->canon;
 }
 
-/* The shape a choice's tree has: Bcast trees by kind and radix, the
- * Reduce/Barrier hier tree by radix. -2 when the choice has no tree. */
+/* The shape a choice's tree has: trees named by kind (tree=, Bcast's) by
+ * kind and radix, the Reduce/Barrier hier tree by radix. -2 when the
+ * choice has no tree. */
 static int choice_shape(tn_ctx_t *x, const nc__choice_t *ch)
 {
     int a = (int)ch->alg;
     if (!nc__alg_takes(a, "k"))
         return -2;
-    if (nc__algs[a].coll == NC_COLL_BCAST)
+    if (nc__alg_takes(a, "tree"))
         return shape_id(x, ch->tree, (int)ch->k, 0);
     return shape_id(x, NUMACOLL_TREE_NUMA, (int)ch->k, 1);
 }
@@ -490,6 +530,62 @@ static void reduce_list(tn_ctx_t *x, int alg, size_t m, clist_t *l)
     }
 }
 
+/* ---- the collectives tuned from the algorithm table alone ---------------- */
+
+/* Bytes one rank moves per block that a round's fragment of f bytes must
+ * hold for the call to take one round: the block (the gathers), or
+ * Alltoall's p - 1 outgoing blocks, which a round cuts f / (p - 1) bytes
+ * of each; for Reduce_scatter, Scan and Exscan the size is the vector
+ * (docs/tuning.md). */
+static size_t round_bytes(const tn_ctx_t *x, int op, size_t m)
+{
+    size_t v = m ? m : 1;
+    if (op == NCB_OP_ALLTOALL || op == NCB_OP_ALLTOALLV)
+        v *= (size_t)(x->p > 1 ? x->p - 1 : 1);
+    return v;
+}
+
+/* A rough estimate for ranking one algorithm's variants: rounds of f
+ * bytes, each a copy in and out and a hand-over, a little slower with few
+ * slots. Only the order within one algorithm matters. */
+static double staged_pred(tn_ctx_t *x, size_t vol, size_t f, unsigned s)
+{
+    const nc__model_t *md = x->model;
+    size_t fe = f && f < vol ? f : vol;
+    double rounds = f ? (double)ceil_div(vol, f) : 1;
+    double stage = 2 * (double)fe * x->t + md->t_hop + md->t_A + md->t_WO;
+    return (rounds + 1) * stage * (1 + (s ? 0.5 / s : 0));
+}
+
+/* Every variant of algorithm a at this size, by the keys the algorithm
+ * table says it takes (coll/algs.h): f and s as the Reduce's (each list up
+ * to the first value that holds the whole round), q = 1, 2, tree = kary,
+ * flat and k = 2, 4. An algorithm added to NC_ALG_LIST with these keys is
+ * a candidate with no change here. */
+static void table_list(tn_ctx_t *x, int a, size_t vol, clist_t *l)
+{
+    static const unsigned qs[] = {1, 2}, ks[] = {2, 4};
+    static const int trees[] = {NUMACOLL_TREE_KARY, NUMACOLL_TREE_FLAT};
+    size_t fs[4] = {0};
+    unsigned ss[3] = {0};
+    const int tf = nc__alg_takes(a, "f"), ts = nc__alg_takes(a, "s"),
+              tq = nc__alg_takes(a, "q"), tt = nc__alg_takes(a, "tree"),
+              tk = nc__alg_takes(a, "k");
+    int nf = tf ? f_list(vol, fs) : 1;
+    for (int i = 0; i < nf; i++) {
+        int ns = ts ? s_list(tf ? ceil_div(vol, fs[i]) : 1, ss) : 1;
+        for (int j = 0; j < ns; j++)
+            for (int qi = 0; qi < (tq ? 2 : 1); qi++)
+                for (int ti = 0; ti < (tt ? 2 : 1); ti++)
+                    for (int ki = 0; ki < (tk ? 2 : 1); ki++)
+                        add(x, l,
+                            (nc__choice_t){.alg = (nc__alg_t)a, .f = fs[i],
+                                           .s = ss[j], .q = qs[qi],
+                                           .tree = trees[ti], .k = ks[ki]},
+                            staged_pred(x, vol, fs[i], ss[j]));
+    }
+}
+
 /* Append from l those not the default and not already in out. */
 static int take(tn_ctx_t *x, const clist_t *l, int from, int upto,
                 const nc__choice_t *def, tn_cand_t *out, int n, int cap,
@@ -523,9 +619,11 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
     static clist_t c;
     c.n = 0;
     if ((op != NCB_OP_BCAST && op != NCB_OP_REDUCE &&
-         op != NCB_OP_ALLREDUCE) ||
+         op != NCB_OP_ALLREDUCE && !tn_op_generic(op)) ||
         m <= 56)    /* one line's payload: too short for a copy kind to tell */
         return n;
+    if (tn_op_generic(op) && (m < 64 * KIB || !nc__alg_takes(def->alg, "f")))
+        return n;   /* few candidates: the copy kinds only where they tell */
     nc__choice_t v = *def;
     if (op == NCB_OP_BCAST && m >= 16 * KIB && x && x->relay_ok &&
         def->alg == NC_ALG_BCAST_PIPELINED) {
@@ -544,7 +642,7 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
         v.copy = def->copy == NC_COPY_NT ? NC_COPY_VEC : NC_COPY_NT;
         add(x, &c, v, 0);
     }
-    if (m >= 64 * KIB && op != NCB_OP_REDUCE) {
+    if (m >= 64 * KIB && (op == NCB_OP_BCAST || op == NCB_OP_ALLREDUCE)) {
         v.copy = NC_COPY_NTALL;   /* pays where the cores are far apart */
         add(x, &c, v, 0);
     }
@@ -633,8 +731,40 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
         n = take(x, &a, 0, cap, def, out, n, cap, NULL);
         break;
     }
-    default:
+    default: {
+        /* every algorithm of the collective that carries m, one list
+         * each, the best of each taken in turn (their rough estimates do
+         * not compare): the default's own algorithm last, since another
+         * algorithm is where a few candidates find most; the others in
+         * table order (inline ones come first there) */
+        static clist_t per[ALGS_PER_COLL];
+        int coll = tn_coll_of(op), na = 0;
+        if (coll < 0)
+            break;
+        const size_t vol = round_bytes(x, op, m);
+        for (int pass = 0; pass < 2; pass++)
+            for (int al = 0; al < NC_ALG_COUNT && na < ALGS_PER_COLL; al++) {
+                if ((int)nc__algs[al].coll != coll ||
+                    m > nc__algs[al].max_bytes ||
+                    (al == (int)def->alg) != (pass == 1))
+                    continue;
+                per[na].n = 0;
+                table_list(x, al, vol, &per[na]);
+                sort_list(&per[na]);
+                na++;
+            }
+        int at[ALGS_PER_COLL] = {0};
+        for (int more = 1; more && n < cap;) {
+            more = 0;
+            for (int i = 0; i < na && n < cap; i++)
+                if (at[i] < per[i].n) {
+                    n = take(x, &per[i], at[i], n + 1, def, out, n, cap,
+                             &at[i]);
+                    more = 1;
+                }
+        }
         break;
+    }
     }
     return n;
 }

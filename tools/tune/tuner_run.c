@@ -136,6 +136,14 @@ static const char *op_name(int op)
     return ncb_ops[op].name;
 }
 
+/* No operation forced to an algorithm: every call goes through the
+ * public dispatch, so the team's rules choose (ncb_team_open). */
+static void auto_algs(int alg[NCB_OP_COUNT])
+{
+    for (int op = 0; op < NCB_OP_COUNT; op++)
+        alg[op] = -1;
+}
+
 /* ---- the plan ------------------------------------------------------------ */
 
 static void add_unit(rstate_t *S, int op, size_t m, int level)
@@ -156,10 +164,29 @@ static void plan_op(rstate_t *S, int op)
         add_unit(S, op, 0, 0);
         return;
     }
+    /* sizes are the table's: Reduce_scatter's is the whole vector, p
+     * blocks of whole elements (bench_m) */
     size_t elem = ncb_ops[op].elem;
+    if (ncb_ops[op].flags & NCB_PBLOCKS)
+        elem *= (size_t)S->w.p;
     size_t sz[TN_MAX_SIZES];
     int lv[TN_MAX_SIZES], n = 0;
-    if (o->quick) {
+    if (tn_op_generic(op)) {
+        /* few points: a block in one line, on both sides of the inline
+         * Allgather's largest block, the staging slot and beyond; the
+         * largest, the costliest, last */
+        static const struct { size_t m; int level; } full[] = {
+            {8, 0}, {64, 1}, {KIB, 1}, {16 * KIB, 0}, {256 * KIB, 1},
+            {4 * MIB, 2}};
+        static const struct { size_t m; int level; } quick[] = {
+            {64, 0}, {4 * KIB, 0}, {256 * KIB, 1}};
+        size_t nq = o->quick ? sizeof quick / sizeof quick[0]
+                             : sizeof full / sizeof full[0];
+        for (size_t i = 0; i < nq; i++) {
+            sz[n] = o->quick ? quick[i].m : full[i].m;
+            lv[n++] = o->quick ? quick[i].level : full[i].level;
+        }
+    } else if (o->quick) {
         /* the sizes that tell most, most telling first; 16M last (the
          * costliest) */
         static const struct { size_t m; int level; } q[] = {
@@ -217,6 +244,14 @@ static int by_level(const void *a, const void *b)
     return (x->m > y->m) - (x->m < y->m);
 }
 
+/* numacoll-bench's size of a point of the table's size m: the same, but
+ * for Reduce_scatter, whose table size is the whole vector and whose
+ * bench size one rank's block of it (docs/tuning.md, bench/bench.h). */
+static size_t bench_m(const rstate_t *S, int op, size_t m)
+{
+    return (ncb_ops[op].flags & NCB_PBLOCKS) ? m / (size_t)S->w.p : m;
+}
+
 /* Seconds one call of op at m takes, roughly: for the cost estimates. */
 static double call_est(const rstate_t *S, int op, size_t m)
 {
@@ -226,7 +261,12 @@ static double call_est(const rstate_t *S, int op, size_t m)
     case NCB_OP_BCAST: return 2 * (double)m * t + 4 * lg * hop;
     case NCB_OP_REDUCE: return 3 * (double)m * t + 6 * lg * hop;
     case NCB_OP_ALLREDUCE: return 5 * (double)m * t + 10 * lg * hop;
-    default: return 2 * lg * hop;
+    case NCB_OP_REDUCE_SCATTER:
+    case NCB_OP_SCAN:
+    case NCB_OP_EXSCAN: return 3 * (double)m * t + (S->w.p + 2) * hop;
+    case NCB_OP_BARRIER: return 2 * lg * hop;
+    /* the gathers: p blocks through one rank, or each rank's p - 1 */
+    default: return 2 * (double)m * S->w.p * t + (S->w.p + 2) * hop;
     }
 }
 
@@ -259,7 +299,8 @@ static int open_cand(rstate_t *S, int coll, size_t m, const nc__choice_t *ch,
     tn_cand_text(coll, ch, text, sizeof text);
     numacoll_config_t cfg = S->base;
     cfg.tuning_text = text;
-    static const int auto_alg[NCB_OP_COUNT] = {-1, -1, -1, -1};
+    int auto_alg[NCB_OP_COUNT];
+    auto_algs(auto_alg);
     double bad = 0;
     *tm = NULL;
     if (ncb_team_open(S->b, &cfg, auto_alg, tm, t, err, sizeof err) != 0) {
@@ -387,7 +428,7 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
     const nc__choice_t def = nc__tune_lookup(&S->deftab, (nc__coll_t)coll,
                                              m)->ch;
     tn_cand_t c[TN_MAX_CANDS];
-    int n = tn_cands(&S->x, op, m, &def, S->ncand, c);
+    int n = tn_cands(&S->x, op, m, &def, tn_op_cap(op, S->o->quick), c);
 
     /* rank 0 decides how much of it fits the time left */
     double d[3] = {0, 0, 0};
@@ -460,7 +501,8 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
                           sizeof S->mo.cfg[i].label);
     }
     S->rows.nrows = 0;
-    rc = ncb_measure_size(S->sess, t, nk + 2, op, m, &S->rows);
+    rc = ncb_measure_size(S->sess, t, nk + 2, op, bench_m(S, op, m),
+                          &S->rows);
     for (int i = 0; i <= nk + 1; i++)
         ncb_team_close(tm[i]);
     if (rc)
@@ -495,7 +537,8 @@ static int measure_point(rstate_t *S, unit_t *u, tn_point_t *pt)
                 tn_choice_str(chs[i], S->mo.cfg[i].label,
                               sizeof S->mo.cfg[i].label);
             S->rows.nrows = 0;
-            rc = ncb_measure_size(S->sess, ctg, 3, op, m, &S->rows);
+            rc = ncb_measure_size(S->sess, ctg, 3, op, bench_m(S, op, m),
+                                  &S->rows);
         }
         for (int i = 0; i < 3; i++)
             ncb_team_close(ct[i]);
@@ -565,7 +608,8 @@ static int measure_levels(rstate_t *S, size_t maxm)
 {
     const tn_opts_t *o = S->o;
     tn_report_t *rep = S->job->rep;
-    static const int auto_alg[NCB_OP_COUNT] = {-1, -1, -1, -1};
+    int auto_alg[NCB_OP_COUNT];
+    auto_algs(auto_alg);
     /* one more: numa a second time, as its own team, for the noise */
     ncb_team_t *tm[N_LEVEL_LISTS + 1] = {0};
     ncb_target_t tg[N_LEVEL_LISTS + 1];
@@ -707,17 +751,6 @@ static int measure_levels(rstate_t *S, size_t maxm)
 
 /* ---- the run ------------------------------------------------------------- */
 
-/* Constants for when the fit fails: a plausible machine, so the candidate
- * lists stay sensible; the header says the fit failed. */
-static void fallback_model(nc__model_t *md)
-{
-    memset(md, 0, sizeof *md);
-    md->t_local = md->t_cross = 0.2e-9;
-    md->t_hop = 150e-9;
-    md->t_WO = 50e-9;
-    md->t_A = 30e-9;
-}
-
 /* Where the ranks sit: localities of all, NUMA nodes spanned, most ranks
  * on one node; and what creating a team costs. */
 static int probe(rstate_t *S, numacoll_locality_t *loc, unsigned *nodes,
@@ -784,7 +817,7 @@ static int run(rstate_t *S)
         return 4;
     }
     if (fail)
-        fallback_model(&md);
+        tn_model_assumed(&md);
     if (me == 0) {
         rep->p = p;
         rep->nodes = nodes;
@@ -815,9 +848,14 @@ static int run(rstate_t *S)
     qsort(S->u, (size_t)S->nu, sizeof S->u[0], by_level);
     size_t maxm = 0;
     for (int i = 0; i < S->nu; i++) {
-        maxm = S->u[i].m > maxm ? S->u[i].m : maxm;
-        S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m, S->ncand + 2,
-                               S->reps);
+        /* a gather's region holds p blocks (numacoll-bench's span; a
+         * Reduce_scatter's table size is its span already) */
+        size_t span = S->u[i].m;
+        if (ncb_ops[S->u[i].op].flags & NCB_BLOCKS)
+            span *= (size_t)p;
+        maxm = span > maxm ? span : maxm;
+        S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m,
+                               tn_op_cap(S->u[i].op, o->quick) + 2, S->reps);
         S->work_total += S->u[i].est;
     }
 
@@ -831,8 +869,8 @@ static int run(rstate_t *S)
         double w0 = S->work_total;
         S->work_total = 0;
         for (int i = 0; i < S->nu; i++) {
-            S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m, S->ncand + 2,
-                                   reps);
+            S->u[i].est = unit_est(S, S->u[i].op, S->u[i].m,
+                                   tn_op_cap(S->u[i].op, o->quick) + 2, reps);
             S->work_total += S->u[i].est;
         }
         S->reps = reps;

@@ -5,10 +5,11 @@
  * Rules of one run (one tuned p), per operation, points sorted by size:
  *  - each point covers the sizes from the geometric midpoint with its lower
  *    neighbour to the one with its upper neighbour (the first from 0, the
- *    last to *); where the points straddle the inline limit (56 bytes for
- *    Allreduce, NC_BCAST_INLINE_CAP = 8 KiB for Bcast) the border is the
- *    limit itself, so inline rules stay within it (a Bcast inline rule's
- *    size sizes the team's inline slots);
+ *    last to *); where the points straddle the inline limit (the largest
+ *    size the collective's inline algorithm carries, coll/algs.h: 8 KiB
+ *    for Bcast and Allreduce, 2 KiB for Allgather) the border is the
+ *    limit itself, so inline rules stay within it (an inline rule's size
+ *    sizes the team's inline slots);
  *  - a point whose winner is the built-in choice (it won, or the best other
  *    was within the noise) takes the built-in rules over its range, split
  *    where they split: a tie reproduces the built-in behaviour exactly;
@@ -77,14 +78,18 @@ static int by_m(const void *a, const void *b)
     return (x->m > y->m) - (x->m < y->m);
 }
 
-/* The largest size inline carries for op, 0 when op has no inline. */
+/* The largest size inline carries for op (the smallest bound among its
+ * collective's algorithms, from the algorithm table), 0 when every
+ * algorithm carries any size. */
 static size_t inline_limit(int op)
 {
-    if (op == NCB_OP_BCAST)
-        return nc__algs[NC_ALG_BCAST_INLINE].max_bytes;
-    if (op == NCB_OP_ALLREDUCE)
-        return nc__algs[NC_ALG_ALLREDUCE_INLINE].max_bytes;
-    return 0;
+    const int coll = tn_coll_of(op);
+    size_t lim = 0;
+    for (int a = 0; a < NC_ALG_COUNT; a++)
+        if ((int)nc__algs[a].coll == coll && nc__algs[a].max_bytes != SIZE_MAX &&
+            (!lim || nc__algs[a].max_bytes < lim))
+            lim = nc__algs[a].max_bytes;
+    return lim;
 }
 
 static int cmp_d(const void *a, const void *b)
