@@ -345,8 +345,8 @@ static int nc_sizes(const nc_map_t *mp, int64_t mine, int64_t *member,
  * Cost: L(kb) + U(pb) + L(pb), plus C(pb) per rank unless dense.
  */
 static int nc_hier_allgather_run(nc_module_t *m, const char *what,
-                                 const void *sbuf,
-                                 int scount, ompi_datatype_t *sdt, void *rbuf,
+                                 const void *sbuf, int scount,
+                                 ompi_datatype_t *sdt, void *rbuf,
                                  int rcount, const int *rcounts,
                                  const int *displs, ompi_datatype_t *rdt,
                                  ompi_communicator_t *comm)
@@ -409,12 +409,12 @@ static int nc_hier_allgather(const void *sbuf, int scount,
                              mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_allgather_run(m, "allgather", sbuf,
-                                   scount, sdt, rbuf, rcount, NULL, NULL, rdt,
-                                   comm);
-    return rc != NC_DECLINED ? rc
-                    : m->prev_allgather(sbuf, scount, sdt, rbuf, rcount, rdt,
-                                        comm, m->prev_allgather_module);
+    int rc = nc_hier_allgather_run(m, "allgather", sbuf, scount, sdt, rbuf,
+                                   rcount, NULL, NULL, rdt, comm);
+    return rc != NC_DECLINED
+               ? rc
+               : m->prev_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm,
+                                   m->prev_allgather_module);
 }
 
 static int nc_hier_allgatherv(const void *sbuf, int scount,
@@ -424,13 +424,12 @@ static int nc_hier_allgatherv(const void *sbuf, int scount,
                               mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    int rc = nc_hier_allgather_run(m, "allgatherv",
-                                   sbuf, scount, sdt, rbuf, 0, rcounts,
-                                   displs, rdt, comm);
-    return rc != NC_DECLINED ? rc
-                    : m->prev_allgatherv(sbuf, scount, sdt, rbuf, rcounts,
-                                         displs, rdt, comm,
-                                         m->prev_allgatherv_module);
+    int rc = nc_hier_allgather_run(m, "allgatherv", sbuf, scount, sdt, rbuf,
+                                   0, rcounts, displs, rdt, comm);
+    return rc != NC_DECLINED
+               ? rc
+               : m->prev_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs,
+                                    rdt, comm, m->prev_allgatherv_module);
 }
 
 /* ---- Gather, Gatherv, Scatter, Scatterv --------------------------------- */
