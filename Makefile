@@ -78,8 +78,11 @@ LIB_SRCS = \
 	coll/reduce/allreduce_rsag.c \
 	coll/reduce/reduce_scatter.c \
 	coll/reduce/scan.c \
+	coll/reduce/rscan_inline.c \
 	coll/gather/staged.c \
 	coll/gather/allgather_inline.c \
+	coll/gather/rooted_inline.c \
+	coll/gather/alltoall_inline.c \
 	coll/gather/allgather_staged.c \
 	coll/gather/gather_staged.c \
 	coll/gather/scatter_staged.c \

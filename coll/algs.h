@@ -41,6 +41,9 @@ typedef enum {
 /* The same for an inline Allgather's block (coll/gather/allgather_inline.c),
  * which takes the Allreduce's lines. */
 #define NC_AG_INLINE_CAP 2048
+/* The same for the inline Gather, Scatter and Alltoall blocks (coll/gather/
+ * rooted_inline.c, alltoall_inline.c): per rank's block. */
+#define NC_GA_INLINE_CAP 2048
 
 /* X(coll, id, name, keys, max_bytes, desc). keys: the parameters a tuning
  * rule must give for the algorithm (tune/table.h): f fragment bytes, s
@@ -83,26 +86,49 @@ typedef enum {
       "every rank stages its block once, in fragments of f bytes, in its "    \
       "NUMA-local staging slots (s deep; 40 bytes or less ride in the "       \
       "slot's line); every other rank copies it out")                         \
+    X(GATHER, INLINE, "inline", "", NC_GA_INLINE_CAP,                         \
+      "every non-root rank writes its block in self-validating cache lines "  \
+      "(the inline Allreduce's); the root reads them all; one wave of line "  \
+      "transfers; blocks of at most 2048 bytes")                              \
     X(GATHER, STAGED, "staged", "f s", SIZE_MAX,                              \
       "every non-root rank stages its block in fragments of f bytes in its "  \
       "NUMA-local staging slots (s deep); the root copies them out")          \
+    X(SCATTER, INLINE, "inline", "", NC_GA_INLINE_CAP,                        \
+      "the root writes every other rank's block in its self-validating "      \
+      "cache lines (the inline Allreduce's); each rank reads its own; "       \
+      "blocks of at most 2048 bytes")                                         \
     X(SCATTER, STAGED, "staged", "f s", SIZE_MAX,                             \
       "the root stages every rank's block in fragments of f bytes in its "    \
       "NUMA-local staging slots (s deep), round by round; each rank copies "  \
       "out its own")                                                          \
+    X(ALLTOALL, INLINE, "inline", "", NC_GA_INLINE_CAP,                       \
+      "every rank writes its p - 1 outgoing blocks in its self-validating "   \
+      "cache lines (the inline Allreduce's) and reads its block from every "  \
+      "other rank's; blocks of at most 2048 bytes")                           \
     X(ALLTOALL, STAGED, "staged", "f s", SIZE_MAX,                            \
       "round by round, every rank stages one piece of each of its p - 1 "     \
       "outgoing blocks in one NUMA-local staging slot of f bytes (s deep); "  \
       "every other rank copies out its piece")                                 \
+    X(REDUCE_SCATTER, INLINE, "inline", "", NC_AR_INLINE_CAP,                 \
+      "every rank publishes its contribution in self-validating cache lines " \
+      "(the inline Allreduce's) and folds its own block of all p in rank "    \
+      "order; at most 8192 bytes in all")                                     \
     X(REDUCE_SCATTER, STAGED, "staged", "f s", SIZE_MAX,                      \
       "round by round, every rank stages one piece of every other rank's "    \
       "block of its contribution in one NUMA-local staging slot of f bytes "  \
       "(s deep); each rank folds its own block's pieces of all p in rank "    \
       "order")                                                                 \
+    X(SCAN, INLINE, "inline", "", NC_AR_INLINE_CAP,                           \
+      "every rank but the last publishes its contribution in "                \
+      "self-validating cache lines (the inline Allreduce's); rank i folds "   \
+      "those of ranks 0..i in rank order; at most 8192 bytes")                \
     X(SCAN, STAGED, "staged", "f s", SIZE_MAX,                                \
       "every rank but the last stages its contribution in chunks of f bytes " \
       "in its NUMA-local staging slots (s deep); rank i folds those of "      \
       "ranks 0..i in rank order")                                              \
+    X(EXSCAN, INLINE, "inline", "", NC_AR_INLINE_CAP,                         \
+      "as scan's inline, rank i folding ranks 0..i-1 (the last publishes "    \
+      "nothing)")                                                             \
     X(EXSCAN, STAGED, "staged", "f s", SIZE_MAX,                              \
       "as scan's, rank i folding those of ranks 0..i-1 (rank 0 receives "     \
       "nothing)")

@@ -145,11 +145,16 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__gather_inline_step(numacoll_team_t *t, nc__op_t *o);
+int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o);
+int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o);
 /* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan
  * (coll/reduce/scan.c): read ch, rop, own, recv, count (rs_counts,
  * rs_block). */
 int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o);
+int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o);
+int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o);
 
 /* A Bcast op of the team's rule for nbytes (0 bytes: inline, so that a
  * mismatch shows), its copy variants picked, not begun: for algorithms

@@ -223,6 +223,23 @@ static void allreduce_make(numacoll_team_t *t, nc__op_t *o, int alg,
 
 /* ---- Reduce_scatter(_block), Scan, Exscan -------------------------------- */
 
+/* An inline Reduce_scatter, Scan or Exscan rule where the team's lines
+ * do not take count elements (plus hdr lines) of this size: the staged
+ * algorithm instead, on every rank alike (count and elem are equal). */
+static void red_inline_fit(numacoll_team_t *t, nc__op_t *o, nc__coll_t coll,
+                           nc__alg_t staged, size_t count, size_t hdr)
+{
+    if (o->alg == (int)staged)
+        return;
+    size_t epl = nc__ar_per_line(o->rop.elem);
+    if (epl && hdr + nc__ar_lines(count, epl) <= t->red->ar_al)
+        return;
+    size_t key = count * o->rop.elem;
+    const nc__choice_t *c = nc__team_choice_alg(t, coll, staged, key);
+    o->ch = c ? c : nc__team_choice(t, NC_COLL_REDUCE, key);
+    o->alg = (int)staged;
+}
+
 /* Elements of Reduce_scatter block j. */
 static size_t rs_count(const nc__op_t *o, int j)
 {
@@ -280,9 +297,12 @@ static void rs_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
     if (bad == NUMACOLL_OK) {
         o->ch = nc__team_choice(t, NC_COLL_REDUCE_SCATTER, total * op->elem);
         o->alg = (int)o->ch->alg;
+        red_inline_fit(t, o, NC_COLL_REDUCE_SCATTER,
+                       NC_ALG_REDUCE_SCATTER_STAGED, total, 1);
         bad = check_elem(t, o->ch, op, total, what);
         /* a round holds a piece of every block: p elements at least */
-        if (bad == NUMACOLL_OK && t->p > 1 && total > 0 &&
+        if (bad == NUMACOLL_OK && o->alg != NC_ALG_REDUCE_SCATTER_INLINE &&
+            t->p > 1 && total > 0 &&
             o->ch->f / op->elem < (size_t)t->p)
             bad = nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: the %zu-byte "
                                 "staging slot (reduce_frag_size) holds fewer "
@@ -320,6 +340,10 @@ static void scan_make(numacoll_team_t *t, nc__op_t *o, nc__coll_t coll,
     if (bad == NUMACOLL_OK) {
         o->ch = nc__team_choice(t, coll, count * op->elem);
         o->alg = (int)o->ch->alg;
+        red_inline_fit(t, o, coll,
+                       coll == NC_COLL_SCAN ? NC_ALG_SCAN_STAGED
+                                            : NC_ALG_EXSCAN_STAGED,
+                       count, 0);
         bad = check_elem(t, o->ch, op, count, what);
     }
     o->bad = bad;
@@ -512,6 +536,27 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         o->ch = st ? st : nc__team_choice(t, NC_COLL_REDUCE, key);
         o->alg = NC_ALG_ALLGATHER_STAGED;
     }
+    /* the same for the other inline gathers (uniform forms only: in a v
+     * form no rank but the root knows every block; Scatter's root and
+     * Alltoall's ranks write p - 1 blocks) */
+    const size_t blocks = a->coll == NC_COLL_GATHER ? 1
+                          : t->p > 1 ? (size_t)(t->p - 1) : 1;
+    if ((o->alg == NC_ALG_GATHER_INLINE || o->alg == NC_ALG_SCATTER_INLINE ||
+         o->alg == NC_ALG_ALLTOALL_INLINE) &&
+        (a->v || blocks * nc__ag_inline_lines(a->each) > t->red->ar_al)) {
+        const nc__alg_t st = a->coll == NC_COLL_GATHER ? NC_ALG_GATHER_STAGED
+                             : a->coll == NC_COLL_SCATTER
+                                 ? NC_ALG_SCATTER_STAGED
+                                 : NC_ALG_ALLTOALL_STAGED;
+        const nc__choice_t *c = nc__team_choice_alg(t, a->coll, st, key);
+        o->ch = c ? c : nc__team_choice(t, NC_COLL_REDUCE, key);
+        o->alg = st;
+    }
+    /* every rank knows a uniform block: its size in the signature, so
+     * that ranks whose sizes differ fail instead of reading lines laid
+     * out for another size */
+    if (o->alg == NC_ALG_GATHER_INLINE || o->alg == NC_ALG_SCATTER_INLINE)
+        o->ga.sig_bytes = a->each;
     op_reset(o);
     o->bad = bad;
 }
@@ -574,6 +619,12 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
             memcpy(o->recv, o->own, o->count * o->rop.elem);
         if (o->alg == NC_ALG_ALLGATHER_INLINE)
             return nc__allgather_inline_step(t, o);   /* its own copy */
+        if (o->alg == NC_ALG_GATHER_INLINE)   /* as do these (no f) */
+            return nc__gather_inline_step(t, o);
+        if (o->alg == NC_ALG_SCATTER_INLINE)
+            return nc__scatter_inline_step(t, o);
+        if (o->alg == NC_ALG_ALLTOALL_INLINE)
+            return nc__alltoall_inline_step(t, o);
         if (is_ga(o->coll))
             nc__ga_begin(t, o);   /* the own block's copy */
         return NUMACOLL_OK;
@@ -588,11 +639,16 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
                    ? nc__allgather_inline_step(t, o)
                    : nc__allgather_staged_step(t, o);
     case NC_COLL_GATHER:
-        return nc__gather_staged_step(t, o);
+        return o->alg == NC_ALG_GATHER_INLINE ? nc__gather_inline_step(t, o)
+                                              : nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:
-        return nc__scatter_staged_step(t, o);
+        return o->alg == NC_ALG_SCATTER_INLINE
+                   ? nc__scatter_inline_step(t, o)
+                   : nc__scatter_staged_step(t, o);
     case NC_COLL_ALLTOALL:
-        return nc__alltoall_staged_step(t, o);
+        return o->alg == NC_ALG_ALLTOALL_INLINE
+                   ? nc__alltoall_inline_step(t, o)
+                   : nc__alltoall_staged_step(t, o);
     default:
         break;
     }
@@ -614,6 +670,11 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     case NC_ALG_SCAN_STAGED:
     case NC_ALG_EXSCAN_STAGED:
         return nc__scan_staged_step(t, o);
+    case NC_ALG_REDUCE_SCATTER_INLINE:
+        return nc__reduce_scatter_inline_step(t, o);
+    case NC_ALG_SCAN_INLINE:
+    case NC_ALG_EXSCAN_INLINE:
+        return nc__scan_inline_step(t, o);
     default:
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "algorithm %d is not an "
                              "allreduce", o->alg);

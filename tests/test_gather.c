@@ -865,6 +865,158 @@ static void test_ag_inline(void)
     nct_team_rules = NULL;
 }
 
+/* ---- inline Gather, Scatter, Alltoall ---------------------------------- */
+
+#define GA_INLINE                                                             \
+    "allgather p=1-* size=0-2048 alg=inline\n"                                \
+    "gather p=1-* size=0-2048 alg=inline\n"                                   \
+    "scatter p=1-* size=0-2048 alg=inline\n"                                  \
+    "alltoall p=1-* size=0-2048 alg=inline\n"                                 \
+    "scan p=1-* size=0-8192 alg=inline\n"
+
+/* Around the lines' edges up to the rules' 2048 and one past (staged) */
+static const size_t inl_sizes[] = {0, 1, 8, 47, 48, 49, 104, 105, 500,
+                                   2048, 2049};
+
+/* Back to back: 200 Gathers with rotating roots, then 200 Scatters, then
+ * 200 rounds of Gather, Scatter, Alltoall, an inline Allreduce and an
+ * inline Scan on the same lines; every rank's lines are reused every
+ * other call, by readers of every kind (the reuse rule's test). */
+static int inl_mixed_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    int bad = 0;
+    unsigned call = 2000;
+    for (int i = 0; i < 200 && !bad; i++)
+        bad = one(t, me, p, GA, i % p, 0, 0, 8 + (size_t)(i % 3) * 50,
+                  call++);
+    for (int i = 0; i < 200 && !bad; i++)
+        bad = one(t, me, p, SC, (i * 3) % p, 0, 0, 8 + (size_t)(i % 3) * 50,
+                  call++);
+    for (int i = 0; i < 200 && !bad; i++) {
+        const int root = (i + 1) % p;
+        bad = one(t, me, p, GA, root, 0, i % 5 == 0 && me == root, 64, call++);
+        if (!bad)
+            bad = one(t, me, p, SC, (root + 1) % p, 0, 0, 40, call++);
+        if (!bad)
+            bad = a2a_one(t, me, p, i % 2 ? 8 : 120, i % 3 == 0, call++);
+        if (!bad)
+            bad = nct_allreduce_probe(t, me, p);
+        int32_t in[2] = {me + i, 1}, out[2] = {0, 0};
+        int rc = bad ? NUMACOLL_OK
+                     : numacoll_scan(t, in, out, 2, NUMACOLL_DTYPE_INT32,
+                                     NUMACOLL_OP_SUM);
+        if (!bad && rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "scan", rc);
+        if (!bad && (out[0] != me * (me + 1) / 2 + (me + 1) * i ||
+                     out[1] != me + 1))
+            bad = 21;
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+/* Persistent inline Gather, Scatter and Alltoall, started 200 times. */
+static int inl_persistent_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank, root = p / 2;
+    enum { EACH = 100 };
+    unsigned char *gv = malloc((size_t)p * EACH), *own = malloc(EACH);
+    unsigned char *sc_send = malloc((size_t)p * EACH), *sc = malloc(EACH);
+    unsigned char *as = malloc((size_t)p * EACH), *ar = malloc((size_t)p * EACH);
+    numacoll_request_t *r[3];
+    int bad = 0;
+    int rc = numacoll_gather_init(t, own, gv, EACH, root, &r[0]);
+    if (rc == NUMACOLL_OK)
+        rc = numacoll_scatter_init(t, sc_send, sc, EACH, root, &r[1]);
+    if (rc == NUMACOLL_OK)
+        rc = numacoll_alltoall_init(t, as, ar, EACH, &r[2]);
+    if (rc != NUMACOLL_OK)
+        bad = nct_say(t, me, "init", rc);
+    for (unsigned it = 0; it < 200 && !bad; it++) {
+        fill(own, it, me, EACH);
+        for (int j = 0; j < p; j++) {
+            fill(sc_send + (size_t)j * EACH, it + 1, j, EACH);
+            fill(as + (size_t)j * EACH, it + 2, me * 64 + j, EACH);
+        }
+        for (int i = 0; i < 3 && !bad; i++)
+            if ((rc = numacoll_start(r[i])) != NUMACOLL_OK)
+                bad = nct_say(t, me, "start", rc);
+        for (int i = 2; i >= 0 && !bad; i--)
+            if ((rc = numacoll_wait(&r[i])) != NUMACOLL_OK)
+                bad = nct_say(t, me, "wait", rc);
+        for (int j = 0; j < p && !bad; j++) {
+            if (me == root && !same(gv + (size_t)j * EACH, it, j, EACH))
+                bad = 22;
+            if (!same(ar + (size_t)j * EACH, it + 2, j * 64 + me, EACH))
+                bad = 23;
+        }
+        if (!bad && !same(sc, it + 1, me, EACH))
+            bad = 24;
+        if (bad > 2)
+            fprintf(stderr, "rank %d: persistent inline start %u wrong "
+                    "(%d)\n", me, it, bad);
+    }
+    for (int i = 0; i < 3 && rc == NUMACOLL_OK; i++)
+        numacoll_request_free(&r[i]);
+    free(gv), free(own), free(sc_send), free(sc), free(as), free(ar);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_small_inline(void)
+{
+    nct_team_rules = GA_INLINE;
+    /* every root, uniform (inline) and v (staged between), in place */
+    for (int v = 0; v < 2; v++)
+        for (int ip = 0; ip < 2; ip++) {
+            sweep_t S = {inl_sizes, 11, 0, 0, v, ip, 1};
+            for (int p = 1; p <= 8; p++) {
+                int rc = nct_run(p, sweep_body, &S);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "small inline: v %d in place %d p = %d "
+                            "failed\n", v, ip, p);
+            }
+        }
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, inl_mixed_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "small inline mixed: p = %d failed\n", p);
+    }
+    for (int p = 1; p <= 6; p++) {
+        CU_ASSERT_EQUAL(nct_run(p, flight_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, inl_persistent_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
+    }
+    /* different roots and sizes through the lines */
+    for (int k = GA; k <= AA; k++)
+        for (int how = 0; how < 2; how++) {
+            /* two ranks each Scatter's root: no rank waits (a root
+             * writes and goes, as the inline Bcast's), so none fails */
+            if ((k == AA || k == SC) && how == 0)
+                continue;
+            bad_case_t C = {k, how, 40};
+            for (int p = 2; p <= 4; p++) {
+                int rc = nct_run(p, mismatch_body, &C);
+                CU_ASSERT_EQUAL(rc, 0);
+                if (rc)
+                    fprintf(stderr, "inline mismatch: %s case %d p %d "
+                            "failed\n", kind_name[k], how, p);
+            }
+        }
+    nct_team_rules = NULL;
+}
+
 /* ---- refused arguments ------------------------------------------------ */
 
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
@@ -951,6 +1103,9 @@ int nct_register_gather(void)
         {"refused arguments", test_refused},
         {"inline allgather: blocks of 0..2049 bytes, v, in place, between "
          "inline allreduces, in flight; mismatches", test_ag_inline},
+        {"inline gather, scatter, alltoall: 0..2049 bytes, every root, in "
+         "place, 600 back to back mixed with allreduce and scan, in flight, "
+         "persistent; mismatches", test_small_inline},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }

@@ -399,14 +399,15 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
-    enum { N = 3000 };
+    /* how 3, 4: cases 0, 1 at inline sizes */
+    const size_t N = how >= 3 ? 5 : 3000;
     double *in = calloc((size_t)p * N + 8, sizeof *in);
     double *out = calloc((size_t)p * N + 8, sizeof *out);
     size_t cnt[8];
     for (int j = 0; j < p; j++)
         cnt[j] = N;
     int rc;
-    if (how == 0 || how == 2) {
+    if (how == 0 || how == 2 || how == 3) {
         /* rank 0 moves an element from block 1 to block 0: same total
          * (how 2: blocks of one element, in the slot's line) */
         for (int j = 0; j < p && how == 2; j++)
@@ -453,6 +454,72 @@ static void test_mismatch(void)
             if (rc)
                 fprintf(stderr, "mismatch case %d p %d failed\n", how, p);
         }
+}
+
+/* ---- inline (coll/reduce/rscan_inline.c) ------------------------------- */
+
+#define RS_INLINE                                                             \
+    "allreduce p=1-* size=0-8192 alg=inline\n"                                \
+    "reduce_scatter p=1-* size=0-8192 alg=inline\n"                           \
+    "scan p=1-* size=0-8192 alg=inline\n"                                     \
+    "exscan p=1-* size=0-8192 alg=inline\n"
+
+/* Back to back: the four kinds (both ops, in place every third call) and
+ * an inline Allreduce, 150 rounds on the same lines (the reuse rule:
+ * Scan's readers are the ranks above, Reduce_scatter's all). */
+static int inl_mixed_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    int bad = 0;
+    for (unsigned i = 0; i < 150 && !bad; i++) {
+        for (int k = RSB; k <= EXSCAN && !bad; k++)
+            bad = one(t, me, p, k, (int)(i + (unsigned)k) % 2, 1 + i % 9,
+                      (i + (unsigned)k) % 3 == 0, 5000 + i * 4 + (unsigned)k);
+        if (!bad)
+            bad = nct_allreduce_probe(t, me, p);
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+/* Sizes around the lines' edges (7 doubles or 3 matrices a line) up to
+ * past the rules' 8192 bytes (staged). */
+static const size_t inl_sizes[] = {0, 1, 2, 3, 6, 7, 8, 15, 64, 300, 1100};
+
+static void test_inline(void)
+{
+    nct_team_rules = RS_INLINE;
+    for (int opk = DSUM; opk <= MAT; opk++) {
+        sweep_t S = {inl_sizes, 11, opk, 0, 0};
+        for (int p = 1; p <= 8; p++) {
+            int rc = nct_run(p, sweep_body, &S);
+            CU_ASSERT_EQUAL(rc, 0);
+            if (rc)
+                fprintf(stderr, "inline: op %d p = %d failed\n", opk, p);
+        }
+    }
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, inl_mixed_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "inline mixed: p = %d failed\n", p);
+    }
+    for (int p = 1; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, requests_body, NULL), 0);
+    /* recvcounts of the same total, scan against exscan, in the lines */
+    for (int how = 3; how < 5; how++)
+        for (int p = 2; p <= 4; p++) {
+            int rc = nct_run(p, mismatch_body, &how);
+            CU_ASSERT_EQUAL(rc, 0);
+            if (rc)
+                fprintf(stderr, "inline mismatch case %d p %d failed\n", how,
+                        p);
+        }
+    nct_team_rules = NULL;
 }
 
 /* ---- refused arguments ------------------------------------------------- */
@@ -530,6 +597,8 @@ int nct_register_rscan(void)
         {"mismatched recvcounts, scan against exscan: an error, not a hang",
          test_mismatch},
         {"refused arguments", test_refused},
+        {"inline: 0..1100 elements, both ops, p = 1..8, 600 back to back "
+         "with allreduce, in flight, persistent; mismatches", test_inline},
         {NULL, NULL}};
     return nct_add_suite("rscan", tests);
 }

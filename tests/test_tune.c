@@ -93,7 +93,7 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 16);
+    CU_ASSERT_EQUAL_FATAL(b->n, 32);
     nc__tune_rule_t want[16];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
@@ -138,6 +138,15 @@ static void test_builtin_rules(void)
     want[15] = want[8];
     want[15].size_lo = 65;
     want[8] = rule(NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE);
+    /* the other small gathers and reductions inline in place of their
+     * staged rules (which follow as the table's last lines) */
+    want[9] = rule(NC_COLL_GATHER, 1, 8, 0, 64, NC_ALG_GATHER_INLINE);
+    want[10] = rule(NC_COLL_SCATTER, 1, 3, 0, 256, NC_ALG_SCATTER_INLINE);
+    want[11] = rule(NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE);
+    want[12] = rule(NC_COLL_REDUCE_SCATTER, 1, 8, 0, 64,
+                    NC_ALG_REDUCE_SCATTER_INLINE);
+    want[13] = rule(NC_COLL_SCAN, 1, 2, 0, 64, NC_ALG_SCAN_INLINE);
+    want[14] = rule(NC_COLL_EXSCAN, 1, 2, 0, 64, NC_ALG_EXSCAN_INLINE);
     for (int i = 0; i < 16; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);

@@ -275,6 +275,9 @@ static void test_default_segment(void)
 {
     CU_ASSERT_EQUAL(nct_run(2, size_body, NULL), 0);
     CU_ASSERT_EQUAL(nct_run(4, size_body, NULL), 0);
+    /* the largest team the inline Scatter and Alltoall rules take: their
+     * p - 1 blocks' lines still fit the control page */
+    CU_ASSERT_EQUAL(nct_run(8, size_body, NULL), 0);
 }
 
 /* The table `numacoll-tune --quick` wrote in this `make check` run. */

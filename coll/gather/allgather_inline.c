@@ -16,19 +16,22 @@
  *          line's word last; its own block straight to its receive
  *          buffer (not at all in place); then for every other rank j,
  *          from the next one on (so the ranks do not all read one writer
- *          first): line by line, wait for the word (acquire), copy the
- *          payload to displs[j].
- * Reuse: as the inline Allreduce's. Each call reads at least line 0 of
- * every other rank (an empty block still publishes it), so rank r's lines
- * of parity seq % 2 are rewritten at call seq + 2 only after every rank
- * has published call seq + 1's, which it does after its last read of call
- * seq.
+ *          first): wait for line 0's word (acquire; its size checked),
+ *          then for the last line's (acquire: the writer's release there
+ *          orders every line before it), copy the payloads to displs[j].
+ * Reuse: reduce.h's nc__ar_begin. Each call reads at least line 0 of
+ * every other rank (an empty block still publishes it), so what a rank
+ * knows of the others' progress is always enough and its check reads no
+ * shared line: its lines of parity seq % 2 are rewritten at call seq + 2
+ * only after every rank has published call seq + 1's, which it does
+ * after its last read of call seq.
  *
- * Cost: t_l + (L - 1) t_x + (p - 1) L lines read, t_x what each further
- * line adds (about 0.1 us on the 2-vCPU VM, vCPUs far apart). Shared
+ * Cost: 2 t_l (line 0, then the last, L > 1) + (p - 1) L lines read,
+ * their misses overlapping in the copy. Shared
  * lines: writes its own, reads everyone's. The table's largest inline
  * allgather rule (per rank's block) sizes the lines with the Allreduce's.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "coll/gather/gather.h"
@@ -43,6 +46,74 @@ static size_t piece(size_t n, size_t k, size_t *off)
     return n > *off ? (n - *off < cap ? n - *off : cap) : 0;
 }
 
+void nc__ag_put(numacoll_team_t *t, unsigned par, size_t first,
+                const unsigned char *src, size_t n, uint64_t seq)
+{
+    const uint64_t word = nc__dword(t, seq + 1);
+    const size_t lines = nc__ag_inline_lines(n);
+    for (size_t k = 0; k < lines; k++) {
+        nc__rline_t *l = nc__arline(t, t->rank, par, first + k);
+        size_t off, len = piece(n, k, &off);
+        if (len)
+            memcpy(l->data, src + off, len);
+        if (k == 0) {
+            uint64_t size = n;
+            memcpy(l->data + FIRST, &size, sizeof size);
+        }
+        /* the payload must be visible before its sequence number */
+        atomic_store_explicit(&l->word, word, memory_order_release);
+    }
+}
+
+int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
+               unsigned char *dst, size_t n, uint64_t seq, size_t *r,
+               const char *what)
+{
+    const uint64_t want = nc__dword(t, seq + 1);
+    const size_t lines = nc__ag_inline_lines(n);
+    uint64_t seen;
+    int rc;
+    if (*r == 0) {
+        /* line 0 first: its size tells a reader whose idea of the block
+         * differs before it waits for a line that may never come */
+        nc__rline_t *l = nc__arline(t, j, par, first);
+        nc__wait_why_t why = {j, what, 0, (long)seq};
+        if ((rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why)) !=
+            NUMACOLL_OK)
+            return rc;
+        nc__ar_saw(t, j, seq);
+        uint64_t size;
+        memcpy(&size, l->data + FIRST, sizeof size);
+        if (size != n) {
+            char why_s[160];
+            snprintf(why_s, sizeof why_s, "%s: its block has %llu bytes, "
+                     "this rank expected %zu", what,
+                     (unsigned long long)size, n);
+            return nc__mismatch(t, j, why_s);
+        }
+        size_t off, len = piece(n, 0, &off);
+        if (len)
+            memcpy(dst, l->data, len);
+        *r = 1;
+    }
+    if (lines > 1) {
+        /* Then only the last line's word: the writer stored every line
+         * before it (its release orders them), so the others are there
+         * once it is seen (acquire) and their misses overlap in one copy
+         * instead of queueing behind one wait each. */
+        nc__rline_t *l = nc__arline(t, j, par, first + lines - 1);
+        nc__wait_why_t why = {j, what, (long)lines - 1, (long)seq};
+        if ((rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why)) !=
+            NUMACOLL_OK)
+            return rc;
+        for (size_t k = 1; k < lines; k++) {
+            size_t off, len = piece(n, k, &off);
+            memcpy(dst + off, nc__arline(t, j, par, first + k)->data, len);
+        }
+    }
+    return NUMACOLL_OK;
+}
+
 /* As steps (o->g): base the call's number, i the other ranks read so far
  * (from the next one on), r the line of that rank being read. */
 int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o)
@@ -55,53 +126,26 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o)
                                        ? nc__ga_at(o->ga.recv,
                                                    nc__ga_displ(o, me))
                                        : o->ga.send;
+        int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base);
+        if (rc != NUMACOLL_OK)
+            return rc;
         if (!o->ga.in_place && mine)
             memcpy(o->ga.recv + nc__ga_displ(o, me), src, mine);
-        P->base = t->red->ar_seq++;
         P->i = 0;
         P->r = 0;
-        const unsigned par = (unsigned)(P->base & 1);
-        const uint64_t word = nc__dword(t, P->base + 1);
-        const size_t lines = nc__ag_inline_lines(mine);
-        for (size_t k = 0; k < lines; k++) {
-            nc__rline_t *l = nc__arline(t, me, par, k);
-            size_t off, n = piece(mine, k, &off);
-            if (n)
-                memcpy(l->data, src + off, n);
-            if (k == 0) {
-                uint64_t size = mine;
-                memcpy(l->data + FIRST, &size, sizeof size);
-            }
-            /* the payload must be visible before its sequence number */
-            atomic_store_explicit(&l->word, word, memory_order_release);
-        }
+        nc__ag_put(t, (unsigned)(P->base & 1), 0, src, mine, P->base);
         o->phase = 1;
     }
     const unsigned par = (unsigned)(P->base & 1);
-    const uint64_t want = nc__dword(t, P->base + 1);
     for (; P->i < t->p - 1; P->i++, P->r = 0) {
         const int j = (int)((me + 1 + P->i) % t->p);
-        const size_t n = nc__ga_count(o, j);
-        const size_t lines = nc__ag_inline_lines(n);
-        for (; P->r < lines; P->r++) {
-            nc__rline_t *l = nc__arline(t, j, par, P->r);
-            uint64_t seen;
-            nc__wait_why_t why = {j, "inline allgather line", (long)P->r,
-                                  (long)P->base};
-            int rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why);
-            if (rc != NUMACOLL_OK)
-                return rc;
-            if (P->r == 0) {
-                uint64_t size;
-                memcpy(&size, l->data + FIRST, sizeof size);
-                if (size != n)
-                    return nc__mismatch(t, j, "its block of the allgatherv "
-                                        "has another size");
-            }
-            size_t off, len = piece(n, P->r, &off);
-            if (len)
-                memcpy(o->ga.recv + nc__ga_displ(o, j) + off, l->data, len);
-        }
+        int rc = nc__ag_get(t, j, par, 0,
+                            nc__ga_at(o->ga.recv, nc__ga_displ(o, j)),
+                            nc__ga_count(o, j), P->base, &P->r,
+                            "inline allgather line");
+        if (rc != NUMACOLL_OK)
+            return rc;
     }
+    nc__ar_end(t, P->base);
     return NUMACOLL_OK;
 }

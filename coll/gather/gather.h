@@ -1,7 +1,10 @@
 /*
  * The gathers (Allgather, Gather, Scatter and their v forms): what their
  * algorithms share. They move blocks of bytes through the Reduce's staging
- * slots (coll/reduce/reduce.h), so they need no segment area of their own.
+ * slots (coll/reduce/reduce.h), so they need no segment area of their own;
+ * small blocks go inline instead, through the inline Allreduce's lines
+ * (allgather_inline.c, rooted_inline.c, alltoall_inline.c; reduce.h's
+ * nc__ag_put / nc__ag_get).
  *
  * Entries. The writer of a block (its owner; the root for Scatter) cuts it
  * into fragments of f bytes (the rule's f; a block of 0 bytes is one empty

@@ -21,12 +21,14 @@
  * There is no root, no inner rank and no leaf. Reduce and Allreduce of no
  * elements run it too (one line, no fold), so that a mismatch shows.
  *
- * Reuse without a release counter: rank r rewrites its parity-(seq % 2)
- * lines at call seq + 2 only after its call seq + 1 saw every rank's
- * seq + 1 lines; a rank publishes those only after returning from call
- * seq, i.e. after its last read of r's seq lines. Each rank's reads
- * therefore happen before r's next write (release/acquire through the
- * seq + 1 lines).
+ * Reuse without a release counter (reduce.h's nc__ar_begin): rank r
+ * rewrites its parity-(seq % 2) lines at call seq + 2 only once it knows
+ * every reader finished call seq. After an Allreduce at seq + 1 it
+ * knows without looking: that call saw every rank's seq + 1 lines, which
+ * a rank publishes only after returning from call seq, i.e. after its
+ * last read of r's seq lines (release/acquire through the seq + 1
+ * lines). After an inline call that read no one (a Gather's non-root) it
+ * reads the readers' ack lines.
  *
  * Cost: t_l + (L - 1) * t_x + p * L * 64 bytes read + (p - 1) folds of L
  * lines, t_x what each further line adds: the per-line waits overlap its
@@ -42,28 +44,38 @@
 
 typedef struct env {
     numacoll_team_t *t;
-    unsigned par;
     uint64_t seq;
     size_t line;          /* the line being folded */
 } env_t;
 
+int nc__ar_wait_line(numacoll_team_t *t, int j, uint64_t seq, size_t k,
+                     unsigned char **data)
+{
+    nc__rline_t *l = nc__arline(t, j, (unsigned)(seq & 1), k);
+    *data = l->data;
+    if (j == t->rank)
+        return NUMACOLL_OK;
+    uint64_t seen;
+    nc__wait_why_t why = {j, "inline reduction line", (long)k, (long)seq};
+    int rc = nc__poll(t, &l->word, NC_WAIT_EQ, nc__dword(t, seq + 1), &seen,
+                      &why);
+    if (rc == NUMACOLL_OK)
+        nc__ar_saw(t, j, seq);
+    return rc;
+}
+
 static int get_line(void *vp, int j, const void **ptr)
 {
     env_t *e = vp;
-    nc__rline_t *l = nc__arline(e->t, j, e->par, e->line);
-    *ptr = l->data;
-    if (j == e->t->rank)
-        return NUMACOLL_OK;
-    uint64_t seen;
-    nc__wait_why_t why = {j, "inline allreduce line", (long)e->line,
-                          (long)e->seq};
-    return nc__poll(e->t, &l->word, NC_WAIT_EQ, nc__dword(e->t, e->seq + 1),
-                    &seen, &why);
+    unsigned char *d;
+    int rc = nc__ar_wait_line(e->t, j, e->seq, e->line, &d);
+    *ptr = d;
+    return rc;
 }
 
 static void put_line(void *vp, int j)
 {
-    (void)vp, (void)j;   /* reuse is ordered by the parity argument above */
+    (void)vp, (void)j;   /* reuse: reduce.h's nc__ar_begin (above) */
 }
 
 /* As steps (o->r): base the call's number, k the line being folded (i
@@ -72,7 +84,6 @@ static void put_line(void *vp, int j)
  * and resumes there; the lines are written once, in the first step. */
 int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
-    struct nc__red *R = t->red;
     const nc__red_op_t *op = &o->rop;
     const size_t count = o->count;
     nc__red_pos_t *P = &o->r;
@@ -81,7 +92,9 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
                  nbytes = count * op->elem,
                  lines = nc__ar_lines(count, epl);
     if (o->phase == 0) {
-        P->base = R->ar_seq++;
+        int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base);
+        if (rc != NUMACOLL_OK)
+            return rc;
         P->k = 0;
         P->i = 0;
         P->fold = 0;
@@ -98,7 +111,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         o->phase = 1;
     }
-    env_t e = {t, (unsigned)(P->base & 1), P->base, 0};
+    env_t e = {t, P->base, 0};
 
     if (count == 0) {
         /* a call of no data: only the lines' signatures meet */
@@ -108,6 +121,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
         }
+        nc__ar_end(t, P->base);
         return NUMACOLL_OK;
     }
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
@@ -120,5 +134,6 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
             return rc;
         memcpy((unsigned char *)o->recv + k * lb, P->acc, n * op->elem);
     }
+    nc__ar_end(t, P->base);
     return NUMACOLL_OK;
 }

@@ -13,7 +13,31 @@
 
 unsigned nc__red_ar_lines(const numacoll_team_t *t)
 {
-    return t->red->ar_al;
+    /* the layout plans 2 per unit: one more unit holds the ack line */
+    return t->red->ar_al + 1;
+}
+
+/* Lines per parity the inline rule of (coll, alg) needs at most, its
+ * largest size m (0: no such rule): per block for the gathers (times
+ * `blocks` a rank writes), in whole elements of the worst size plus
+ * `hdr` lines for the reductions. */
+static size_t ga_lines(const numacoll_team_t *t, nc__coll_t c, nc__alg_t a,
+                       size_t blocks)
+{
+    size_t m = nc__team_rule_max(t, c, a);
+    return m ? blocks * nc__ag_inline_lines(m) : 0;
+}
+
+static size_t red_lines(const numacoll_team_t *t, nc__coll_t c, nc__alg_t a,
+                        size_t hdr)
+{
+    size_t m = nc__team_rule_max(t, c, a), al = 0;
+    for (size_t e = 1; m && e <= NC_RED_INLINE; e++) {
+        size_t n = hdr + nc__ar_lines(m / e, nc__ar_per_line(e));
+        if (n > al)
+            al = n;
+    }
+    return al;
 }
 
 int nc__red_init(numacoll_team_t *t)
@@ -39,6 +63,21 @@ int nc__red_init(numacoll_team_t *t)
                                           NC_ALG_ALLGATHER_INLINE);
     if (nc__ag_inline_lines(gmax) > r->ar_al)
         r->ar_al = (unsigned)nc__ag_inline_lines(gmax);
+    /* and the other inline gathers' and reductions': a Gather's writer one
+     * block, a Scatter's root and every Alltoall rank p - 1; a
+     * Reduce_scatter a header line more (nc__red_init's caps bound all) */
+    const size_t pm = (size_t)(p > 1 ? p - 1 : 1);
+    const size_t more[] = {
+        ga_lines(t, NC_COLL_GATHER, NC_ALG_GATHER_INLINE, 1),
+        ga_lines(t, NC_COLL_SCATTER, NC_ALG_SCATTER_INLINE, pm),
+        ga_lines(t, NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_INLINE, pm),
+        red_lines(t, NC_COLL_REDUCE_SCATTER, NC_ALG_REDUCE_SCATTER_INLINE, 1),
+        red_lines(t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE, 0),
+        red_lines(t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE, 0)};
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+        if (more[i] > r->ar_al)
+            r->ar_al = (unsigned)more[i];
+    r->ar_known = calloc((size_t)p, sizeof *r->ar_known);
     /* the trees themselves are the team's (built for every k the rules
      * name); kids must hold the children of any of them */
     int mc = 0;
@@ -50,7 +89,8 @@ int nc__red_init(numacoll_team_t *t)
     r->slice_rank = malloc((size_t)p * sizeof *r->slice_rank);
     nc__tree_t groups;
     int rc = nc__tree_init(&groups, NUMACOLL_TREE_NUMA, p, 2, t->loc);
-    if (rc == NUMACOLL_OK && (!r->kids || !r->expect || !r->slice_rank))
+    if (rc == NUMACOLL_OK &&
+        (!r->kids || !r->expect || !r->slice_rank || !r->ar_known))
         rc = NUMACOLL_ERR_NOMEM;
     /* Slices go to ranks group by group (the NUMA groups' members[]), so a
      * NUMA node's ranks own one contiguous part of every chunk. */
@@ -71,6 +111,7 @@ void nc__red_fini(numacoll_team_t *t)
     free(r->kids);
     free(r->expect);
     free(r->slice_rank);
+    free(r->ar_known);
     free(r);
     t->red = NULL;
 }
@@ -81,6 +122,55 @@ void nc__red_reset(numacoll_team_t *t)
     r->ticket = 0;
     r->ar_seq = 0;
     memset(r->expect, 0, t->rs_max * sizeof *r->expect);
+    /* the ack lines were zeroed with the control lines */
+    memset(r->ar_known, 0, (size_t)t->p * sizeof *r->ar_known);
+    memset(r->ar_last, 0, sizeof r->ar_last);
+}
+
+/* ---- inline line reuse (reduce.h) --------------------------------------- */
+
+/* Whether rank j read this rank's lines written as `last`. */
+static int reads(const numacoll_team_t *t, const struct nc__ar_last *last,
+                 int j)
+{
+    switch (last->kind) {
+    case NC_AR_RD_ALL:
+        return j != t->rank;
+    case NC_AR_RD_ONE:
+        return j == last->who;
+    case NC_AR_RD_ABOVE:
+        return j > t->rank;
+    default:
+        return 0;
+    }
+}
+
+int nc__ar_begin(numacoll_team_t *t, int kind, int who, uint64_t *base)
+{
+    struct nc__red *R = t->red;
+    const uint64_t n = R->ar_seq;
+    struct nc__ar_last *last = &R->ar_last[n & 1];
+    if (kind != NC_AR_RD_NONE) {
+        for (int j = 0; j < t->p; j++) {
+            /* j must have finished call last->seq: known[j] > seq */
+            if (!reads(t, last, j) ||
+                (int64_t)(R->ar_known[j] - last->seq) > 0)
+                continue;
+            uint64_t seen;
+            nc__wait_why_t why = {j, "inline line reuse ack", (long)(n & 1),
+                                  (long)last->seq};
+            /* acquire: j's reads of our lines happen before our writes */
+            int rc = nc__poll(t, nc__arack(t, j), NC_WAIT_GE, last->seq + 1,
+                              &seen, &why);
+            if (rc != NUMACOLL_OK)
+                return rc;
+            R->ar_known[j] = seen;
+        }
+        *last = (struct nc__ar_last){kind, who, n};
+    }
+    R->ar_seq = n + 1;
+    *base = n;
+    return NUMACOLL_OK;
 }
 
 /* ---- shared pieces ------------------------------------------------------ */

@@ -64,6 +64,12 @@ struct nc__red {
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
+    /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
+     * to have finished; per parity, who reads this rank's lines of its
+     * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
+     * call that wrote them */
+    uint64_t *ar_known;
+    struct nc__ar_last { int kind, who; uint64_t seq; } ar_last[2];
     int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */
     int my_slice;         /* the slice this rank owns                     */
 };
@@ -93,6 +99,70 @@ static inline nc__rline_t *nc__arline(const numacoll_team_t *t, int r,
                            t->layout.ar_off +
                            ((size_t)par * t->red->ar_al + k) * NC_CACHE_LINE);
 }
+
+/* A rank's line after its 2 * ar_al inline lines: the number of inline
+ * calls it has finished (plain release store at the end of each), read
+ * by a writer that must know its readers are done (nc__ar_begin). */
+static inline _Atomic uint64_t *nc__arack(const numacoll_team_t *t, int r)
+{
+    return &nc__arline(t, r, 2, 0)->word;
+}
+
+/*
+ * Inline line reuse, for every algorithm on these lines (allreduce,
+ * allgather, gather, scatter, alltoall, reduce_scatter, scan inline).
+ * Rank r's lines of parity x hold its last call of that parity; before
+ * r writes them again at call n it must know that every reader of that
+ * call (seq s) has finished it: known[j] > s. known[j] grows for free
+ * whenever r reads j's line of call m (j writes it only after finishing
+ * call m - 1: known[j] >= m), so where every rank reads every other
+ * (Allreduce, Allgather, Alltoall, Reduce_scatter) it is always
+ * up to date and no shared line is read; elsewhere (a Gather's non-root
+ * never reads the root) r polls j's ack line, a plain store j makes at
+ * the end of every inline call (nc__ar_end). No read-modify-write.
+ */
+enum { NC_AR_RD_NONE, NC_AR_RD_ALL, NC_AR_RD_ONE, NC_AR_RD_ABOVE };
+
+/* Number an inline call (its base, *base; equal on every rank). A rank
+ * that writes lines in it (kind: who will read them, NC_AR_RD_NONE:
+ * writes nothing) first waits, lazily, for the readers of its previous
+ * write of that parity (a step's poll: NC_AGAIN with nothing done). */
+int nc__ar_begin(numacoll_team_t *t, int kind, int who, uint64_t *base);
+
+/* Reader: rank j's line of call seq was there, so j finished every call
+ * before it. */
+static inline void nc__ar_saw(numacoll_team_t *t, int j, uint64_t seq)
+{
+    uint64_t *k = &t->red->ar_known[j];
+    if ((int64_t)(seq - *k) > 0)
+        *k = seq;
+}
+
+/* End of an inline call: this rank reads no more of call base's lines. */
+static inline void nc__ar_end(numacoll_team_t *t, uint64_t base)
+{
+    atomic_store_explicit(nc__arack(t, t->rank), base + 1,
+                          memory_order_release);
+}
+
+/* Reader: rank j's line k of call seq (its parity's): wait for its word
+ * (acquire; a step's poll), note j's progress (nc__ar_saw); *data: its
+ * payload. This rank's own line: no wait. */
+int nc__ar_wait_line(numacoll_team_t *t, int j, uint64_t seq, size_t k,
+                     unsigned char **data);
+
+/* A block of n bytes in lines first .. first + L(n) - 1 of a rank's
+ * parity par (the inline Allgather's format, nc__ag_inline_lines): line
+ * 0 carries 48 bytes and n, the others 56, each line's word
+ * nc__dword(seq + 1) stored after its payload (release). */
+void nc__ag_put(numacoll_team_t *t, unsigned par, size_t first,
+                const unsigned char *src, size_t n, uint64_t seq);
+/* Reader: rank j's block of n bytes there to dst, from line *r on (0 at
+ * first; a step's poll: NC_AGAIN at a line not written yet); a block
+ * whose line 0 says another size is a mismatch (what: the collective). */
+int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
+               unsigned char *dst, size_t n, uint64_t seq, size_t *r,
+               const char *what);
 
 /* Inline Allreduce: elements of elem bytes per line (whole elements only,
  * so every line folds on its own; 0: one does not fit), and the lines a
@@ -257,6 +327,10 @@ void nc__rs_release(const nc__rs_t *s, size_t r);
  * P->i). P->k = 0 and P->part = 0 before the first. */
 int nc__rs_rounds(const nc__rs_t *s, nc__red_pos_t *P, size_t rounds,
                   int stages, int (*fold)(const nc__rs_t *s, size_t r));
+
+/* Reduce_scatter: FNV-1a of the recvcounts (never 0), which ranks whose
+ * counts differ with the same total compare to find a mismatch. */
+uint64_t nc__rs_counts_tag(const nc__op_t *o, int p);
 
 /* Elements of a unit: the fewest whose bytes are a whole number of cache
  * lines, so that slices of whole units never share a line. */

@@ -81,8 +81,7 @@ static void slice_rs(const nc__rs_t *rs, size_t r, int j, size_t *vo,
     *so = (size_t)j * s->u;
 }
 
-/* FNV-1a of the counts: the tag round 0 compares. */
-static uint64_t counts_tag(const nc__op_t *o, int p)
+uint64_t nc__rs_counts_tag(const nc__op_t *o, int p)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (int j = 0; j < p; j++) {
@@ -149,7 +148,7 @@ int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
                       .cin = nc__copy_pick(ch->copy, 0), .nslices = p,
                       .skip = me, .mine = me, .nfold = p,
                       .readers = (unsigned)(p - 1),
-                      .tag = o->rs_counts ? counts_tag(o, p) : 0,
+                      .tag = o->rs_counts ? nc__rs_counts_tag(o, p) : 0,
                       .line_ok = 1,
                       .slice = slice_rs},
                .o = o, .u = P->unit,

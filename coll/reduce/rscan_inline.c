@@ -1,0 +1,210 @@
+/*
+ * Inline Reduce_scatter(_block), Scan and Exscan for small vectors: the
+ * contributions travel in the inline Allreduce's self-validating lines
+ * (whole elements, floor(56/e) per line, each line's word
+ * nc__dword(seq + 1) stored after its payload, release), numbered by the
+ * same call counter, and every rank folds what it needs itself with
+ * reduce.h's fold, in rank order: bitwise the rank-order result, strictly
+ * x_0 op x_1 op ... for a non-commutative user op. One wave of line
+ * transfers, no slot, no release, no read-modify-write.
+ *
+ * Reduce_scatter, N elements in all, rank i's block b_i at o_i:
+ *  every rank: write its contribution in L = ceil(N / epl) lines, then a
+ *          header line (the recvcounts' hash, 0 for the block form: ranks
+ *          whose counts differ with the same total find a mismatch
+ *          there), its word last (release: it orders the L lines before
+ *          it); wait for every other rank's header (acquire: every rank
+ *          reads every other, so nc__ar_begin's reuse check never reads
+ *          a shared line, as the Allgather's); then for each line k
+ *          holding part of its block, fold that part of all p
+ *          contributions into a private buffer and copy it out.
+ *  Cost: t_l (the headers, overlapping) + p ceil(b_i / epl) lines read,
+ *          their misses overlapping in the fold; 1 + L written.
+ * Scan (Exscan), count elements, L = ceil(count / epl):
+ *  rank i < p - 1: write its contribution in L lines, each word after
+ *          its payload (release; read by the ranks above it:
+ *          nc__ar_begin's reuse check reads their ack lines unless a
+ *          call since read their lines);
+ *  rank i: wait for the last line of every rank below it (acquire: its
+ *          release orders the lines before it), then line by line fold
+ *          ranks 0 .. i (Exscan: 0 .. i - 1; its own operand from its
+ *          send buffer) into a private buffer and copy it out; Exscan's
+ *          rank 0 receives nothing.
+ *  Cost, rank i: t_l + i L lines read (overlapping), L written.
+ * In place: every line is written (or the own operand read) before the
+ * receive buffer's bytes of that line are overwritten.
+ */
+#include <string.h>
+
+#include "coll/reduce/reduce.h"
+
+typedef struct env {
+    numacoll_team_t *t;
+    uint64_t seq;
+    size_t line;          /* line of the contributions being folded */
+    size_t at;            /* its first element folded                */
+    size_t elem;
+    const unsigned char *own;   /* non-NULL: this rank's operand here */
+} env_t;
+
+/* Operand j's part of the line: seen before the fold (the waits of the
+ * steps below), so never a wait here. */
+static int get_line(void *vp, int j, const void **ptr)
+{
+    env_t *e = vp;
+    if (j == e->t->rank && e->own)
+        *ptr = e->own;
+    else
+        *ptr = nc__arline(e->t, j, (unsigned)(e->seq & 1), e->line)->data +
+               e->at * e->elem;
+    return NUMACOLL_OK;
+}
+
+static void put_line(void *vp, int j)
+{
+    (void)vp, (void)j;   /* reuse: nc__ar_begin */
+}
+
+/* Write count elements of own in lines first .. of this rank's parity. */
+static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned par,
+                    size_t first, uint64_t seq)
+{
+    const size_t epl = nc__ar_per_line(o->rop.elem),
+                 lb = epl * o->rop.elem, nbytes = o->count * o->rop.elem;
+    const uint64_t word = nc__dword(t, seq + 1);
+    for (size_t k = 0; k < nc__ar_lines(o->count, epl); k++) {
+        nc__rline_t *l = nc__arline(t, t->rank, par, first + k);
+        const size_t off = k * lb;
+        memcpy(l->data, (const unsigned char *)o->own + off,
+               nbytes - off < lb ? nbytes - off : lb);
+        /* the payload must be visible before its sequence number */
+        atomic_store_explicit(&l->word, word, memory_order_release);
+    }
+}
+
+/* Fold elements [lo, hi) of the vector (within one line each step) of
+ * operands 0 .. nfold - 1 into recv + (lo - base) elements, lines from
+ * first on; resumable at P->k (element reached), P->fold. */
+static int fold_range(numacoll_team_t *t, nc__op_t *o, size_t first,
+                      size_t lo, size_t hi, int nfold, int own_from_send)
+{
+    nc__red_pos_t *P = &o->r;
+    const nc__red_op_t *op = &o->rop;
+    const size_t epl = nc__ar_per_line(op->elem);
+    env_t e = {t, P->base, 0, 0, op->elem, NULL};
+    nc__fold_t f = {nfold, get_line, put_line, &e, NC_COPY_VEC};
+    if (P->k < lo)
+        P->k = lo;
+    while (P->k < hi) {
+        const size_t k = P->k / epl, at = P->k - k * epl,
+                     end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
+                     n = end - P->k;
+        e.line = first + k;
+        e.at = at;
+        if (own_from_send)
+            e.own = (const unsigned char *)o->own + P->k * op->elem;
+        int rc = nc__fold_step(op, &f, P->acc, n, &P->fold);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        memcpy((unsigned char *)o->recv + (P->k - lo) * op->elem, P->acc,
+               n * op->elem);
+        P->k = end;
+        P->fold = 0;
+    }
+    return NUMACOLL_OK;
+}
+
+static size_t rs_count(const nc__op_t *o, int j)
+{
+    return o->rs_counts ? o->rs_counts[j] : o->rs_block;
+}
+
+/* As steps (o->r): base the call's number, i the headers (Scan: last
+ * lines) seen (part 0), k the element reached and fold the operands
+ * folded (part 1). */
+int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
+{
+    nc__red_pos_t *P = &o->r;
+    const int me = t->rank;
+    const uint64_t tag = o->rs_counts ? nc__rs_counts_tag(o, t->p) : 0;
+    if (o->phase == 0) {
+        int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        const unsigned par = (unsigned)(P->base & 1);
+        nc__rline_t *h = nc__arline(t, me, par, 0);
+        memcpy(h->data, &tag, sizeof tag);
+        put_vec(t, o, par, 1, P->base);
+        atomic_store_explicit(&h->word, nc__dword(t, P->base + 1),
+                              memory_order_release);
+        P->part = 0;
+        P->i = 1;
+        P->k = 0;
+        P->fold = 0;
+        o->phase = 1;
+    }
+    const unsigned par = (unsigned)(P->base & 1);
+    for (; P->part == 0 && P->i < t->p; P->i++) {
+        const int j = (me + P->i) % t->p;
+        nc__rline_t *h = nc__arline(t, j, par, 0);
+        uint64_t seen, theirs;
+        nc__wait_why_t why = {j, "inline reduce_scatter header", 0,
+                              (long)P->base};
+        int rc = nc__poll(t, &h->word, NC_WAIT_EQ,
+                          nc__dword(t, P->base + 1), &seen, &why);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        nc__ar_saw(t, j, P->base);
+        memcpy(&theirs, h->data, sizeof theirs);
+        if (theirs != tag)
+            return nc__mismatch(t, j, "its reduce_scatter recvcounts differ "
+                                "(the same total)");
+    }
+    P->part = 1;
+    size_t lo = 0;
+    for (int j = 0; j < me; j++)
+        lo += rs_count(o, j);
+    int rc = fold_range(t, o, 1, lo, lo + rs_count(o, me), t->p, 0);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    nc__ar_end(t, P->base);
+    return NUMACOLL_OK;
+}
+
+int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o)
+{
+    nc__red_pos_t *P = &o->r;
+    const int me = t->rank, top = me == t->p - 1;
+    if (o->phase == 0) {
+        int rc = nc__ar_begin(t, top ? NC_AR_RD_NONE : NC_AR_RD_ABOVE, -1,
+                              &P->base);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        if (!top)
+            put_vec(t, o, (unsigned)(P->base & 1), 0, P->base);
+        P->k = 0;
+        P->i = 0;
+        P->part = 0;
+        P->fold = 0;
+        o->phase = 1;
+    }
+    const int nfold = o->coll == NC_COLL_SCAN ? me + 1 : me;
+    /* the last line of every rank below (acquire: the writer's release
+     * there orders its lines before it), then the fold reads them all */
+    const size_t last = nc__ar_lines(o->count, nc__ar_per_line(o->rop.elem))
+                        - 1;
+    for (; P->part == 0 && P->i < me; P->i++) {
+        unsigned char *d;
+        int rc = nc__ar_wait_line(t, P->i, P->base, last, &d);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    P->part = 1;
+    if (nfold > 0) {
+        int rc = fold_range(t, o, 0, 0, o->count, nfold, 1);
+        if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    nc__ar_end(t, P->base);
+    return NUMACOLL_OK;
+}
