@@ -44,6 +44,7 @@ typedef struct mca_coll_numacoll_component_t {
     int virtual_nodes;          /* coll_numacoll_virtual_nodes; 0, 1: off    */
     char *virtual_split;        /* coll_numacoll_virtual_split: block, rr    */
     size_t hier_segsize;        /* coll_numacoll_hier_segsize                */
+    size_t hier_alltoall_max;   /* coll_numacoll_hier_alltoall_max; 0: none */
     bool config_ok;             /* false: a parameter was rejected; the
                                    component then declines to open           */
 
@@ -391,6 +392,39 @@ bool nc_hier_wanted(ompi_communicator_t *comm);
 nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority);
 void nc_hier_free(nc_module_t *m);
 bool nc_hier_register(void);
+/* For the two-level functions of other files: the sub-communicators and
+ * table of a module (set up on first use, collectively: every rank makes
+ * the call); false where the communicator's calls go to the previous
+ * component. */
+typedef struct nc_levels {
+    ompi_communicator_t *low;   /* this node's processes, in rank order    */
+    ompi_communicator_t *up;    /* the leaders (node i = rank i); NULL on
+                                   the others                               */
+    int nnodes, my_node;
+    const int *node_of;         /* per rank: its node                       */
+    const int *local_of;        /* ... and its rank in that node            */
+    bool ordered;               /* nodes contiguous and in rank order       */
+} nc_levels_t;
+#define nc_hier_levels mca_coll_numacoll_hier_levels
+bool nc_hier_levels(nc_module_t *m, nc_levels_t *out);
+/* Pack (pack true) or unpack count elements of dtype at buf to or from
+ * nbytes contiguous bytes at tmp; an OMPI status. */
+#define nc_hier_convert mca_coll_numacoll_hier_convert
+int nc_hier_convert(bool pack, void *buf, int count, ompi_datatype_t *dtype,
+                    void *tmp, size_t nbytes);
+/* Log a two-level call (coll_base_verbose 20) and count it in
+ * two_level_count when rc is success; returns rc. g: its segments, NULL
+ * for one. */
+struct nc_segs;
+#define nc_hier_done mca_coll_numacoll_hier_done
+int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
+                 ompi_datatype_t *dtype, const struct nc_segs *g, int rc);
+
+/* ---- coll_numacoll_hier_gather.c: two-level Allgather(v), Gather(v),
+ * Scatter(v), Alltoall(v) ----------------------------------------------
+ * nc_hier_ga_install: put them into a two-level module (nc_hier_query). */
+#define nc_hier_ga_install mca_coll_numacoll_hier_ga_install
+void nc_hier_ga_install(nc_module_t *m);
 
 END_C_DECLS
 

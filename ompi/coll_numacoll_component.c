@@ -91,6 +91,8 @@ _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->virtual_nodes) ==
                    NC_C_SIZE('i'), "virtual_nodes is read as an int");
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_segsize) ==
                    NC_C_SIZE('z'), "hier_segsize is read as a size_t");
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_alltoall_max)
+                   == NC_C_SIZE('z'), "hier_alltoall_max is read as a size_t");
 
 typedef struct nc_param {
     const char *name;
@@ -146,6 +148,14 @@ static const nc_param_t nc_params[] = {
      "node-local level of one segment overlaps the leaders' level of the "
      "next.",
      offsetof(mca_coll_numacoll_component_t, hier_segsize)},
+    /* 4096: where the two-level Alltoall stopped paying on the machine of
+     * docs/ompi.md's measurement. */
+    {"hier_alltoall_max", 'z', 4096, 0, SIZE_MAX,
+     "Two-level Alltoall and Alltoallv on communicators that span nodes: "
+     "calls whose blocks exceed this many bytes (Alltoallv: on average over "
+     "some node's blocks) go to the previous component, since the leader "
+     "carries its whole node's traffic; 0: no limit.",
+     offsetof(mca_coll_numacoll_component_t, hier_alltoall_max)},
 };
 #define NC_NPARAMS (sizeof nc_params / sizeof nc_params[0])
 
@@ -464,8 +474,9 @@ static void nc_register_pvars(void)
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_iallreduce_fallback)},
         {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce, "
-         "MPI_Barrier, MPI_Reduce_scatter(_block), MPI_Scan and MPI_Exscan "
-         "calls this process ran in two levels (numacoll "
+         "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v), "
+         "MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan and "
+         "MPI_Exscan calls this process ran in two levels (numacoll "
          "within the node, another component between the nodes' leaders) on "
          "communicators that span nodes or virtual nodes.",
          MCA_BASE_PVAR_CLASS_COUNTER,

@@ -196,6 +196,7 @@ nc_module_t *nc_hier_query(ompi_communicator_t *comm, int *priority)
     m->super.coll_reduce_scatter = nc_hier_reduce_scatter;
     m->super.coll_scan = nc_hier_scan;
     m->super.coll_exscan = nc_hier_exscan;
+    nc_hier_ga_install(m);
     *priority = nc_component.priority;
     opal_output_verbose(10, NC_OUT,
                         "coll:numacoll:comm_query: %s (cid %u, %d processes): "
@@ -245,6 +246,9 @@ typedef struct nc_parent_fns {
     mca_coll_base_module_t *reduce_module;
     mca_coll_base_module_allreduce_fn_t allreduce;
     mca_coll_base_module_t *allreduce_module;
+    /* ompi_comm_split runs an Allgather on the communicator. */
+    mca_coll_base_module_allgather_fn_t allgather;
+    mca_coll_base_module_t *allgather_module;
 } nc_parent_fns_t;
 
 static void nc_parent_swap(mca_coll_base_comm_coll_t *c, nc_parent_fns_t *out,
@@ -256,6 +260,7 @@ static void nc_parent_swap(mca_coll_base_comm_coll_t *c, nc_parent_fns_t *out,
     c->coll_##n = in->n;                                                      \
     c->coll_##n##_module = in->n##_module;
     NC_SWAP(bcast) NC_SWAP(barrier) NC_SWAP(reduce) NC_SWAP(allreduce)
+    NC_SWAP(allgather)
 #undef NC_SWAP
 }
 
@@ -366,7 +371,11 @@ static void nc_hier_setup(nc_module_t *m)
     nc_parent_fns_t prev = {
         m->prev_bcast, m->prev_bcast_module, m->prev_barrier,
         m->prev_barrier_module, m->prev_reduce, m->prev_reduce_module,
-        m->prev_allreduce, m->prev_allreduce_module};
+        m->prev_allreduce, m->prev_allreduce_module,
+        /* ours only where a previous one was saved */
+        m->prev_allgather ? m->prev_allgather : comm->c_coll->coll_allgather,
+        m->prev_allgather ? m->prev_allgather_module
+                          : comm->c_coll->coll_allgather_module};
     nc_parent_fns_t ours;
     nc_parent_swap(comm->c_coll, &ours, &prev);
 
@@ -560,8 +569,8 @@ static void nc_hier_log(nc_module_t *m, const char *what, int root, int count,
                         rc == OMPI_SUCCESS ? "done" : "failed");
 }
 
-static int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
-                        ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
+int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
+                 ompi_datatype_t *dtype, const nc_segs_t *g, int rc)
 {
     nc_hier_log(m, what, root, count, dtype, g, rc);
     if (rc == OMPI_SUCCESS)
@@ -647,8 +656,8 @@ static int nc_hier_bcast_run(nc_hier_t *h, void *buf, int count,
 
 /* Pack (root) or unpack (the others) count elements of dtype at buf
  * to or from the contiguous bytes at tmp. */
-static int nc_hier_convert(bool pack, void *buf, int count,
-                           ompi_datatype_t *dtype, void *tmp, size_t nbytes)
+int nc_hier_convert(bool pack, void *buf, int count,
+                    ompi_datatype_t *dtype, void *tmp, size_t nbytes)
 {
     opal_convertor_t conv;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
@@ -1171,3 +1180,15 @@ static int nc_hier_scan_run(nc_module_t *m, const void *sbuf, void *rbuf,
 NC_HIER_SCAN(scan, false)
 NC_HIER_SCAN(exscan, true)
 #undef NC_HIER_SCAN
+
+/* ---- for the other two-level files ------------------------------------------ */
+
+bool nc_hier_levels(nc_module_t *m, nc_levels_t *out)
+{
+    if (!nc_hier_ready(m))
+        return false;
+    nc_hier_t *h = m->hier;
+    *out = (nc_levels_t){h->low, h->up, h->nnodes, h->my_node, h->node_of,
+                         h->local_of, h->ordered};
+    return true;
+}

@@ -41,7 +41,7 @@ NC_OMPI_SYSTEM_DIR = $(or $(OMPI_COMPONENT_DIR),$(NC_OMPI_PKGLIBDIR))
 
 NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
 NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c \
-               ompi/coll_numacoll_hier.c \
+               ompi/coll_numacoll_hier.c ompi/coll_numacoll_hier_gather.c \
                ompi/coll_numacoll_nb.c ompi/coll_numacoll_gather.c
 NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
 NC_OMPI_MAP  = ompi/mca_coll_numacoll.map

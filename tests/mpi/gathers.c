@@ -29,6 +29,14 @@
  * with persistent starts, separately) and handed none back; with =fallback
  * (no team: a node budget of 1 byte) that it handed every such call back
  * (persistent: each init) and ran none.
+ *
+ * NC_EXPECT_TWO_LEVEL=1 (tests/mpi/run.sh, with coll_numacoll_virtual_nodes
+ * so both communicators span virtual nodes): numacoll's two_level_count
+ * must grow by exactly the blocking calls that move bytes (each
+ * two-level; their node-local parts are numacoll's nonblocking calls,
+ * not checked here), the blocking counters of one level and the blocking
+ * fallback counters must not move, and the nonblocking and persistent
+ * calls stay with the previous component there.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -463,6 +471,11 @@ int main(int argc, char **argv)
     unsigned long long ctr0[14], fb0[14], ctr1[14], fb1[14];
     mpit_named_read(&ctr, ctr0);
     mpit_named_read(&fb, fb0);
+    const char *const two_name[] = {"coll_numacoll_two_level_count"};
+    mpit_named_t two;
+    unsigned long long two0 = 0, two1 = 0;
+    mpit_named_open(&two, two_name, 1);
+    mpit_named_read(&two, &two0);
 
     static const size_t small[] = {0, 1, 8, 1000, 65540};
     const int nsmall = sizeof small / sizeof small[0];
@@ -561,6 +574,24 @@ int main(int argc, char **argv)
                        fb1[i] - fb0[i], core ? "" : "at least ", want_fb);
         }
     }
+    mpit_named_read(&two, &two1);
+    const char *tl = getenv("NC_EXPECT_TWO_LEVEL");
+    if (tl && *tl && *tl != '0' &&
+        MPIT_CHECK(two.present && ctr.present && fb.present,
+                   "numacoll's MPI_T counters are missing")) {
+        unsigned long long want = 0;
+        for (int k = 0; k < K_N; k++)
+            want += made[k][0];
+        MPIT_CHECK(two1 - two0 == want, "two_level_count: %llu, expected "
+                   "%llu", two1 - two0, want);
+        for (int i = 0; i < K_N; i++) {
+            MPIT_CHECK(ctr1[i] - ctr0[i] == 0, "%s: %llu on two levels, "
+                       "expected 0", ctr_names[i], ctr1[i] - ctr0[i]);
+            MPIT_CHECK(fb1[i] - fb0[i] == 0, "%s: %llu on two levels, "
+                       "expected 0", fb_names[i], fb1[i] - fb0[i]);
+        }
+    }
+    mpit_named_close(&two);
     mpit_named_close(&ctr);
     mpit_named_close(&fb);
     if (mpit_rank == 0)

@@ -34,7 +34,8 @@
  * with persistent starts, separately) and handed back exactly the calls
  * of the complex type; with =fallback (no team: a node budget of 1 byte)
  * that it handed every such call back (persistent: each init) and ran
- * none.
+ * none. With NC_EXPECT_TWO_LEVEL=1 (virtual nodes) the blocking
+ * Alltoallv calls must have run in two levels (two_level_count).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -466,6 +467,11 @@ int main(int argc, char **argv)
         fb1[2 * K_N];
     mpit_named_read(&ctr, ctr0);
     mpit_named_read(&fb, fb0);
+    const char *const two_name[] = {"coll_numacoll_two_level_count"};
+    mpit_named_t two;
+    unsigned long long two0 = 0, two1 = 0;
+    mpit_named_open(&two, two_name, 1);
+    mpit_named_read(&two, &two0);
 
     /* Alltoallv's bytes and the reductions' (whole 16-byte matrices) */
     static const size_t a2a_n[] = {0, 8, 1000, 65540, 1 << 20};
@@ -534,6 +540,26 @@ int main(int argc, char **argv)
                        fb1[i] - fb0[i], core ? "" : "at least ", want_fb);
         }
     }
+    /* NC_EXPECT_TWO_LEVEL=1 (virtual nodes): the blocking Alltoallv calls
+     * ran in two levels (counted there, at least those: the previous
+     * component's other collectives may come back through the
+     * communicator's table), neither in one level nor handed back. */
+    mpit_named_read(&two, &two1);
+    const char *tl = getenv("NC_EXPECT_TWO_LEVEL");
+    if (tl && *tl && *tl != '0' &&
+        MPIT_CHECK(two.present && ctr.present && fb.present,
+                   "numacoll's MPI_T counters are missing")) {
+        unsigned long long want = made[K_ALLTOALLV][0];
+        MPIT_CHECK(two1 - two0 >= want, "two_level_count: %llu, expected at "
+                   "least %llu", two1 - two0, want);
+        MPIT_CHECK(ctr1[K_ALLTOALLV] - ctr0[K_ALLTOALLV] == 0 &&
+                       fb1[K_ALLTOALLV] - fb0[K_ALLTOALLV] == 0,
+                   "blocking Alltoallv on two levels: %llu in one level, "
+                   "%llu handed back, expected none",
+                   ctr1[K_ALLTOALLV] - ctr0[K_ALLTOALLV],
+                   fb1[K_ALLTOALLV] - fb0[K_ALLTOALLV]);
+    }
+    mpit_named_close(&two);
     mpit_named_close(&ctr);
     mpit_named_close(&fb);
     if (mpit_rank == 0)

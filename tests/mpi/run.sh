@@ -247,14 +247,49 @@ mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # (bytes in segments, 4 KiB), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
 # sits in a two-level Barrier on another (nonblocking's cross_progress),
-# the gathers, which stay with the previous component there, and rscan's
-# collectives (two levels: Reduce_scatter(_block), Scan, Exscan);
-# barrier_order: nobody leaves the two-level Barrier
+# rscan's collectives (two levels: Alltoallv, Reduce_scatter(_block),
+# Scan, Exscan); barrier_order: nobody leaves the two-level Barrier
 # (whose node-level release is a one-byte Bcast) before the last came in.
-for t in bcast_derived reduce_ops nonblocking gathers rscan barrier_order; do
+for t in bcast_derived reduce_ops nonblocking rscan barrier_order; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
+done
+# The gathers in two levels (ompi/coll_numacoll_hier_gather.c) on every
+# configuration above: tests/mpi/gathers.c checks every root, 0 B to
+# 4 MiB, uneven v counts with zeros, in place, a derived type on either
+# side, and that two_level_count grew by exactly its blocking calls;
+# rscan's blocking Alltoallv (uneven, zeros, in place, derived types) must
+# run there too, and says so at coll_base_verbose 20.
+for cfg in $TWO_LEVEL; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split: gathers" \
+        "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" \
+        --mca coll_numacoll_hier_alltoall_max 0 \
+        -x NC_EXPECT_TWO_LEVEL=1 "$BIN/gathers"
+done
+# With the default limit on Alltoall's blocks (4 KiB) the larger ones go
+# to the previous component, per call (MPI semantics; said at verbose 20).
+must="handed to the previous component: blocks above coll_numacoll_hier_alltoall_max"
+mpi "two-level   np=4, 2 virtual nodes: gathers, alltoall_max 4 KiB" \
+    "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    --mca coll_base_verbose 20 "$BIN/gathers"
+must="the leaders' verdict: a bundle would exceed INT_MAX bytes, or some node's blocks average above coll_numacoll_hier_alltoall_max"
+mpi "two-level   np=4, 2 virtual nodes: rscan, alltoall_max 4 KiB" \
+    "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    --mca coll_base_verbose 20 "$BIN/rscan"
+
+for cfg in 4:2:rr 6:3:block; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} split=${rest#*:}
+    must="coll:numacoll:two-level alltoallv: MPI_COMM_WORLD (cid 0) root -1"
+    mpi "two-level   np=$np, $nv virtual nodes, $split: rscan" \
+        "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" --mca coll_base_verbose 20 \
+        --mca coll_numacoll_hier_alltoall_max 0 \
+        -x NC_EXPECT_TWO_LEVEL=1 "$BIN/rscan"
 done
 # rscan on uneven nodes not contiguous in rank order: Reduce_scatter's
 # leaders move the blocks into node order; Scan and Exscan fall back.
@@ -360,7 +395,7 @@ params_listed() {
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
     for n in $names priority node_budget tuning_file virtual_nodes \
-             virtual_split hier_segsize; do
+             virtual_split hier_segsize hier_alltoall_max; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
