@@ -234,9 +234,7 @@ static void red_inline_fit(numacoll_team_t *t, nc__op_t *o, nc__coll_t coll,
     size_t epl = nc__ar_per_line(o->rop.elem);
     if (epl && hdr + nc__ar_lines(count, epl) <= t->red->ar_al)
         return;
-    size_t key = count * o->rop.elem;
-    const nc__choice_t *c = nc__team_choice_alg(t, coll, staged, key);
-    o->ch = c ? c : nc__team_choice(t, NC_COLL_REDUCE, key);
+    o->ch = nc__choice_or_reduce(t, coll, staged, count * o->rop.elem);
     o->alg = (int)staged;
 }
 
@@ -522,7 +520,6 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
      * else (gatherv, scatterv) the rule of the largest size. */
     size_t key = a->coll == NC_COLL_ALLGATHER ? largest
                  : a->v                       ? SIZE_MAX
-                 : a->coll == NC_COLL_ALLTOALL  ? a->each
                                               : a->each;
     o->ch = nc__team_choice(t, a->coll, key);
     o->alg = (int)o->ch->alg;
@@ -531,9 +528,8 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
      * every rank alike (all know the largest block) */
     if (o->alg == NC_ALG_ALLGATHER_INLINE &&
         nc__ag_inline_lines(largest) > t->red->ar_al) {
-        const nc__choice_t *st = nc__team_choice_alg(
-            t, NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_STAGED, key);
-        o->ch = st ? st : nc__team_choice(t, NC_COLL_REDUCE, key);
+        o->ch = nc__choice_or_reduce(t, NC_COLL_ALLGATHER,
+                                     NC_ALG_ALLGATHER_STAGED, key);
         o->alg = NC_ALG_ALLGATHER_STAGED;
     }
     /* the same for the other inline gathers (uniform forms only: in a v
@@ -544,13 +540,8 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
     if ((o->alg == NC_ALG_GATHER_INLINE || o->alg == NC_ALG_SCATTER_INLINE ||
          o->alg == NC_ALG_ALLTOALL_INLINE) &&
         (a->v || blocks * nc__ag_inline_lines(a->each) > t->red->ar_al)) {
-        const nc__alg_t st = a->coll == NC_COLL_GATHER ? NC_ALG_GATHER_STAGED
-                             : a->coll == NC_COLL_SCATTER
-                                 ? NC_ALG_SCATTER_STAGED
-                                 : NC_ALG_ALLTOALL_STAGED;
-        const nc__choice_t *c = nc__team_choice_alg(t, a->coll, st, key);
-        o->ch = c ? c : nc__team_choice(t, NC_COLL_REDUCE, key);
-        o->alg = st;
+        o->alg = nc__ga_staged_alg(a->coll);
+        o->ch = nc__choice_or_reduce(t, a->coll, (nc__alg_t)o->alg, key);
     }
     /* every rank knows a uniform block: its size in the signature, so
      * that ranks whose sizes differ fail instead of reading lines laid
@@ -580,10 +571,11 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
         c.nbytes = o->bc.nbytes;
     } else if (is_ga(o->coll)) {
         c.nbytes = o->ga.sig_bytes;
-        /* ranks whose sizes picked single copy and staged (a uniform
-         * Gather or Scatter whose block sizes differ) meet as a mismatch
+        /* ranks whose sizes picked different kinds of algorithm (a
+         * uniform Gather or Scatter whose block sizes differ, Allgatherv
+         * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
-        c.count = nc__ga_cma(o->alg);
+        c.count = nc__ga_cma(o->alg) ? 1 : nc__ga_inline(o->alg) ? 2 : 0;
     } else if (o->coll != NC_COLL_BARRIER) {
         c.nbytes = o->count * o->rop.elem;
         c.count = o->count;

@@ -709,7 +709,7 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
         return 1;
     const int p = b->size, me = b->rank;
     const size_t N = C->n ? C->n : 3000;
-    size_t cnt[8], dsp[8];
+    size_t cnt[16], dsp[16];
     for (int j = 0; j < p; j++) {
         cnt[j] = C->how == 2 && me == 0 && j == p - 1 ? N / 2 : N;
         dsp[j] = (size_t)j * (N + 8);
@@ -867,6 +867,11 @@ static void test_ag_inline(void)
             CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
     }
     nct_team_rules = NULL;
+    /* two v-counts of the same total on either side of the built-in
+     * inline limit (64): rank 0 stages (68), the others go inline */
+    bad_case_t X = {AG, 3, 60};
+    for (int p = 2; p <= 3; p++)
+        CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &X), 0);
 }
 
 /* ---- inline Gather, Scatter, Alltoall ---------------------------------- */
@@ -1143,6 +1148,57 @@ static void test_cma_threshold(void)
     nct_team_rules = NULL;
 }
 
+/* Alltoallv under a single-copy rule whose staged rule below it has a
+ * slot too small for an 8-byte header per peer: the call's arguments are
+ * checked against the single-copy rule, but small blocks run the staged
+ * one, so the choice at the call must refuse it (every rank alike), not
+ * write headers past the slot; a later call that stays single copy works. */
+static int a2av_small_slot_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    enum { BIG = 8192 };
+    size_t cnt[16], dsp[16];
+    unsigned char *in = malloc((size_t)p * BIG), *out = malloc((size_t)p * BIG);
+    for (int j = 0; j < p; j++) {
+        cnt[j] = 16;
+        dsp[j] = (size_t)j * BIG;
+    }
+    memset(in, me, (size_t)p * BIG);
+    int bad = 0;
+    int rc = numacoll_alltoallv(t, in, cnt, dsp, out, cnt, dsp);
+    if (rc != NUMACOLL_ERR_ARG ||
+        !strstr(numacoll_team_last_error(t), "8-byte header"))
+        bad = nct_say(t, me, "alltoallv on a too small staged slot", rc);
+    for (int j = 0; j < p; j++)
+        cnt[j] = BIG;
+    (void)numacoll_barrier(t);
+    rc = bad ? NUMACOLL_OK : numacoll_alltoallv(t, in, cnt, dsp, out, cnt, dsp);
+    if (!bad && rc != NUMACOLL_OK)
+        bad = nct_say(t, me, "alltoallv single copy after the refusal", rc);
+    for (int j = 0; j < p && !bad; j++)
+        if (out[(size_t)j * BIG] != (unsigned char)j ||
+            out[(size_t)j * BIG + BIG - 1] != (unsigned char)j)
+            bad = 25;
+    free(in);
+    free(out);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_a2av_small_slot(void)
+{
+    /* f = 64 (a multiple of the line): 64 / 9 < 8 bytes a peer at p = 10 */
+    nct_team_rules = "alltoall p=1-* size=0-4095 alg=staged f=64 s=4\n"
+                     "alltoall p=1-* size=4096-* alg=cma f=4K s=4\n";
+    for (int p = 10; p <= 10; p++)
+        CU_ASSERT_EQUAL(nct_run(p, a2av_small_slot_body, NULL), 0);
+    nct_team_rules = NULL;
+}
+
 /* ---- refused arguments ------------------------------------------------ */
 
 static int refused_body(const numacoll_bootstrap_t *b, void *arg)
@@ -1153,7 +1209,7 @@ static int refused_body(const numacoll_bootstrap_t *b, void *arg)
         return 1;
     const int p = b->size, me = b->rank;
     unsigned char buf[64 * 8], one_b[64];
-    size_t cnt[8], dsp[8];
+    size_t cnt[16], dsp[16];
     for (int j = 0; j < p; j++)
         cnt[j] = 64, dsp[j] = (size_t)j * 64;
     int bad = 0, rc;
@@ -1239,6 +1295,8 @@ int nct_register_gather(void)
         {"single copy from 4 KiB, staged below: v forms choose at the call, "
          "a Gather or Scatter straddling it is a mismatch",
          test_cma_threshold},
+        {"single copy above a staged rule too small for Alltoallv's "
+         "headers: refused at the call on every rank", test_a2av_small_slot},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }

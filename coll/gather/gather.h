@@ -52,6 +52,33 @@ static inline int nc__ga_cma(int alg)
            alg == NC_ALG_SCATTER_CMA || alg == NC_ALG_ALLTOALL_CMA;
 }
 
+/* The staged algorithm of a gather-family collective. */
+static inline nc__alg_t nc__ga_staged_alg(nc__coll_t coll)
+{
+    return coll == NC_COLL_ALLGATHER ? NC_ALG_ALLGATHER_STAGED
+           : coll == NC_COLL_GATHER  ? NC_ALG_GATHER_STAGED
+           : coll == NC_COLL_SCATTER ? NC_ALG_SCATTER_STAGED
+                                     : NC_ALG_ALLTOALL_STAGED;
+}
+
+/* The team's rule of coll's algorithm alg for size key, or where no rule
+ * names it there, the Reduce's (whose staging slots the staged
+ * algorithms use): what a call that must run alg takes. */
+static inline const nc__choice_t *
+nc__choice_or_reduce(numacoll_team_t *t, nc__coll_t coll, nc__alg_t alg,
+                     size_t key)
+{
+    const nc__choice_t *c = nc__team_choice_alg(t, coll, alg, key);
+    return c ? c : nc__team_choice(t, NC_COLL_REDUCE, key);
+}
+
+/* Whether alg is one of the gathers' inline algorithms. */
+static inline int nc__ga_inline(int alg)
+{
+    return alg == NC_ALG_ALLGATHER_INLINE || alg == NC_ALG_GATHER_INLINE ||
+           alg == NC_ALG_SCATTER_INLINE || alg == NC_ALG_ALLTOALL_INLINE;
+}
+
 /* Block j's bytes and offset in the call (uniform or v form). */
 static inline size_t nc__ga_count(const nc__op_t *o, int j)
 {

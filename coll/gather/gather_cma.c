@@ -183,17 +183,27 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
     size_t n = (size_t)each;
     if (atomic_load_explicit(&s->sig, memory_order_relaxed) != t->sig32)
         return nc__mismatch(t, j, "its single-copy call differs");
+    /* In j's memory only while j is in the call -- its count arrays too:
+     * announced in its `writing` first, then its buffer still open (both
+     * seq_cst, against j's close-then-look in leave()), so j never
+     * returns -- on an error either -- while we write into what it may
+     * free, or read what it may reuse. */
+    atomic_fetch_add_explicit(&s->writing, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&s->open, memory_order_seq_cst) != o->g.call) {
+        atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
+        return nc__mismatch(t, j, "it left the single-copy call");
+    }
+    int err = 0;
     if (cnt) {
-        size_t d;
-        int err = nc__cma_pair(pid, cnt + k * sizeof(size_t),
-                               dsp + k * sizeof(size_t), &n, &d);
-        if (err)
-            return cma_failed(t, j, what, SIZE_MAX, err);
+        size_t d = 0;
+        err = nc__cma_pair(pid, cnt + k * sizeof(size_t),
+                           dsp + k * sizeof(size_t), &n, &d);
         at += d;
     } else {
         at += k * each;
     }
-    if (n != want) {
+    if (!err && n != want) {
+        atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
         char why[160];
         snprintf(why, sizeof why, "single-copy %s: rank %d has %zu bytes "
                  "for block %zu, rank %d %zu", what, j, n, k, t->rank, want);
@@ -202,21 +212,8 @@ static int move(numacoll_team_t *t, const nc__op_t *o, int j, size_t k,
     const size_t f = o->ch->f;
     if (hi > n)
         hi = n;
-    if (lo >= hi)
-        return NUMACOLL_OK;
-    /* In j's memory only while j is in the call: announced in its
-     * `writing` first, then its buffer still open (both seq_cst, against
-     * j's close-then-look in leave()), so j never returns -- on an error
-     * either -- while we write into what it may free, or read what it
-     * may reuse. */
-    atomic_fetch_add_explicit(&s->writing, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&s->open, memory_order_seq_cst) != o->g.call) {
-        atomic_fetch_sub_explicit(&s->writing, 1, memory_order_release);
-        return nc__mismatch(t, j, "it left the single-copy call");
-    }
-    int err = 0;
-    size_t off = lo, piece = 0;
-    for (; off < hi && !err; off += piece) {
+    size_t off = lo, piece = err ? SIZE_MAX : 0;
+    for (; !err && off < hi; off += piece) {
         piece = hi - off < f ? hi - off : f;
         err = nc__cma_move(pid, local + off, at + off, piece, write);
     }
@@ -365,12 +362,18 @@ static int pick(numacoll_team_t *t, nc__op_t *o)
     }
     /* staged, as its rule for that size (any other algorithm there --
      * there is none for these sizes yet -- the first staged rule) */
-    int alg = o->coll == NC_COLL_GATHER    ? NC_ALG_GATHER_STAGED
-              : o->coll == NC_COLL_SCATTER ? NC_ALG_SCATTER_STAGED
-                                           : NC_ALG_ALLTOALL_STAGED;
-    const nc__choice_t *st = nc__team_choice_alg(t, o->coll, alg,
-                                                 (size_t)big);
-    o->ch = st ? st : nc__team_choice(t, NC_COLL_REDUCE, (size_t)big);
+    o->ch = nc__choice_or_reduce(t, o->coll, nc__ga_staged_alg(o->coll),
+                                 (size_t)big);
+    /* Alltoallv's staged pieces carry an 8-byte header each: a rule whose
+     * slot cannot hold one per peer is refused here, where this rule is
+     * known (alike on every rank: big is), not only for the cma one that
+     * the call's arguments were checked against. */
+    if (o->coll == NC_COLL_ALLTOALL && o->ga.scounts && t->p > 1 &&
+        nc__alltoall_unit(o->ch->f, t->p) < 8)
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv: the %zu-byte "
+                             "staging slot of the rule for %llu-byte blocks "
+                             "holds no 8-byte header for each of %d ranks",
+                             o->ch->f, (unsigned long long)big, t->p - 1);
     o->g.mode = STAGED;
     o->phase = 0;
     return NUMACOLL_OK;
