@@ -68,6 +68,7 @@
  * goes to the previous component.
  */
 #include "coll_numacoll.h"
+#include "coll_numacoll_hier.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -447,65 +448,6 @@ static bool nc_hier_ready(nc_module_t *m)
         nc_hier_setup(m);
     return m->hier->state == NC_HIER_READY;
 }
-
-/* ---- helpers ---------------------------------------------------------------- */
-
-/* A blocking call on a sub-communicator, through its own function table
- * (the leaders' only: see NC_LOW). */
-#define NC_CALL(c, fn, ...)                                                   \
-    ((c)->c_coll->coll_##fn(__VA_ARGS__, (c), (c)->c_coll->coll_##fn##_module))
-/* A nonblocking one, its request added to q. */
-#define NC_ICALL(q, c, fn, ...)                                               \
-    nc_rq_note((q), (c)->c_coll->coll_##fn(__VA_ARGS__, (c), nc_rq_slot(q),   \
-                                           (c)->c_coll->coll_##fn##_module))
-
-/* Requests in flight of one step. */
-typedef struct nc_rq {
-    ompi_request_t *r[3];
-    int n;
-    int rc;             /* the first error of a start or a wait */
-} nc_rq_t;
-
-static ompi_request_t **nc_rq_slot(nc_rq_t *q)
-{
-    q->r[q->n] = MPI_REQUEST_NULL;  /* stays so if the start fails */
-    return &q->r[q->n++];
-}
-
-static void nc_rq_note(nc_rq_t *q, int rc)
-{
-    if (rc != OMPI_SUCCESS && q->rc == OMPI_SUCCESS)
-        q->rc = rc;
-}
-
-/* Wait for q's requests; returns (and clears) q's first error. */
-static int nc_rq_wait(nc_rq_t *q)
-{
-    if (q->n > 0)
-        nc_rq_note(q, ompi_request_wait_all((size_t)q->n, q->r,
-                                            MPI_STATUSES_IGNORE));
-    int rc = q->rc;
-    q->n = 0;
-    q->rc = OMPI_SUCCESS;
-    return rc;
-}
-
-static int nc_first(int a, int b)
-{
-    return a != OMPI_SUCCESS ? a : b;
-}
-
-/* A node-local call, made as numacoll's nonblocking one and waited for
- * in Open MPI's wait: numacoll's blocking calls spin on shared memory
- * without opal_progress, and a nonblocking call of another component on
- * the parent communicator (libnbc's Ibcast, whose root may be waiting
- * here) must keep moving meanwhile. Adds the first error to rc. */
-#define NC_LOW(rc, lo, fn, ...)                                               \
-    do {                                                                      \
-        nc_rq_t q_ = {.n = 0};                                                \
-        NC_ICALL(&q_, lo, fn, __VA_ARGS__);                                   \
-        (rc) = nc_first((rc), nc_rq_wait(&q_));                               \
-    } while (0)
 
 /* Segments of whole elements of about coll_numacoll_hier_segsize bytes. */
 typedef struct nc_segs {
@@ -961,7 +903,7 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
  * communication, alike on every rank) where two levels cannot serve. */
 static int nc_hier_rs(nc_module_t *m, const void *sbuf, void *rbuf,
                       const int *counts, int rcount, ompi_datatype_t *dtype,
-                      struct ompi_op_t *op, bool *declined)
+                      struct ompi_op_t *op, bool *declined, bool *empty)
 {
     nc_hier_t *h = m->hier;
     int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
@@ -969,7 +911,8 @@ static int nc_hier_rs(nc_module_t *m, const void *sbuf, void *rbuf,
     size_t total = 0;
     for (int r = 0; r < size; r++)
         total += (size_t)(counts ? counts[r] : rcount);
-    if (total == 0)     /* as the one-level calls: nothing collective */
+    *empty = total == 0;
+    if (*empty)         /* as the one-level calls: nothing collective */
         return OMPI_SUCCESS;
     if (!nc_hier_takes_op(m, op) || total > INT_MAX) {
         *declined = true;
@@ -1047,21 +990,19 @@ static int nc_hier_rs_call(nc_module_t *m, const char *name, const void *sbuf,
                            ompi_datatype_t *dtype, struct ompi_op_t *op,
                            bool *declined)
 {
-    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    int me = ompi_comm_rank(m->comm);
+    bool empty = false;     /* a call of no elements at all is no call */
     *declined = !nc_hier_ready(m);
     int rc = *declined ? OMPI_SUCCESS
                        : nc_hier_rs(m, sbuf, rbuf, counts, rcount, dtype, op,
-                                    declined);
+                                    declined, &empty);
     if (*declined) {
         nc_ga_count_fallback(name);
         return rc;
     }
-    bool any = false;   /* a call of no elements at all is no call */
-    for (int r = 0; r < size && !any; r++)
-        any = (counts ? counts[r] : rcount) != 0;
-    return any ? nc_hier_done(m, name, -1, counts ? counts[me] : rcount,
-                              dtype, NULL, rc)
-               : rc;
+    return empty ? rc
+                 : nc_hier_done(m, name, -1, counts ? counts[me] : rcount,
+                                dtype, NULL, rc);
 }
 
 static int nc_hier_reduce_scatter_block(const void *sbuf, void *rbuf,

@@ -77,6 +77,7 @@
  * and are not counted.
  */
 #include "coll_numacoll.h"
+#include "coll_numacoll_hier.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -90,27 +91,6 @@
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
 #include "opal/util/output.h"
-
-static int nc_keep(int a, int b)
-{
-    return a != OMPI_SUCCESS ? a : b;
-}
-
-/* A node-local call: numacoll's nonblocking one, waited for here. */
-#define NC_LO(rc, lo, fn, ...)                                                \
-    do {                                                                      \
-        ompi_request_t *rq_ = MPI_REQUEST_NULL;                               \
-        int r_ = (lo)->c_coll->coll_i##fn(__VA_ARGS__, (lo), &rq_,            \
-                                          (lo)->c_coll->coll_i##fn##_module); \
-        if (r_ == OMPI_SUCCESS)                                               \
-            r_ = ompi_request_wait(&rq_, MPI_STATUS_IGNORE);                  \
-        (rc) = nc_keep((rc), r_);                                             \
-    } while (0)
-/* A leaders' call: the leaders' component's blocking one. */
-#define NC_UP(rc, up, fn, ...)                                                \
-    ((rc) = nc_keep((rc), (up)->c_coll->coll_##fn(                            \
-                              __VA_ARGS__, (up),                              \
-                              (up)->c_coll->coll_##fn##_module)))
 
 /* ---- blocks of a user buffer -------------------------------------------- */
 
@@ -282,7 +262,7 @@ static int nc_map_io(bool pack, const nc_map_t *mp, const nc_side_t *s,
     int rc = OMPI_SUCCESS;
     for (int r = 0; r < mp->p; r++)
         if (r != skip)
-            rc = nc_keep(rc, nc_side_io(pack, s, r,
+            rc = nc_first(rc, nc_side_io(pack, s, r,
                                         bundle + mp->at[mp->pos[r]]));
     return rc;
 }
@@ -318,7 +298,7 @@ static int nc_sizes(const nc_map_t *mp, int64_t mine, int64_t *member,
 {
     ompi_communicator_t *lo = mp->v.low, *up = mp->v.up;
     int rc = OMPI_SUCCESS;
-    NC_LO(rc, lo, gather, &mine, 1, MPI_INT64_T, member, 1, MPI_INT64_T, 0);
+    NC_LOW(rc, lo, igather, &mine, 1, MPI_INT64_T, member, 1, MPI_INT64_T, 0);
     unsigned char ok = 0;
     if (up) {
         int64_t s = 0, tot = 0;
@@ -327,9 +307,12 @@ static int nc_sizes(const nc_map_t *mp, int64_t mine, int64_t *member,
         NC_UP(rc, up, allgather, &s, 1, MPI_INT64_T, bundle, 1, MPI_INT64_T);
         for (int n = 0; n < mp->v.nnodes; n++)
             tot += bundle[n];
-        ok = rc == OMPI_SUCCESS && tot <= INT_MAX;
+        /* From the leaders' common numbers only: a verdict that also
+         * weighed this leader's own rc could differ between nodes, and
+         * the nodes that fell back would leave the others waiting. */
+        ok = tot <= INT_MAX;
     }
-    NC_LO(rc, lo, bcast, &ok, 1, MPI_BYTE, 0);
+    NC_LOW(rc, lo, ibcast, &ok, 1, MPI_BYTE, 0);
     *fits = ok;
     return rc;
 }
@@ -385,12 +368,12 @@ static int nc_hier_allgather_run(nc_module_t *m, const char *what,
     ompi_datatype_t *gdt = in_place ? rdt : sdt;
     if (v.up && in_place && dense)
         give = MPI_IN_PLACE;
-    NC_LO(rc, v.low, gatherv, give, gcount, gdt,
+    NC_LOW(rc, v.low, igatherv, give, gcount, gdt,
           T + mp.at[mp.start[v.my_node]], cnt, dsp, MPI_BYTE, 0);
     if (v.up)
         NC_UP(rc, v.up, allgatherv, MPI_IN_PLACE, 0, MPI_BYTE, T, ucnt, udsp,
               MPI_BYTE);
-    NC_LO(rc, v.low, bcast, T, (int)tot, MPI_BYTE, 0);
+    NC_LOW(rc, v.low, ibcast, T, (int)tot, MPI_BYTE, 0);
     if (!dense && rc == OMPI_SUCCESS)
         rc = nc_map_io(false, &mp, &R, T, in_place ? me : -1);
 out:
@@ -606,7 +589,7 @@ static int nc_hier_gather_run(nc_module_t *m, const char *what,
     if (c.lead_root && in_place && c.dense)
         give = MPI_IN_PLACE;
     char *mine_at = c.home ? c.T + c.q.off : c.B;
-    NC_LO(rc, v->low, gatherv, give, gcount, gdt, v->up ? mine_at : NULL,
+    NC_LOW(rc, v->low, igatherv, give, gcount, gdt, v->up ? mine_at : NULL,
           c.q.cnt, c.q.dsp, MPI_BYTE, 0);
     if (v->up && c.home)
         NC_UP(rc, v->up, gatherv, MPI_IN_PLACE, 0, MPI_BYTE, c.T, c.q.ucnt,
@@ -615,12 +598,12 @@ static int nc_hier_gather_run(nc_module_t *m, const char *what,
         NC_UP(rc, v->up, gatherv, c.B, c.q.ucnt[v->my_node], MPI_BYTE, NULL,
               NULL, NULL, MPI_BYTE, c.rn);
     if (c.home && c.rl != 0 && v->up)
-        rc = nc_keep(rc, MCA_PML_CALL(send(c.T, c.tot, MPI_BYTE, c.rl,
+        rc = nc_first(rc, MCA_PML_CALL(send(c.T, c.tot, MPI_BYTE, c.rl,
                                            MCA_COLL_BASE_TAG_GATHER,
                                            MCA_PML_BASE_SEND_STANDARD,
                                            v->low)));
     else if (c.is_root && !v->up)
-        rc = nc_keep(rc, MCA_PML_CALL(recv(c.T, c.tot, MPI_BYTE, 0,
+        rc = nc_first(rc, MCA_PML_CALL(recv(c.T, c.tot, MPI_BYTE, 0,
                                            MCA_COLL_BASE_TAG_GATHER, v->low,
                                            MPI_STATUS_IGNORE)));
     if (c.is_root && !c.dense && rc == OMPI_SUCCESS)
@@ -706,12 +689,12 @@ static int nc_hier_scatter_run(nc_module_t *m, const char *what, bool vform,
     if (c.is_root && !c.dense)
         rc = nc_map_io(true, &c.mp, &S, c.T, -1);
     if (c.is_root && !v->up)
-        rc = nc_keep(rc, MCA_PML_CALL(send(c.T, c.tot, MPI_BYTE, 0,
+        rc = nc_first(rc, MCA_PML_CALL(send(c.T, c.tot, MPI_BYTE, 0,
                                            MCA_COLL_BASE_TAG_SCATTER,
                                            MCA_PML_BASE_SEND_STANDARD,
                                            v->low)));
     else if (c.home && v->up && c.rl != 0)
-        rc = nc_keep(rc, MCA_PML_CALL(recv(c.T, c.tot, MPI_BYTE, c.rl,
+        rc = nc_first(rc, MCA_PML_CALL(recv(c.T, c.tot, MPI_BYTE, c.rl,
                                            MCA_COLL_BASE_TAG_SCATTER, v->low,
                                            MPI_STATUS_IGNORE)));
     if (v->up && c.home)
@@ -722,13 +705,13 @@ static int nc_hier_scatter_run(nc_module_t *m, const char *what, bool vform,
               c.q.ucnt[v->my_node], MPI_BYTE, c.rn);
     char *mine_at = c.home ? c.T + c.q.off : c.B;
     if (c.lead_root && in_place)
-        NC_LO(rc, v->low, scatterv, mine_at, c.q.cnt, c.q.dsp, MPI_BYTE,
+        NC_LOW(rc, v->low, iscatterv, mine_at, c.q.cnt, c.q.dsp, MPI_BYTE,
               MPI_IN_PLACE, 0, MPI_BYTE, 0);
     else if (in_place)
-        NC_LO(rc, v->low, scatterv, NULL, NULL, NULL, MPI_BYTE, drop,
+        NC_LOW(rc, v->low, iscatterv, NULL, NULL, NULL, MPI_BYTE, drop,
               (int)mine, MPI_BYTE, 0);
     else
-        NC_LO(rc, v->low, scatterv, v->up ? mine_at : NULL, c.q.cnt,
+        NC_LOW(rc, v->low, iscatterv, v->up ? mine_at : NULL, c.q.cnt,
               c.q.dsp, MPI_BYTE, rbuf, rcount, rdt, 0);
 out:
     free(drop);
@@ -942,7 +925,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, const char *what, bool vform,
     }
     unsigned char ok = 0;
     if (vform) {
-        NC_LO(rc, v.low, gather, mine, 2 * p, MPI_INT64_T, a.mat, 2 * p,
+        NC_LOW(rc, v.low, igather, mine, 2 * p, MPI_INT64_T, a.mat, 2 * p,
               MPI_INT64_T, 0);
     } else if (a.mat) {
         for (size_t i = 0; i < (size_t)k * 2 * (size_t)p; i++)
@@ -960,7 +943,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, const char *what, bool vform,
         ok = (unsigned char)fits;
     }
     if (vform)
-        NC_LO(rc, v.low, bcast, &ok, 1, MPI_BYTE, 0);
+        NC_LOW(rc, v.low, ibcast, &ok, 1, MPI_BYTE, 0);
     else if (v.up && !ok)
         rc = OMPI_ERR_OUT_OF_RESOURCE;  /* the sizes fit: checked above */
     else
@@ -999,9 +982,9 @@ static int nc_hier_alltoall_run(nc_module_t *m, const char *what, bool vform,
         goto out;
     if (!sdense) {
         for (int d = 0, off = 0; d < p; off += (int)mine[d], d++)
-            rc = nc_keep(rc, nc_side_io(true, &S, d, SB + off));
+            rc = nc_first(rc, nc_side_io(true, &S, d, SB + off));
     }
-    NC_LO(rc, v.low, gatherv, SB, (int)st, MPI_BYTE, G, a.gc, a.gd, MPI_BYTE,
+    NC_LOW(rc, v.low, igatherv, SB, (int)st, MPI_BYTE, G, a.gc, a.gd, MPI_BYTE,
           0);
     if (v.up) {
         nc_a2a_out(&a, &mp, G, OB);
@@ -1009,7 +992,7 @@ static int nc_hier_alltoall_run(nc_module_t *m, const char *what, bool vform,
               MPI_BYTE);
         nc_a2a_in(&a, &mp, IB, RB);
     }
-    NC_LO(rc, v.low, scatterv, RB, a.sc, a.sd, MPI_BYTE, RR, (int)mp.at[p],
+    NC_LOW(rc, v.low, iscatterv, RB, a.sc, a.sd, MPI_BYTE, RR, (int)mp.at[p],
           MPI_BYTE, 0);
     if (!rdense && rc == OMPI_SUCCESS)
         rc = nc_map_io(false, &mp, &R, RR, -1);
