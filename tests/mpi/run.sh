@@ -115,6 +115,8 @@ report() {  # report <ok 0/1> <label> <seconds>
 # (both are reset after each run).
 must=
 must_lines=
+retry_if=
+retry_why=
 mpi() {
     label=$1 path=$2 np=$3
     shift 3
@@ -122,6 +124,17 @@ mpi() {
     OMPI_MCA_mca_base_component_path=$path \
         timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
     rc=$?
+    # One more try only for a failure of Open MPI's own that the run's log
+    # names word for word ($retry_if), and the label says so.
+    if [ $rc != 0 ] && [ -n "$retry_if" ] && grep -qF -- "$retry_if" "$LOG"; then
+        mv "$LOG" "$LOG.first-try"
+        label="$label (retried: $retry_why)"
+        OMPI_MCA_mca_base_component_path=$path \
+            timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
+        rc=$?
+    fi
+    retry_if=
+    retry_why=
     [ $rc = 124 ] && echo "timed out after $TIMEOUT s (deadlock?)" >>"$LOG"
     # The program's own verdict must be there too: a crash before the
     # result line is a failure even if mpirun returned 0.
@@ -301,10 +314,18 @@ mpi "two-level   np=6, 4 virtual nodes, rr: rscan" "$WITH_PATH" 6 $FORCE \
 # communicator without MPI_COMM_WORLD, sessions closed and opened again,
 # two at once (tests/mpi/sessions.c).
 if [ -x "$BIN/sessions" ]; then
+    # Open MPI 5.0.7 itself now and then fails an MPI_Session_init of this
+    # program: its sm BTL finds a peer unreachable and aborts the job before
+    # any communicator (numacoll's or not) exists. Seen once in a CI run
+    # (np 4), in none of 100 runs here (60 of them beside two busy loops).
+    # Such a run goes once more, and its label says "retried".
+    ses_flake="MPI_INIT has failed because at least one MPI process is unreachable"
     for np in 2 3 4; do
+        retry_if=$ses_flake retry_why="Open MPI's unreachable-peer abort in MPI_Session_init"
         mpi "numacoll    np=$np sessions" "$WITH_PATH" "$np" $FORCE \
             -x NUMACOLL_EXPECT=core "$BIN/sessions"
     done
+    retry_if=$ses_flake retry_why="Open MPI's unreachable-peer abort in MPI_Session_init"
     mpi "no numacoll np=3 sessions" "$WITHOUT_PATH" 3 "$BIN/sessions"
 fi
 
