@@ -45,6 +45,7 @@ typedef struct mca_coll_numacoll_component_t {
     char *virtual_split;        /* coll_numacoll_virtual_split: block, rr    */
     size_t hier_segsize;        /* coll_numacoll_hier_segsize                */
     size_t hier_alltoall_max;   /* coll_numacoll_hier_alltoall_max; 0: none */
+    size_t hier_lanes_min;      /* coll_numacoll_hier_lanes_min; 0: never   */
     bool config_ok;             /* false: a parameter was rejected; the
                                    component then declines to open           */
 
@@ -61,6 +62,8 @@ typedef struct mca_coll_numacoll_component_t {
     _Atomic unsigned n_teams;                     /* teams alive now         */
     /* Blocking calls run in two levels (coll_numacoll_hier.c). */
     _Atomic unsigned long long n_two_level;
+    _Atomic unsigned long long n_two_level_lanes; /* of those: Allreduces in
+                                                     lanes                   */
     /* Nonblocking calls and persistent starts the core ran, and the
      * nonblocking calls and persistent inits handed to the previous
      * component (coll_numacoll_nb.c). */

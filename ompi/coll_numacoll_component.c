@@ -93,6 +93,8 @@ _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_segsize) ==
                    NC_C_SIZE('z'), "hier_segsize is read as a size_t");
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_alltoall_max)
                    == NC_C_SIZE('z'), "hier_alltoall_max is read as a size_t");
+_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_lanes_min)
+                   == NC_C_SIZE('z'), "hier_lanes_min is read as a size_t");
 
 typedef struct nc_param {
     const char *name;
@@ -156,6 +158,16 @@ static const nc_param_t nc_params[] = {
      "some node's blocks) go to the previous component, since the leader "
      "carries its whole node's traffic; 0: no limit.",
      offsetof(mca_coll_numacoll_component_t, hier_alltoall_max)},
+    /* 64 KiB: see docs/ompi.md, "Two levels", for the measurement. */
+    {"hier_lanes_min", 'z', 65536, 0, SIZE_MAX,
+     "Two-level Allreduce on communicators that span nodes: from this many "
+     "bytes on, every node splits the vector into L slices (L: the process "
+     "count of the smallest node), node-local Reduce_scatter to its first L "
+     "processes, the L lanes (the processes of one node-local rank, one per "
+     "node) reduce their slice between the nodes at once, node-local "
+     "Allgatherv; below it, one leader per node carries the whole vector. "
+     "0: never.",
+     offsetof(mca_coll_numacoll_component_t, hier_lanes_min)},
 };
 #define NC_NPARAMS (sizeof nc_params / sizeof nc_params[0])
 
@@ -481,6 +493,11 @@ static void nc_register_pvars(void)
          "communicators that span nodes or virtual nodes.",
          MCA_BASE_PVAR_CLASS_COUNTER,
          offsetof(mca_coll_numacoll_component_t, n_two_level)},
+        {"two_level_lanes_count", "Of two_level_count: the MPI_Allreduce "
+         "calls that ran in lanes (coll_numacoll_hier_lanes_min): every "
+         "node's first L processes each reduce one slice between the nodes.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         offsetof(mca_coll_numacoll_component_t, n_two_level_lanes)},
         {"teams", "Number of numacoll teams (shared-memory segments) this "
          "process has mapped right now; returns to 0 once their "
          "communicators are freed.",

@@ -7,7 +7,7 @@
  * Sub-communicators. Created inside the first collective of this file on
  * the communicator, which every rank makes, as coll/han does:
  * creating them from comm_query or module_enable would run coll selection
- * inside selection. Two of them per process:
+ * inside selection. Two of them per process, and a third for lanes:
  *   - node-local: ompi_comm_split_type(MPI_COMM_TYPE_SHARED), split again
  *     by virtual node when coll_numacoll_virtual_nodes > 1 (for testing on
  *     one machine), rank order kept; it carries the info key
@@ -16,7 +16,12 @@
  *   - leaders: ompi_comm_split of the ranks with node-local rank 0, key =
  *     rank, so leader i is node i in rank order; its info key
  *     ompi_comm_coll_preference=^numacoll keeps numacoll off it (on one
- *     machine it would otherwise take it).
+ *     machine it would otherwise take it);
+ *   - lanes, where every node holds two processes or more: lane i =
+ *     node-local rank i of every node, key = node, for i < nlanes = the
+ *     smallest node's size; ^numacoll as the leaders'. Lane 0 has the
+ *     leaders' members; it comes from the same split as the other lanes
+ *     all the same.
  * While they are created, the communicator's own blocking functions point
  * to the previous component: ompi_comm_split_type runs an Allreduce on it,
  * which would land back here. An allgather over the point-to-point layer
@@ -35,7 +40,12 @@
  *             if r does not lead R, its leader sends it the result.
  *             L + U (+ one node-local transfer of m).
  *   Allreduce local Reduce to each leader, leaders' Allreduce in place,
- *             local Bcast from the leader. 2L + U.
+ *             local Bcast from the leader. 2L + U. From
+ *             coll_numacoll_hier_lanes_min bytes, in lanes: local
+ *             Reduce_scatter of nlanes slices to the node's first nlanes
+ *             ranks, each lane's Allreduce of its slice (all at once),
+ *             local Allgatherv, pipelined by segments as the above.
+ *             L_rs(m) + U(m / nlanes) + L_ag(m) unpipelined.
  *   Barrier   local Barrier, leaders' Barrier, local one-byte Bcast from
  *             the leader (the release: the leader waits for nobody).
  *   Reduce_scatter(_block)  local Reduce of the whole vector (p m) to the
@@ -102,6 +112,12 @@ typedef struct nc_hier {
     int *node_of;               /* per rank of the communicator: its node   */
     int *local_of;              /* ... and its rank in that node            */
     bool ordered;               /* nodes contiguous and in rank order       */
+    /* Lanes (Allreduce from coll_numacoll_hier_lanes_min bytes): lane i
+     * holds node-local rank i of every node, i < nlanes = the smallest
+     * node's size; 0 lanes where there are none. */
+    int nlanes;
+    ompi_communicator_t *lane;  /* this rank's lane; NULL on ranks >= nlanes */
+    int *lane_cnt, *lane_dsp;   /* per node-local rank its slice, 4 sets    */
 } nc_hier_t;
 
 static bool nc_split_rr;        /* coll_numacoll_virtual_split = rr */
@@ -219,7 +235,10 @@ static void nc_hier_drop(nc_hier_t *h)
         ompi_comm_free(&h->low);
     if (h->up && h->up != MPI_COMM_NULL)
         ompi_comm_free(&h->up);
-    h->low = h->up = NULL;
+    if (h->lane && h->lane != MPI_COMM_NULL)
+        ompi_comm_free(&h->lane);
+    h->low = h->up = h->lane = NULL;
+    h->nlanes = 0;
 }
 
 void nc_hier_free(nc_module_t *m)
@@ -230,6 +249,8 @@ void nc_hier_free(nc_module_t *m)
     nc_hier_drop(h);
     free(h->node_of);
     free(h->local_of);
+    free(h->lane_cnt);
+    free(h->lane_dsp);
     free(h);
     m->hier = NULL;
 }
@@ -291,7 +312,7 @@ static int nc_make_low(nc_module_t *m, opal_info_t *mine, opal_info_t *other)
  * failed): each rank's node and node-local rank. False when the table is
  * not a partition into nodes led by their lowest rank. */
 static bool nc_hier_table(nc_hier_t *h, const int *lead, int size,
-                          int *max_local)
+                          int *max_local, int *min_local)
 {
     int *index = malloc((size_t)size * sizeof *index);
     int *count = calloc((size_t)size, sizeof *count);
@@ -319,6 +340,10 @@ static bool nc_hier_table(nc_hier_t *h, const int *lead, int size,
         if (count[node] > *max_local)
             *max_local = count[node];
     }
+    *min_local = size;
+    for (int n = 0; ok && n < h->nnodes; n++)
+        if (count[n] < *min_local)
+            *min_local = count[n];
     free(index);
     free(count);
     return ok;
@@ -352,14 +377,52 @@ static void nc_hier_describe(nc_module_t *m)
                         "%d nodes%s of %s processes, %s; numacoll within "
                         "each node, the leaders' communicator (cid %u) by "
                         "the component Open MPI selects without numacoll; "
-                        "segments of %zu bytes",
+                        "segments of %zu bytes; %d lanes (Allreduce from "
+                        "%zu bytes)",
                         nc_comm_name(m->comm), nc_comm_cid(m->comm), size,
                         h->nnodes, virt, sizes,
                         h->ordered ? "contiguous in rank order"
                                    : "not contiguous (non-commutative ops "
                                      "take the previous component)",
                         h->up ? nc_comm_cid(h->up) : 0u,
-                        nc_component.hier_segsize);
+                        nc_component.hier_segsize, h->nlanes,
+                        nc_component.hier_lanes_min);
+}
+
+/* Collective over the communicator, called while the previous component
+ * serves it: lane i = node-local rank i of every node, in node order,
+ * for i < nlanes. Kept only where every rank made its own. */
+static void nc_hier_lanes(nc_module_t *m, int nlanes, opal_info_t *info)
+{
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *comm = m->comm;
+    const int rank = ompi_comm_rank(comm), li = h->local_of[rank];
+    /* four sets: one per segment in flight (nc_hier_allreduce_lanes) */
+    const size_t n = 4 * (size_t)ompi_comm_size(h->low);
+    h->lane_cnt = malloc(n * sizeof *h->lane_cnt);
+    h->lane_dsp = malloc(n * sizeof *h->lane_dsp);
+    int rc = ompi_comm_split_with_info(comm, li < nlanes ? li : MPI_UNDEFINED,
+                                       h->node_of[rank], info, &h->lane,
+                                       false);
+    if (h->lane == MPI_COMM_NULL)
+        h->lane = NULL;
+    int good = rc == OMPI_SUCCESS && h->lane_cnt && h->lane_dsp &&
+               (h->lane != NULL) == (li < nlanes) &&
+               (!h->lane || (ompi_comm_size(h->lane) == h->nnodes &&
+                             ompi_comm_rank(h->lane) == h->node_of[rank]));
+    rc = comm->c_coll->coll_allreduce(MPI_IN_PLACE, &good, 1, MPI_INT,
+                                      MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (rc == OMPI_SUCCESS && good) {
+        h->nlanes = nlanes;
+        return;
+    }
+    if (h->lane)
+        ompi_comm_free(&h->lane);
+    h->lane = NULL;
+    free(h->lane_cnt);
+    free(h->lane_dsp);
+    h->lane_cnt = h->lane_dsp = NULL;
 }
 
 /* Collective over the communicator: create the sub-communicators and the
@@ -396,7 +459,6 @@ static void nc_hier_setup(nc_module_t *m)
             h->up = NULL;
     }
     OBJ_DESTRUCT(&mine);
-    OBJ_DESTRUCT(&other);
 
     /* Every rank's leader, through the point-to-point layer (not our own
      * functions); -1 says that setup failed here. */
@@ -406,13 +468,18 @@ static void nc_hier_setup(nc_module_t *m)
                                    comm->c_local_group, &lead) != OMPI_SUCCESS)
         lead = -1;
     int *leads = malloc((size_t)size * sizeof *leads);
-    int max_local = 0;
+    int max_local = 0, min_local = 0;
     bool ok = leads &&
               ompi_coll_base_allgather_intra_ring(&lead, 1, MPI_INT, leads, 1,
                                                   MPI_INT, comm, &m->super) ==
                   OMPI_SUCCESS &&
-              nc_hier_table(h, leads, size, &max_local);
+              nc_hier_table(h, leads, size, &max_local, &min_local);
     free(leads);
+    /* From the table, so alike on every rank. */
+    if (ok && h->nnodes >= 2 && min_local >= 2 &&
+        nc_component.hier_lanes_min > 0)
+        nc_hier_lanes(m, min_local, &other);
+    OBJ_DESTRUCT(&other);
     nc_parent_swap(comm->c_coll, &prev, &ours);
     if (ok) {
         h->my_node = h->node_of[rank];
@@ -826,6 +893,106 @@ static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
     return nc_hier_done(m, "reduce", root, count, dtype, &g, rc);
 }
 
+/* Slices of segment s into set k of the lanes' count and displacement
+ * arrays: node-local rank i < nlanes holds slice i, the others none;
+ * displacements in elements from the start of the buffer. */
+static void nc_lane_slices(nc_hier_t *h, int n, const nc_segs_t *g, int s,
+                           int k)
+{
+    int *cnt = h->lane_cnt + (size_t)k * (size_t)n;
+    int *dsp = h->lane_dsp + (size_t)k * (size_t)n;
+    const int nl = h->nlanes;
+    const long long base = (long long)s * g->per, len = nc_seg_len(g, s);
+    for (int i = 0; i < n; i++) {
+        const int j = i < nl ? i : nl;
+        const long long a = len * j / nl;
+        const long long b = i < nl ? len * (j + 1) / nl : a;
+        dsp[i] = (int)(base + a);
+        cnt[i] = (int)(b - a);
+    }
+}
+
+/* Allreduce in lanes, per segment of coll_numacoll_hier_segsize bytes:
+ * node-local Reduce_scatter of the segment into nlanes slices, slice i to
+ * node-local rank i; slice i's Allreduce between the nodes on lane i, all
+ * lanes at once; node-local Allgatherv of the segment. Each lane carries
+ * m / nlanes between the nodes where a lone leader carries m. Pipelined
+ * as the leaders' Allreduce below: in step s every rank starts, in this
+ * order, Reduce_scatter(s + 1) and Allgatherv(s - 1), then a lane's
+ * blocking Allreduce of segment s drives them. About (S + 2) *
+ * max(L(m / S), U(m / (S nlanes))) for S segments. Rank order is kept
+ * where nodes are contiguous (the Reduce_scatter folds in node-local
+ * order, a lane in node order). Set s % 4 of the count arrays belongs to
+ * segment s: its Allgatherv is still in flight when segment s + 3's
+ * Reduce_scatter starts. */
+static int nc_hier_allreduce_lanes(nc_module_t *m, const void *sbuf,
+                                   void *rbuf, int count,
+                                   ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op)
+{
+    nc_hier_t *h = m->hier;
+    ompi_communicator_t *lo = h->low;
+    const int n = ompi_comm_size(lo), me = ompi_comm_rank(lo);
+    const nc_segs_t g = nc_segs(count, dtype);
+    const ptrdiff_t ext = g.extent;
+    const void *give = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    int rc = OMPI_SUCCESS;
+    /* In place the input is rbuf itself, which a slice must not overwrite
+     * while its segment is read: slices land in scratch (two in flight),
+     * then go home. Without scratch the calls still run (nobody waits
+     * forever); the result is undefined and the error returned. */
+    const int most = g.per / h->nlanes + 1;
+    void *raw = NULL;
+    char *scr = NULL;
+    if (sbuf == MPI_IN_PLACE) {
+        scr = nc_scratch(2 * most, dtype, &raw);
+        if (!scr)
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+#define NC_CNT(k) (h->lane_cnt + (size_t)(k) * (size_t)n)
+#define NC_DSP(k) (h->lane_dsp + (size_t)(k) * (size_t)n)
+#define NC_HOME(k) ((char *)rbuf + (ptrdiff_t)NC_DSP(k)[me] * ext)
+    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, red[2] = {{.n = 0}, {.n = 0}};
+    for (int s = -1; s < g.n; s++) {
+        if (s + 1 < g.n) {
+            const int k = (s + 1) % 4;
+            nc_lane_slices(h, n, &g, s + 1, k);
+            char *to = scr ? scr + (ptrdiff_t)((s + 1) % 2) * most * ext
+                           : NC_HOME(k);
+            NC_ICALL(&red[(s + 1) % 2], lo, ireduce_scatter,
+                     nc_seg_at(&g, give, s + 1), to, NC_CNT(k), dtype, op);
+        }
+        if (s > 0)
+            NC_ICALL(&cur, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf,
+                     NC_CNT((s - 1) % 4), NC_DSP((s - 1) % 4), dtype);
+        if (s >= 0) {
+            const int k = s % 4, c = NC_CNT(k)[me];
+            nc_rq_note(&cur, nc_rq_wait(&red[s % 2]));
+            if (scr && c > 0)
+                nc_rq_note(&cur, ompi_datatype_copy_content_same_ddt(
+                                     dtype, (size_t)c, NC_HOME(k),
+                                     scr + (ptrdiff_t)(s % 2) * most * ext));
+            if (h->lane && c > 0)
+                nc_rq_note(&cur, NC_CALL(h->lane, allreduce, MPI_IN_PLACE,
+                                         NC_HOME(k), c, dtype, op));
+        }
+        rc = nc_first(rc, nc_rq_wait(&prev));
+        prev = cur;
+        cur = (nc_rq_t){.n = 0};
+    }
+    NC_ICALL(&cur, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf,
+             NC_CNT((g.n - 1) % 4), NC_DSP((g.n - 1) % 4), dtype);
+    rc = nc_first(rc, nc_rq_wait(&prev));
+    rc = nc_first(rc, nc_rq_wait(&cur));
+#undef NC_CNT
+#undef NC_DSP
+#undef NC_HOME
+    free(raw);
+    if (rc == OMPI_SUCCESS)
+        nc_count(&nc_component.n_two_level_lanes);
+    return nc_hier_done(m, "allreduce in lanes", -1, count, dtype, &g, rc);
+}
+
 static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
                              ompi_datatype_t *dtype, struct ompi_op_t *op,
                              ompi_communicator_t *comm,
@@ -840,6 +1007,12 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
                                  m->prev_allreduce_module);
     }
     nc_hier_t *h = m->hier;
+    if (h->nlanes > 1 && nc_component.hier_lanes_min > 0) {
+        size_t tsize = 0;
+        (void)ompi_datatype_type_size(dtype, &tsize);
+        if ((size_t)count * tsize >= nc_component.hier_lanes_min)
+            return nc_hier_allreduce_lanes(m, sbuf, rbuf, count, dtype, op);
+    }
     ompi_communicator_t *lo = h->low, *up = h->up;
     /* The leader reduces its node into its own rbuf; the others give
      * sbuf (rbuf when in place) and receive the result in the Bcast. */

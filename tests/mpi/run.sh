@@ -231,16 +231,38 @@ mpi "numacoll    np=4 bcast_types, tree numa, levels l3,numa, relay 1" \
 # between real nodes. np:nodes:split; uneven splits (6 on 4: 2,1,2,1; 8 on
 # 3) and nodes of one process included; tests/mpi/two_level.c checks every
 # root and the MPI_T count of two-level calls.
+# Allreduces from 64 KiB (coll_numacoll_hier_lanes_min) run in lanes
+# where every node has two processes or more (all but 6 on 4), and with
+# that limit at 1 byte every Allreduce does (uneven 3,3,2: slices of 0 at
+# the third rank of the larger nodes).
 TWO_LEVEL=${NC_TWO_LEVEL:-"4:2:block 4:2:rr 6:3:block 6:4:rr 8:4:block 8:3:rr"}
 TCP="--mca btl self,tcp --mca btl_tcp_if_include lo"
 for cfg in $TWO_LEVEL; do
     np=${cfg%%:*} rest=${cfg#*:}
     nv=${rest%%:*} split=${rest#*:}
+    lanes=1
+    [ "$cfg" != 6:4:rr ] || lanes=0
     mpi "two-level   np=$np, $nv virtual nodes, $split" "$WITH_PATH" "$np" \
         $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
         --mca coll_numacoll_virtual_split "$split" \
-        -x NC_EXPECT_TWO_LEVEL="$split" "$BIN/two_level"
+        -x NC_EXPECT_TWO_LEVEL="$split" -x NC_EXPECT_LANES=$lanes \
+        "$BIN/two_level"
 done
+# (np 8: also in segments of 4 KiB, so the lanes' pipeline runs long)
+for cfg in 4:2:block:256k 8:3:block:4k; do
+    np=${cfg%%:*} rest=${cfg#*:}
+    nv=${rest%%:*} rest=${rest#*:}
+    split=${rest%%:*} seg=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split, lanes from 1 B, $seg segments" \
+        "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
+        --mca coll_numacoll_virtual_split "$split" \
+        --mca coll_numacoll_hier_lanes_min 1 --mca coll_numacoll_hier_segsize "$seg" \
+        -x NC_EXPECT_TWO_LEVEL="$split" -x NC_EXPECT_LANES=1 "$BIN/two_level"
+done
+mpi "two-level   np=4, 2 virtual nodes, no lanes (hier_lanes_min 0)" \
+    "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    --mca coll_numacoll_hier_lanes_min 0 \
+    -x NC_EXPECT_TWO_LEVEL=block -x NC_EXPECT_LANES=0 "$BIN/two_level"
 # Many small segments (4 KiB): every pipelined schedule runs long; what
 # coll_base_verbose 10 says of the communicator.
 must="coll:numacoll:two-level: MPI_COMM_WORLD (cid 0, 6 processes): 4 nodes (virtual: 4 per node, block) of 2,1,2,1 processes, contiguous in rank order"
@@ -416,7 +438,7 @@ params_listed() {
             "$ROOT/include/numacoll.h")
     [ -n "$names" ] || { echo "no names found in numacoll.h"; return 1; }
     for n in $names priority node_budget tuning_file virtual_nodes \
-             virtual_split hier_segsize hier_alltoall_max; do
+             virtual_split hier_segsize hier_alltoall_max hier_lanes_min; do
         echo "$listing" | grep -q "param:coll_numacoll_$n:help:." ||
             { echo "coll_numacoll_$n missing or without help"; return 1; }
         echo "coll_numacoll_$n listed"
@@ -428,7 +450,7 @@ params_listed() {
     done
     for v in bcast_count barrier_count bcast_fallback_count barrier_fallback_count \
              reduce_count allreduce_count reduce_fallback_count \
-             allreduce_fallback_count two_level_count teams; do
+             allreduce_fallback_count two_level_count two_level_lanes_count teams; do
         echo "$listing" | grep -q "pvar:coll_numacoll_$v:" ||
             { echo "MPI_T variable coll_numacoll_$v missing"; return 1; }
     done

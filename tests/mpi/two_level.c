@@ -29,7 +29,8 @@
  * Scan and Exscan counted only with block (under rr nodes are not
  * contiguous in rank order and those calls go to the previous component,
  * whose Allreduce may call the communicator's Bcast: then up to all
- * calls).
+ * calls). NC_EXPECT_LANES=1|0: Allreduces ran in lanes (every node has two
+ * processes or more: two_level_lanes_count grew), or none did.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -381,10 +382,11 @@ static void run_all(MPI_Comm comm, const char *cname, bool full,
 int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "two_level");
-    static const char *const names[] = {"coll_numacoll_two_level_count"};
+    static const char *const names[] = {"coll_numacoll_two_level_count",
+                                        "coll_numacoll_two_level_lanes_count"};
     mpit_named_t pv;
-    mpit_named_open(&pv, names, 1);
-    unsigned long long before = 0, after = 0;
+    mpit_named_open(&pv, names, 2);
+    unsigned long long before[2] = {0, 0}, after[2] = {0, 0};
 
     /* A communicator whose first collective comes from inside
      * MPI_Comm_split_type (which runs an Allreduce on it): the two-level
@@ -398,7 +400,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&sh);
     MPI_Comm_free(&d);
     calls = 0;
-    mpit_named_read(&pv, &before);
+    mpit_named_read(&pv, before);
 
     MPI_Datatype aff_t;
     MPI_Type_contiguous(2, MPI_UINT32_T, &aff_t);
@@ -412,7 +414,7 @@ int main(int argc, char **argv)
     calls++;    /* its Allgather of (color, key) runs in two levels */
     run_all(rev, "reversed", false, aff_t, op);
 
-    mpit_named_read(&pv, &after);
+    mpit_named_read(&pv, after);
     const char *want = getenv("NC_EXPECT_TWO_LEVEL");
     if (want && *want) {
         bool ordered = strcmp(want, "block") == 0;
@@ -420,11 +422,22 @@ int main(int argc, char **argv)
         /* Under rr, the previous component's Allreduce of a non-commutative
          * op may run its own Bcast on the communicator, which is ours. */
         unsigned long long most = ordered ? expect : calls;
-        MPIT_CHECK(pv.present && after - before >= expect &&
-                       after - before <= most,
+        MPIT_CHECK(pv.present && after[0] - before[0] >= expect &&
+                       after[0] - before[0] <= most,
                    "two_level_count grew by %llu, expected %llu (%llu calls, "
-                   "%llu needing rank order, split %s)", after - before,
+                   "%llu needing rank order, split %s)", after[0] - before[0],
                    expect, calls, ordered_calls, want);
+    }
+    /* NC_EXPECT_LANES=1: every node has two processes or more, so the
+     * Allreduces from coll_numacoll_hier_lanes_min bytes on ran in lanes;
+     * 0: none could. */
+    const char *lanes = getenv("NC_EXPECT_LANES");
+    if (lanes && *lanes) {
+        unsigned long long got = after[1] - before[1];
+        bool some = strcmp(lanes, "1") == 0;
+        MPIT_CHECK(pv.present && (some ? got > 0 : got == 0),
+                   "two_level_lanes_count grew by %llu, expected %s", got,
+                   some ? "some" : "none");
     }
     mpit_named_close(&pv);
     MPI_Comm_free(&rev);
