@@ -44,8 +44,7 @@
  *             coll_numacoll_hier_lanes_min bytes, in lanes: local
  *             Reduce_scatter of nlanes slices to the node's first nlanes
  *             ranks, each lane's Allreduce of its slice (all at once),
- *             local Allgatherv, pipelined by segments as the above.
- *             L_rs(m) + U(m / nlanes) + L_ag(m) unpipelined.
+ *             local Allgatherv. L_rs(m) + U(m / nlanes) + L_ag(m).
  *   Barrier   local Barrier, leaders' Barrier, local one-byte Bcast from
  *             the leader (the release: the leader waits for nobody).
  *   Reduce_scatter(_block)  local Reduce of the whole vector (p m) to the
@@ -117,7 +116,7 @@ typedef struct nc_hier {
      * node's size; 0 lanes where there are none. */
     int nlanes;
     ompi_communicator_t *lane;  /* this rank's lane; NULL on ranks >= nlanes */
-    int *lane_cnt, *lane_dsp;   /* per node-local rank its slice, 4 sets    */
+    int *lane_cnt, *lane_dsp;   /* per node-local rank: its slice           */
 } nc_hier_t;
 
 static bool nc_split_rr;        /* coll_numacoll_virtual_split = rr */
@@ -397,8 +396,7 @@ static void nc_hier_lanes(nc_module_t *m, int nlanes, opal_info_t *info)
     nc_hier_t *h = m->hier;
     ompi_communicator_t *comm = m->comm;
     const int rank = ompi_comm_rank(comm), li = h->local_of[rank];
-    /* four sets: one per segment in flight (nc_hier_allreduce_lanes) */
-    const size_t n = 4 * (size_t)ompi_comm_size(h->low);
+    const size_t n = (size_t)ompi_comm_size(h->low);
     h->lane_cnt = malloc(n * sizeof *h->lane_cnt);
     h->lane_dsp = malloc(n * sizeof *h->lane_dsp);
     int rc = ompi_comm_split_with_info(comm, li < nlanes ? li : MPI_UNDEFINED,
@@ -893,38 +891,16 @@ static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
     return nc_hier_done(m, "reduce", root, count, dtype, &g, rc);
 }
 
-/* Slices of segment s into set k of the lanes' count and displacement
- * arrays: node-local rank i < nlanes holds slice i, the others none;
- * displacements in elements from the start of the buffer. */
-static void nc_lane_slices(nc_hier_t *h, int n, const nc_segs_t *g, int s,
-                           int k)
-{
-    int *cnt = h->lane_cnt + (size_t)k * (size_t)n;
-    int *dsp = h->lane_dsp + (size_t)k * (size_t)n;
-    const int nl = h->nlanes;
-    const long long base = (long long)s * g->per, len = nc_seg_len(g, s);
-    for (int i = 0; i < n; i++) {
-        const int j = i < nl ? i : nl;
-        const long long a = len * j / nl;
-        const long long b = i < nl ? len * (j + 1) / nl : a;
-        dsp[i] = (int)(base + a);
-        cnt[i] = (int)(b - a);
-    }
-}
-
-/* Allreduce in lanes, per segment of coll_numacoll_hier_segsize bytes:
- * node-local Reduce_scatter of the segment into nlanes slices, slice i to
- * node-local rank i; slice i's Allreduce between the nodes on lane i, all
- * lanes at once; node-local Allgatherv of the segment. Each lane carries
- * m / nlanes between the nodes where a lone leader carries m. Pipelined
- * as the leaders' Allreduce below: in step s every rank starts, in this
- * order, Reduce_scatter(s + 1) and Allgatherv(s - 1), then a lane's
- * blocking Allreduce of segment s drives them. About (S + 2) *
- * max(L(m / S), U(m / (S nlanes))) for S segments. Rank order is kept
- * where nodes are contiguous (the Reduce_scatter folds in node-local
- * order, a lane in node order). Set s % 4 of the count arrays belongs to
- * segment s: its Allgatherv is still in flight when segment s + 3's
- * Reduce_scatter starts. */
+/* Allreduce in lanes: node-local Reduce_scatter of the vector into nlanes
+ * slices, slice i to node-local rank i; slice i's Allreduce between the
+ * nodes on lane i, all lanes at once; node-local Allgatherv. Each lane
+ * carries m / nlanes between the nodes where a lone leader carries m:
+ * L_rs(m) + U(m / nlanes) + L_ag(m). Not pipelined: by segments (as the
+ * leaders' Allreduce below) it measured 1.2 times slower at 1 and 4 MiB
+ * on 16 cores, np 4 on 2 virtual nodes (docs/ompi.md), since every lane
+ * rank sits in its blocking Allreduce while its node-local steps wait for
+ * progress. Rank order is kept where nodes are contiguous (the
+ * Reduce_scatter folds in node-local order, a lane in node order). */
 static int nc_hier_allreduce_lanes(nc_module_t *m, const void *sbuf,
                                    void *rbuf, int count,
                                    ompi_datatype_t *dtype,
@@ -932,65 +908,45 @@ static int nc_hier_allreduce_lanes(nc_module_t *m, const void *sbuf,
 {
     nc_hier_t *h = m->hier;
     ompi_communicator_t *lo = h->low;
-    const int n = ompi_comm_size(lo), me = ompi_comm_rank(lo);
-    const nc_segs_t g = nc_segs(count, dtype);
-    const ptrdiff_t ext = g.extent;
-    const void *give = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    const int n = ompi_comm_size(lo), me = ompi_comm_rank(lo), nl = h->nlanes;
+    for (int i = 0; i < n; i++) {
+        const int j = i < nl ? i : nl;
+        const long long a = (long long)count * j / nl;
+        const long long b = i < nl ? (long long)count * (j + 1) / nl : a;
+        h->lane_dsp[i] = (int)a;
+        h->lane_cnt[i] = (int)(b - a);
+    }
+    ptrdiff_t lb, ext;
+    (void)ompi_datatype_get_extent(dtype, &lb, &ext);
+    char *home = (char *)rbuf + (ptrdiff_t)h->lane_dsp[me] * ext;
+    const int cnt = h->lane_cnt[me];
+    const void *give = sbuf;
+    void *got = home, *raw = NULL;
     int rc = OMPI_SUCCESS;
-    /* In place the input is rbuf itself, which a slice must not overwrite
-     * while its segment is read: slices land in scratch (two in flight),
-     * then go home. Without scratch the calls still run (nobody waits
-     * forever); the result is undefined and the error returned. */
-    const int most = g.per / h->nlanes + 1;
-    void *raw = NULL;
-    char *scr = NULL;
     if (sbuf == MPI_IN_PLACE) {
-        scr = nc_scratch(2 * most, dtype, &raw);
-        if (!scr)
+        /* The input is rbuf itself, which the slice must not overwrite
+         * while it is read: the slice lands in scratch, then at home.
+         * Without scratch the calls still run (nobody waits forever);
+         * the result is undefined and the error returned. */
+        give = rbuf;
+        void *tmp = cnt > 0 ? nc_scratch(cnt, dtype, &raw) : NULL;
+        if (tmp)
+            got = tmp;
+        else if (cnt > 0)
             rc = OMPI_ERR_OUT_OF_RESOURCE;
     }
-#define NC_CNT(k) (h->lane_cnt + (size_t)(k) * (size_t)n)
-#define NC_DSP(k) (h->lane_dsp + (size_t)(k) * (size_t)n)
-#define NC_HOME(k) ((char *)rbuf + (ptrdiff_t)NC_DSP(k)[me] * ext)
-    nc_rq_t prev = {.n = 0}, cur = {.n = 0}, red[2] = {{.n = 0}, {.n = 0}};
-    for (int s = -1; s < g.n; s++) {
-        if (s + 1 < g.n) {
-            const int k = (s + 1) % 4;
-            nc_lane_slices(h, n, &g, s + 1, k);
-            char *to = scr ? scr + (ptrdiff_t)((s + 1) % 2) * most * ext
-                           : NC_HOME(k);
-            NC_ICALL(&red[(s + 1) % 2], lo, ireduce_scatter,
-                     nc_seg_at(&g, give, s + 1), to, NC_CNT(k), dtype, op);
-        }
-        if (s > 0)
-            NC_ICALL(&cur, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf,
-                     NC_CNT((s - 1) % 4), NC_DSP((s - 1) % 4), dtype);
-        if (s >= 0) {
-            const int k = s % 4, c = NC_CNT(k)[me];
-            nc_rq_note(&cur, nc_rq_wait(&red[s % 2]));
-            if (scr && c > 0)
-                nc_rq_note(&cur, ompi_datatype_copy_content_same_ddt(
-                                     dtype, (size_t)c, NC_HOME(k),
-                                     scr + (ptrdiff_t)(s % 2) * most * ext));
-            if (h->lane && c > 0)
-                nc_rq_note(&cur, NC_CALL(h->lane, allreduce, MPI_IN_PLACE,
-                                         NC_HOME(k), c, dtype, op));
-        }
-        rc = nc_first(rc, nc_rq_wait(&prev));
-        prev = cur;
-        cur = (nc_rq_t){.n = 0};
-    }
-    NC_ICALL(&cur, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf,
-             NC_CNT((g.n - 1) % 4), NC_DSP((g.n - 1) % 4), dtype);
-    rc = nc_first(rc, nc_rq_wait(&prev));
-    rc = nc_first(rc, nc_rq_wait(&cur));
-#undef NC_CNT
-#undef NC_DSP
-#undef NC_HOME
+    NC_LOW(rc, lo, ireduce_scatter, give, got, h->lane_cnt, dtype, op);
+    if (got != home && rc == OMPI_SUCCESS)
+        rc = ompi_datatype_copy_content_same_ddt(dtype, (size_t)cnt, home,
+                                                 got);
     free(raw);
+    if (h->lane && cnt > 0)
+        NC_UP(rc, h->lane, allreduce, MPI_IN_PLACE, home, cnt, dtype, op);
+    NC_LOW(rc, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf, h->lane_cnt,
+           h->lane_dsp, dtype);
     if (rc == OMPI_SUCCESS)
         nc_count(&nc_component.n_two_level_lanes);
-    return nc_hier_done(m, "allreduce in lanes", -1, count, dtype, &g, rc);
+    return nc_hier_done(m, "allreduce in lanes", -1, count, dtype, NULL, rc);
 }
 
 static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,

@@ -248,15 +248,13 @@ for cfg in $TWO_LEVEL; do
         -x NC_EXPECT_TWO_LEVEL="$split" -x NC_EXPECT_LANES=$lanes \
         "$BIN/two_level"
 done
-# (np 8: also in segments of 4 KiB, so the lanes' pipeline runs long)
-for cfg in 4:2:block:256k 8:3:block:4k; do
+for cfg in 4:2:block 8:3:block; do
     np=${cfg%%:*} rest=${cfg#*:}
-    nv=${rest%%:*} rest=${rest#*:}
-    split=${rest%%:*} seg=${rest#*:}
-    mpi "two-level   np=$np, $nv virtual nodes, $split, lanes from 1 B, $seg segments" \
+    nv=${rest%%:*} split=${rest#*:}
+    mpi "two-level   np=$np, $nv virtual nodes, $split, lanes from 1 B" \
         "$WITH_PATH" "$np" $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
         --mca coll_numacoll_virtual_split "$split" \
-        --mca coll_numacoll_hier_lanes_min 1 --mca coll_numacoll_hier_segsize "$seg" \
+        --mca coll_numacoll_hier_lanes_min 1 \
         -x NC_EXPECT_TWO_LEVEL="$split" -x NC_EXPECT_LANES=1 "$BIN/two_level"
 done
 mpi "two-level   np=4, 2 virtual nodes, no lanes (hier_lanes_min 0)" \
