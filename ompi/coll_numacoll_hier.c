@@ -115,6 +115,7 @@ typedef struct nc_hier {
      * holds node-local rank i of every node, i < nlanes = the smallest
      * node's size; 0 lanes where there are none. */
     int nlanes;
+    size_t lanes_min;           /* coll_numacoll_hier_lanes_min, agreed     */
     ompi_communicator_t *lane;  /* this rank's lane; NULL on ranks >= nlanes */
     int *lane_cnt, *lane_dsp;   /* per node-local rank: its slice           */
 } nc_hier_t;
@@ -367,6 +368,10 @@ static void nc_hier_describe(nc_module_t *m)
     }
     if (at + 16 >= sizeof sizes)
         snprintf(sizes + at, sizeof sizes - at, ",...");
+    char lanes[80] = "no lanes";
+    if (h->nlanes > 0)
+        snprintf(lanes, sizeof lanes, "%d lanes (Allreduce from %zu bytes)",
+                 h->nlanes, h->lanes_min);
     char virt[64] = "";
     if (nc_component.virtual_nodes > 1)
         snprintf(virt, sizeof virt, " (virtual: %d per node, %s)",
@@ -376,16 +381,14 @@ static void nc_hier_describe(nc_module_t *m)
                         "%d nodes%s of %s processes, %s; numacoll within "
                         "each node, the leaders' communicator (cid %u) by "
                         "the component Open MPI selects without numacoll; "
-                        "segments of %zu bytes; %d lanes (Allreduce from "
-                        "%zu bytes)",
+                        "segments of %zu bytes; %s",
                         nc_comm_name(m->comm), nc_comm_cid(m->comm), size,
                         h->nnodes, virt, sizes,
                         h->ordered ? "contiguous in rank order"
                                    : "not contiguous (non-commutative ops "
                                      "take the previous component)",
                         h->up ? nc_comm_cid(h->up) : 0u,
-                        nc_component.hier_segsize, h->nlanes,
-                        nc_component.hier_lanes_min);
+                        nc_component.hier_segsize, lanes);
 }
 
 /* Collective over the communicator, called while the previous component
@@ -473,25 +476,37 @@ static void nc_hier_setup(nc_module_t *m)
                   OMPI_SUCCESS &&
               nc_hier_table(h, leads, size, &max_local, &min_local);
     free(leads);
-    /* From the table, so alike on every rank. */
-    if (ok && h->nnodes >= 2 && min_local >= 2 &&
-        nc_component.hier_lanes_min > 0)
-        nc_hier_lanes(m, min_local, &other);
-    OBJ_DESTRUCT(&other);
-    nc_parent_swap(comm->c_coll, &prev, &ours);
     if (ok) {
         h->my_node = h->node_of[rank];
         /* Leader i must be node i: the split's key is the rank. */
         ok = (h->up != NULL) == (h->local_of[rank] == 0) &&
              (!h->up || ompi_comm_rank(h->up) == h->my_node);
     }
+    /* Agreed by every rank, through the previous component: whether
+     * setup worked everywhere (a rank short of memory for its table
+     * would otherwise skip the lanes' split the others wait in), and one
+     * lanes limit (each process reads its own parameters; where they
+     * differ, lanes are off). MIN of ~x is ~MAX of x. */
+    uint64_t agree[3] = {ok, nc_component.hier_lanes_min,
+                         ~(uint64_t)nc_component.hier_lanes_min};
+    if (comm->c_coll->coll_allreduce(MPI_IN_PLACE, agree, 3, MPI_UINT64_T,
+                                     MPI_MIN, comm,
+                                     comm->c_coll->coll_allreduce_module) !=
+        OMPI_SUCCESS)
+        agree[0] = 0;
+    ok = agree[0] != 0;
+    h->lanes_min = agree[1] == ~agree[2] ? (size_t)agree[1] : 0;
+    if (ok && h->nnodes >= 2 && min_local >= 2 && h->lanes_min > 0)
+        nc_hier_lanes(m, min_local, &other);
+    OBJ_DESTRUCT(&other);
+    nc_parent_swap(comm->c_coll, &prev, &ours);
     const char *why = !ok ? "the sub-communicators could not be created"
                     : h->nnodes < 2 ? "all its processes are on one node"
                     : max_local < 2 ? "every node holds one process"
                                     : NULL;
     if (why) {
-        /* Where setup failed on some rank only, the others found lead -1
-         * in the table and say so too. */
+        /* Where setup failed on some rank only, the others learnt it in
+         * the agreement above and say so too. */
         h->state = NC_HIER_OFF;
         nc_hier_drop(h);
         if (rank == 0 || !ok)
@@ -926,17 +941,20 @@ static int nc_hier_allreduce_lanes(nc_module_t *m, const void *sbuf,
     if (sbuf == MPI_IN_PLACE) {
         /* The input is rbuf itself, which the slice must not overwrite
          * while it is read: the slice lands in scratch, then at home.
-         * Without scratch the calls still run (nobody waits forever);
-         * the result is undefined and the error returned. */
+         * Without scratch the calls still run in place (nobody waits
+         * forever); the result is undefined and the error returned. */
         give = rbuf;
         void *tmp = cnt > 0 ? nc_scratch(cnt, dtype, &raw) : NULL;
         if (tmp)
             got = tmp;
-        else if (cnt > 0)
+        else if (cnt > 0) {
             rc = OMPI_ERR_OUT_OF_RESOURCE;
+            give = MPI_IN_PLACE;
+            got = rbuf;
+        }
     }
     NC_LOW(rc, lo, ireduce_scatter, give, got, h->lane_cnt, dtype, op);
-    if (got != home && rc == OMPI_SUCCESS)
+    if (got != home && got != rbuf && rc == OMPI_SUCCESS)
         rc = ompi_datatype_copy_content_same_ddt(dtype, (size_t)cnt, home,
                                                  got);
     free(raw);
@@ -963,10 +981,10 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
                                  m->prev_allreduce_module);
     }
     nc_hier_t *h = m->hier;
-    if (h->nlanes > 1 && nc_component.hier_lanes_min > 0) {
+    if (h->nlanes > 1) {
         size_t tsize = 0;
         (void)ompi_datatype_type_size(dtype, &tsize);
-        if ((size_t)count * tsize >= nc_component.hier_lanes_min)
+        if ((size_t)count * tsize >= h->lanes_min)
             return nc_hier_allreduce_lanes(m, sbuf, rbuf, count, dtype, op);
     }
     ompi_communicator_t *lo = h->low, *up = h->up;

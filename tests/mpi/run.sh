@@ -127,7 +127,8 @@ mpi() {
     # One more try only for a failure of Open MPI's own that the run's log
     # names word for word ($retry_if), and the label says so.
     if [ $rc != 0 ] && [ -n "$retry_if" ] && grep -qF -- "$retry_if" "$LOG"; then
-        mv "$LOG" "$LOG.first-try"
+        echo "      first try of '$label' failed; its last lines:"
+        tail -n 8 "$LOG" | sed 's/^/    | /'
         label="$label (retried: $retry_why)"
         OMPI_MCA_mca_base_component_path=$path \
             timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
@@ -240,8 +241,9 @@ TCP="--mca btl self,tcp --mca btl_tcp_if_include lo"
 for cfg in $TWO_LEVEL; do
     np=${cfg%%:*} rest=${cfg#*:}
     nv=${rest%%:*} split=${rest#*:}
-    lanes=1
-    [ "$cfg" != 6:4:rr ] || lanes=0
+    # lanes where the smallest node, floor(np / nodes), has two or more
+    lanes=0
+    [ $((np / nv)) -lt 2 ] || lanes=1
     mpi "two-level   np=$np, $nv virtual nodes, $split" "$WITH_PATH" "$np" \
         $FORCE $TCP --mca coll_numacoll_virtual_nodes "$nv" \
         --mca coll_numacoll_virtual_split "$split" \
@@ -257,6 +259,13 @@ for cfg in 4:2:block 8:3:block; do
         --mca coll_numacoll_hier_lanes_min 1 \
         -x NC_EXPECT_TWO_LEVEL="$split" -x NC_EXPECT_LANES=1 "$BIN/two_level"
 done
+# Processes given different limits agree on no lanes (nobody waits in a
+# split the others skip): two ranks with 0, two with the default.
+mpi "two-level   np=2+2, hier_lanes_min 0 on two ranks only: no lanes" \
+    "$WITH_PATH" 2 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
+    -x NC_EXPECT_TWO_LEVEL=block -x NC_EXPECT_LANES=0 "$BIN/two_level" : \
+    -np 2 -x OMPI_MCA_coll_numacoll_hier_lanes_min=0 \
+    -x NC_EXPECT_TWO_LEVEL=block -x NC_EXPECT_LANES=0 "$BIN/two_level"
 mpi "two-level   np=4, 2 virtual nodes, no lanes (hier_lanes_min 0)" \
     "$WITH_PATH" 4 $FORCE $TCP --mca coll_numacoll_virtual_nodes 2 \
     --mca coll_numacoll_hier_lanes_min 0 \
