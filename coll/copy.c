@@ -22,6 +22,10 @@
  * small-size paths beat any loop. */
 #define SMALL 1024
 
+/* adapt times copies from 4 KiB (2^12) on; below, the timing would cost
+ * more than the choice could save */
+#define ADAPT_MIN_LOG 12
+
 const char *nc__copy_name(int kind)
 {
     static const char *const names[NC_COPY_COUNT] = {
@@ -137,6 +141,82 @@ static void copy_vec(void *dst, const void *src, size_t n, int nt)
         copy_sse2(dst, src, n, nt);
 }
 
+/*
+ * adapt (copy.h). Per thread, so no shared state and no atomics; per
+ * power-of-two size from 4 KiB, since whether readers still hold the lines
+ * depends on how much a call writes. Costs are cycles per KiB, a running
+ * average (weight 1/4) for the choice in use; a retry of the other choice
+ * replaces its estimate (the old one is stale by then) and takes over when
+ * it is at least 1/8 cheaper, the margin keeping one noisy sample from
+ * flipping the choice back and forth.
+ */
+#define ADAPT_BUCKETS 12          /* 4 KiB .. 8 MiB and larger */
+#define ADAPT_RETRY_MIN 8
+#define ADAPT_RETRY_MAX 512
+
+typedef struct {
+    uint64_t cost[2];             /* [0] vec, [1] streaming; 0: unknown */
+    unsigned long used[2];        /* copies made with each */
+    unsigned since, every;
+    int cur;
+} adapt_t;
+
+static _Thread_local adapt_t adapt_state[ADAPT_BUCKETS];
+
+static adapt_t *adapt_of(size_t n)
+{
+    int b = 0;
+    for (size_t m = n >> (ADAPT_MIN_LOG + 1); m && b < ADAPT_BUCKETS - 1;
+         m >>= 1)
+        b++;
+    return &adapt_state[b];
+}
+
+void nc__copy_adapt_count(size_t n, unsigned long used[2])
+{
+    const adapt_t *a = adapt_of(n);
+    used[0] = a->used[0];
+    used[1] = a->used[1];
+}
+
+static void copy_adapt(void *dst, const void *src, size_t n)
+{
+    adapt_t *a = adapt_of(n);
+    if (!a->every)
+        a->every = ADAPT_RETRY_MIN;
+    int arm = a->cur;
+    if (!a->cost[arm ^ 1] || ++a->since >= a->every) {
+        arm ^= 1;
+        a->since = 0;
+    }
+    const uint64_t t0 = __rdtsc();
+    copy_vec(dst, src, n, arm);
+    const uint64_t dt = __rdtsc() - t0;
+    a->used[arm]++;
+    /* a counter that went backwards (another CPU's, unsynchronised) or a
+     * copy stalled for long: no sample */
+    if (dt >> 40)
+        return;
+    uint64_t x = dt * 1024 / n;
+    if (x == 0)
+        x = 1;
+    if (arm == a->cur) {
+        /* a preempted copy counts as 4x the average at most */
+        uint64_t c = a->cost[arm];
+        if (c && x > 4 * c)
+            x = 4 * c;
+        a->cost[arm] = c ? c - c / 4 + x / 4 : x;
+        return;
+    }
+    a->cost[arm] = x;
+    if (a->cost[a->cur] && x < a->cost[a->cur] - a->cost[a->cur] / 8) {
+        a->cur = arm;
+        a->every = ADAPT_RETRY_MIN;
+    } else if (a->cost[a->cur] && a->every < ADAPT_RETRY_MAX) {
+        a->every *= 2;
+    }
+}
+
 #else /* not x86-64: the C library's copy is the portable fallback */
 
 const char *nc__copy_isa(void) { return "memcpy"; }
@@ -147,19 +227,51 @@ static void copy_vec(void *dst, const void *src, size_t n, int nt)
     memcpy(dst, src, n);
 }
 
+/* no streaming stores to choose */
+static _Thread_local unsigned long adapt_used;
+
+void nc__copy_adapt_count(size_t n, unsigned long used[2])
+{
+    (void)n;
+    used[0] = adapt_used;
+    used[1] = 0;
+}
+
+static void copy_adapt(void *dst, const void *src, size_t n)
+{
+    adapt_used++;
+    memcpy(dst, src, n);
+}
+
 #endif
 
 int nc__copy_pick(int kind, size_t msg)
 {
-    if (kind == NC_COPY_AUTO || (kind == NC_COPY_NT && msg == 0))
+    switch (kind) {
+    case NC_COPY_AUTO:
         return NC_COPY_VEC;
-    return kind == NC_COPY_NTALL ? NC_COPY_NT : kind;
+    case NC_COPY_NT:
+        return msg == 0 ? NC_COPY_VEC : NC_COPY_NT;
+    case NC_COPY_NTALL:
+        return NC_COPY_NT;
+    case NC_COPY_ADAPT:
+        return msg == 0 ? NC_COPY_ADAPT : NC_COPY_VEC;
+    case NC_COPY_NTADAPT:
+        return msg == 0 ? NC_COPY_ADAPT : NC_COPY_NT;
+    default:
+        return kind;
+    }
 }
 
 void nc__copy(int kind, void *dst, const void *src, size_t n)
 {
     if (n <= SMALL || kind == NC_COPY_LIBC) {
         memcpy(dst, src, n);
+        return;
+    }
+    if ((kind == NC_COPY_ADAPT || kind == NC_COPY_NTADAPT) &&
+        n >= (size_t)1 << ADAPT_MIN_LOG) {
+        copy_adapt(dst, src, n);
         return;
     }
     copy_vec(dst, src, n, kind == NC_COPY_NT);

@@ -20,6 +20,17 @@
  *   ntall nt for copies into the segment too: readers then load the data
  *         from memory, not from the writer's cache, which pays where the
  *         cores are far apart (another chiplet or socket)
+ *   adapt copies into the segment choose between vec and streaming stores
+ *         copy by copy, from what each cost this thread lately (below);
+ *         copies into user buffers are vec
+ *   ntadapt  as adapt, with copies into user buffers nt
+ *
+ * Why adapt: where readers still hold a staging line from its last use, a
+ * plain store to it waits for their copies to be invalidated. On the
+ * 2-vCPU VM that made a 64 KiB copy-in 4-8x slower than a streaming one at
+ * times and not at others (the host moves the vCPUs), while streaming
+ * costs the readers a trip to memory; which one wins changes while a job
+ * runs, so the writer measures instead of a table guessing.
  */
 #ifndef NUMACOLL_COPY_H
 #define NUMACOLL_COPY_H
@@ -32,7 +43,9 @@
     X(LIBC, "libc")                                                            \
     X(VEC, "vec")                                                              \
     X(NT, "nt")                                                                \
-    X(NTALL, "ntall")
+    X(NTALL, "ntall")                                                          \
+    X(ADAPT, "adapt")                                                          \
+    X(NTADAPT, "ntadapt")
 
 typedef enum {
 #define X(id, name) NC_COPY_##id,
@@ -42,13 +55,25 @@ typedef enum {
 } nc__copy_kind_t;
 
 /* The variant a call of msg bytes runs for copies into a user buffer
- * (auto becomes vec, ntall nt). Copies into the segment use
- * nc__copy_pick(kind, 0): they stream only for ntall. */
+ * (auto and adapt become vec, ntall and ntadapt nt). Copies into the
+ * segment use nc__copy_pick(kind, 0): they stream for ntall, and choose
+ * copy by copy for adapt and ntadapt (both give adapt). */
 int nc__copy_pick(int kind, size_t msg);
 
 /* Copies n bytes (regions must not overlap) with a variant nc__copy_pick
- * returned (auto is taken as vec). */
+ * returned (auto is taken as vec). adapt: from 4 KiB, the copy is timed
+ * (the CPU's cycle counter) and the thread's running cost per byte of
+ * each choice, kept per power-of-two size, picks vec or streaming stores;
+ * the other choice is retried now and then (after 8 copies, doubling up
+ * to 512 while it keeps losing), so a change of the machine's state is
+ * followed within a few hundred copies. Streaming copies are fenced, as
+ * nt's: a following release store publishes them. */
 void nc__copy(int kind, void *dst, const void *src, size_t n);
+
+/* adapt's record in this thread: the copies made with vec (used[0]) and
+ * with streaming stores (used[1]) among those of n's power-of-two size
+ * class (from 4 KiB; off x86-64 every adapt copy counts as vec). */
+void nc__copy_adapt_count(size_t n, unsigned long used[2]);
 
 /* Name of a variant, or NULL; variant called name, or -1. */
 const char *nc__copy_name(int kind);

@@ -580,7 +580,8 @@ static void test_tune_copy_key(void)
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(t.n, 0);
     CU_ASSERT_STRING_EQUAL(errs, "t.txt:1:70: expected a copy variant (auto, "
-                                 "libc, vec, nt or ntall), found 'bogus'\n");
+                                 "libc, vec, nt, ntall, adapt or ntadapt), "
+                                 "found 'bogus'\n");
     for (int k = 0; k < NC_COPY_COUNT; k++)
         CU_ASSERT_PTR_NOT_NULL(strstr(errs, nc__copy_name(k)));
     nc__tune_free(&t);
@@ -601,7 +602,9 @@ static void test_tune_copy_key(void)
                  : k == NC_COPY_LIBC ? FORCE("libc")
                  : k == NC_COPY_VEC ? FORCE("vec")
                  : k == NC_COPY_NT  ? FORCE("nt")
-                                    : FORCE("ntall"));
+                 : k == NC_COPY_NTALL ? FORCE("ntall")
+                 : k == NC_COPY_ADAPT ? FORCE("adapt")
+                                    : FORCE("ntadapt"));
         n = nc__tune_parse(text, strlen(text), "t.txt", &t, errs, sizeof errs);
         if (n)
             fprintf(stderr, "\n%s", errs);

@@ -161,7 +161,7 @@ static void init_all_offs(void)
 #define WIN_HI ((size_t)1320)
 
 static const int kinds[] = {NC_COPY_AUTO, NC_COPY_LIBC, NC_COPY_VEC,
-                            NC_COPY_NT};
+                            NC_COPY_NT, NC_COPY_ADAPT};
 #define NKINDS (sizeof kinds / sizeof *kinds)
 
 /* Lengths 0..300, every offset pair 0..63, every variant. */
@@ -270,6 +270,11 @@ static void test_pick(void)
     /* ntall streams into the segment too */
     CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTALL, 0), NC_COPY_NT);
     CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTALL, 1), NC_COPY_NT);
+    /* adapt and ntadapt choose into the segment; user buffers: vec, nt */
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_ADAPT, 0), NC_COPY_ADAPT);
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_ADAPT, BIG), NC_COPY_VEC);
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTADAPT, 0), NC_COPY_ADAPT);
+    CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_NTADAPT, 1), NC_COPY_NT);
     const size_t msgs[] = {0, 1, BIG, SIZE_MAX};
     for (size_t m = 0; m < sizeof msgs / sizeof *msgs; m++) {
         CU_ASSERT_EQUAL(nc__copy_pick(NC_COPY_LIBC, msgs[m]), NC_COPY_LIBC);
@@ -287,7 +292,8 @@ static void test_names(void)
 {
     static const char *const want[NC_COPY_COUNT] = {
         [NC_COPY_AUTO] = "auto", [NC_COPY_LIBC] = "libc",
-        [NC_COPY_VEC] = "vec", [NC_COPY_NT] = "nt", [NC_COPY_NTALL] = "ntall"};
+        [NC_COPY_VEC] = "vec", [NC_COPY_NT] = "nt", [NC_COPY_NTALL] = "ntall",
+        [NC_COPY_ADAPT] = "adapt", [NC_COPY_NTADAPT] = "ntadapt"};
     for (int k = 0; k < NC_COPY_COUNT; k++) {
         const char *s = nc__copy_name(k);
         CU_ASSERT_PTR_NOT_NULL_FATAL(s);
@@ -307,6 +313,36 @@ static void test_names(void)
     CU_ASSERT_EQUAL(nc__copy_find("VEC", 3), -1);
     CU_ASSERT_EQUAL(nc__copy_find("bogus", 5), -1);
     CU_ASSERT_EQUAL(NC_COPY_AUTO, 0);   /* a zeroed rule means auto */
+}
+
+/* adapt: every copy exact, whichever store it chose; in a run of copies
+ * of one size class it tries both (off x86-64 there is one), and keeps
+ * coming back to the one it left (retries at most 512 copies apart). */
+static void test_adapt(void)
+{
+    arena_t a;
+    CU_ASSERT_EQUAL_FATAL(arena_init(&a, 64 * KiB + 3), 0);
+    stats_t st = {0, 0};
+    unsigned long before[2], after[2];
+    nc__copy_adapt_count(8 * KiB, before);
+    for (int i = 0; i < 1200; i++) {
+        size_t len = 8 * KiB + (size_t)(i % 7) * 131;   /* one class */
+        sweep(&a, NC_COPY_ADAPT, len, len, sparse_offs, 1, &st);
+    }
+    nc__copy_adapt_count(8 * KiB, after);
+    CU_ASSERT_EQUAL(st.failures, 0);
+    CU_ASSERT_EQUAL(after[0] + after[1] - before[0] - before[1], 1200);
+    if (strcmp(nc__copy_isa(), "memcpy") != 0) {
+        CU_ASSERT(after[0] - before[0] >= 2);
+        CU_ASSERT(after[1] - before[1] >= 2);
+    }
+    /* below 4 KiB nothing is timed or counted */
+    nc__copy_adapt_count(2 * KiB, before);
+    sweep(&a, NC_COPY_ADAPT, 2 * KiB, 4 * KiB - 1, sparse_offs, 2, &st);
+    nc__copy_adapt_count(2 * KiB, after);
+    CU_ASSERT_EQUAL(after[0] + after[1], before[0] + before[1]);
+    CU_ASSERT_EQUAL(st.failures, 0);
+    arena_free(&a);
 }
 
 static void test_isa(void)
@@ -330,6 +366,8 @@ int nct_register_copy(void)
         {"variants nc__copy_pick returns copy exactly", test_picked_variants},
         {"nc__copy_pick: auto by size, nt of 0 bytes", test_pick},
         {"names and lookup round trip", test_names},
+        {"adapt: exact, tries both stores, counted per size class",
+         test_adapt},
         {"instruction set reported", test_isa},
         {NULL, NULL},
     };

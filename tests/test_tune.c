@@ -93,19 +93,24 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 36);
-    nc__tune_rule_t want[36];
+    CU_ASSERT_EQUAL_FATAL(b->n, 37);
+    nc__tune_rule_t want[37];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 128 * 1024 - 1,
+    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 32 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO, 0, {0}, 0};
+    want[36] = rule(NC_COLL_BCAST, 1, U, 32 * 1024, 128 * 1024 - 1,
+                    NC_ALG_BCAST_PIPELINED);
+    want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
+                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
+                                 0};
     want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, Z,
                    NC_ALG_BCAST_PIPELINED);
     want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_NTALL, 0, {0}, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0, {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
@@ -165,7 +170,7 @@ static void test_builtin_rules(void)
             want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
                                             0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 36; i++) {
+    for (int i = 0; i < 37; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -367,7 +372,7 @@ static void test_format(void)
     const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-131071 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-32767 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
@@ -377,7 +382,10 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=tree k=4");
     nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-*   alg=pipelined "
-                                "f=32K s=16 q=2 tree=kary k=2 copy=ntall");
+                                "f=32K s=16 q=2 tree=kary k=2 copy=ntadapt");
+    nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=32K-131071 alg=pipelined "
+                                "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
                              NC_ALG_REDUCE_PIPELINED);
@@ -1007,15 +1015,15 @@ static void test_resolve_gaps(void)
     nc__tune_team_t tt;
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 3, 1, 3, &tt), 0);
     check_covers(&tt);
-    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 5);
+    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 6);
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
-        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 131071, 1, 2},
-        {131072, (1u << 30) - 1, 1, 8},
+        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 32767, 1, 2},
+        {32768, 131071, 1, 37}, {131072, (1u << 30) - 1, 1, 8},
         {1u << 30, SIZE_MAX, 0, 2},
     };
     const nc__tune_table_t *b = nc__tune_builtin();
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         const nc__tune_entry_t *e = &tt.e[NC_COLL_BCAST][i];
         CU_ASSERT_EQUAL(e->lo, want[i].lo);
         CU_ASSERT_EQUAL(e->hi, want[i].hi);
