@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 37);
-    nc__tune_rule_t want[37];
+    CU_ASSERT_EQUAL_FATAL(b->n, 38);
+    nc__tune_rule_t want[38];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -107,10 +107,15 @@ static void test_builtin_rules(void)
     want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
                                  0};
-    want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, Z,
+    want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, 4 * 1024 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0, {0}, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0}, 0};
+    want[37] = rule(NC_COLL_BCAST, 1, U, 4 * 1024 * 1024, Z,
+                    NC_ALG_BCAST_PIPELINED);
+    want[37].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
+                                 NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0,
+                                 {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
     want[2].ch.k = 4;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
@@ -170,7 +175,7 @@ static void test_builtin_rules(void)
             want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
                                             0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 37; i++) {
+    for (int i = 0; i < 38; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -381,8 +386,8 @@ static void test_format(void)
     nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=tree k=4");
     nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-*   alg=pipelined "
-                                "f=32K s=16 q=2 tree=kary k=2 copy=ntadapt");
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
+                                "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
     nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=32K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
@@ -944,6 +949,9 @@ static void test_resolve_custom(void)
     CU_ASSERT_EQUAL(e->hi, 131071);
     e = nc__tune_lookup(&tt, NC_COLL_BCAST, 131072);
     CU_ASSERT_EQUAL(e->lo, 131072);
+    CU_ASSERT_EQUAL(e->hi, 4194303);
+    e = nc__tune_lookup(&tt, NC_COLL_BCAST, 4194304);
+    CU_ASSERT_EQUAL(e->lo, 4194304);
     CU_ASSERT_EQUAL(e->hi, SIZE_MAX);
     /* barrier p=8-* does not apply at p=4: built-in radix 4 */
     AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 1);
@@ -1015,15 +1023,16 @@ static void test_resolve_gaps(void)
     nc__tune_team_t tt;
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 3, 1, 3, &tt), 0);
     check_covers(&tt);
-    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 6);
+    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 7);
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
         {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 32767, 1, 2},
-        {32768, 131071, 1, 37}, {131072, (1u << 30) - 1, 1, 8},
+        {32768, 131071, 1, 37}, {131072, (4u << 20) - 1, 1, 8},
+        {4u << 20, (1u << 30) - 1, 1, 38},
         {1u << 30, SIZE_MAX, 0, 2},
     };
     const nc__tune_table_t *b = nc__tune_builtin();
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         const nc__tune_entry_t *e = &tt.e[NC_COLL_BCAST][i];
         CU_ASSERT_EQUAL(e->lo, want[i].lo);
         CU_ASSERT_EQUAL(e->hi, want[i].hi);

@@ -649,7 +649,7 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
     if (op == NCB_OP_BCAST && m >= 32 * KIB) {
         /* the root choosing its stores by timing them (copy.h), or plain
          * stores where the default is that */
-        const int ad = m >= 128 * KIB ? NC_COPY_NTADAPT : NC_COPY_ADAPT;
+        const int ad = m >= 4 * MIB ? NC_COPY_NTADAPT : NC_COPY_ADAPT;
         v.copy = def->copy == ad ? NC_COPY_AUTO : ad;
         add(x, &c, v, 0);
     }
