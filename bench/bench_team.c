@@ -501,6 +501,44 @@ static const struct {
 #undef X
 };
 
+/* copy=V: the built-in table with every rule that moves data copying
+ * with V, as the configuration's tuning text (so that --compare can set
+ * the copy variant side by side; a tuning table sets it rule by rule).
+ * The text lives as long as the process. */
+static int copy_table(numacoll_config_t *cfg, const char *v, char *err,
+                      size_t errlen)
+{
+    const int k = nc__copy_find(v, strlen(v));
+    if (k < 0) {
+        snprintf(err, errlen, "copy: '%s' is not a copy variant (auto, libc, "
+                 "vec, nt, ntall, adapt, ntadapt)", v);
+        return 2;
+    }
+    const nc__tune_table_t *b = nc__tune_builtin();
+    size_t cap = (size_t)b->n * 256 + 1, used = 0;
+    char *text = malloc(cap);
+    if (!text) {
+        snprintf(err, errlen, "copy: out of memory");
+        return 2;
+    }
+    for (int i = 0; i < b->n; i++) {
+        nc__tune_rule_t r = b->rules[i];
+        if (r.coll != NC_COLL_BARRIER)
+            r.ch.copy = k;
+        int n = nc__tune_format_rule(&r, text + used, cap - used - 1);
+        if (n < 0 || (size_t)n >= cap - used - 1) {
+            free(text);
+            snprintf(err, errlen, "copy: a rule did not fit");
+            return 2;
+        }
+        used += (size_t)n;
+        text[used++] = '\n';
+        text[used] = '\0';
+    }
+    cfg->tuning_text = text;
+    return 0;
+}
+
 /* Apply "name=value,..." from --param or --compare to cfg. */
 static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
                         size_t errlen)
@@ -516,12 +554,18 @@ static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
             return 2;
         }
         *v++ = '\0';
+        if (strcmp(kv, "copy") == 0) {
+            if (copy_table(cfg, v, err, errlen))
+                return 2;
+            continue;
+        }
         size_t i = 0, n = sizeof params / sizeof params[0];
         while (i < n && strcmp(params[i].name, kv) != 0)
             i++;
         if (i == n) {
             snprintf(err, errlen, "unknown key '%s' (alg, tree, radix, frag, "
-                     "queue, banks, spin, or a parameter of --list-params)", kv);
+                     "queue, banks, spin, copy, or a parameter of "
+                     "--list-params)", kv);
             return 2;
         }
         unsigned char *field = (unsigned char *)cfg + params[i].off;

@@ -124,6 +124,7 @@ static void test_args(void)
     EXPECT_USAGE("--queue 12x", "--queue: '12x' is not a count");
     EXPECT_USAGE("--frag 100", "frag_size");       /* the library's range */
     EXPECT_USAGE("--param nosuch=1", "unknown key 'nosuch'");
+    EXPECT_USAGE("--compare 'copy=bogus'", "'bogus' is not a copy variant");
     EXPECT_USAGE("--param verbose=1,foo", "--param: 'foo' is not name=value");
     EXPECT_USAGE("--param ,", "--param: ',' is not name=value");
     EXPECT_USAGE("--cache warm", "neither cold nor hot");
@@ -440,6 +441,14 @@ static void test_standalone_all_ops(void)
                         "'inline pipelined'"),
                     0);
     CU_ASSERT(contains("inline carries at most 167 bytes"));
+    /* copy variants side by side, every one checked byte for byte */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 2 --ops bcast,allreduce "
+                        "--sizes 8,40k,200k --reps 2 --iters 3 --compare "
+                        "'copy=auto copy=libc copy=vec copy=nt copy=ntall "
+                        "copy=adapt copy=ntadapt'"),
+                    0);
+    CU_ASSERT(contains("copy=ntadapt"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
 }
 
 /* The hierarchy in the header, levels through --param and --compare (its
