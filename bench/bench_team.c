@@ -50,6 +50,7 @@ static const int op_coll[NCB_OP_COUNT] = {
 typedef struct tcfg {
     numacoll_config_t cfg;
     int alg[NCB_OP_COUNT];     /* -1: auto (public dispatch); else nc__alg_t */
+    char *text;                /* copy=: cfg.tuning_text, ours to free */
 } tcfg_t;
 
 /* A configuration's team, as the calls below receive it. */
@@ -504,9 +505,9 @@ static const struct {
 /* copy=V: the built-in table with every rule that moves data copying
  * with V, as the configuration's tuning text (so that --compare can set
  * the copy variant side by side; a tuning table sets it rule by rule).
- * The text lives as long as the process. */
-static int copy_table(numacoll_config_t *cfg, const char *v, char *err,
-                      size_t errlen)
+ * *owned takes the text (freed with the configurations). */
+static int copy_table(numacoll_config_t *cfg, char **owned, const char *v,
+                      char *err, size_t errlen)
 {
     const int k = nc__copy_find(v, strlen(v));
     if (k < 0) {
@@ -535,13 +536,16 @@ static int copy_table(numacoll_config_t *cfg, const char *v, char *err,
         text[used++] = '\n';
         text[used] = '\0';
     }
+    free(*owned);
+    *owned = text;
     cfg->tuning_text = text;
     return 0;
 }
 
-/* Apply "name=value,..." from --param or --compare to cfg. */
-static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
-                        size_t errlen)
+/* Apply "name=value,..." from --param or --compare to cfg (*owned: see
+ * copy_table). */
+static int apply_params(numacoll_config_t *cfg, char **owned,
+                        const char *list, char *err, size_t errlen)
 {
     char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", list);
@@ -555,7 +559,7 @@ static int apply_params(numacoll_config_t *cfg, const char *list, char *err,
         }
         *v++ = '\0';
         if (strcmp(kv, "copy") == 0) {
-            if (copy_table(cfg, v, err, errlen))
+            if (copy_table(cfg, owned, v, err, errlen))
                 return 2;
             continue;
         }
@@ -637,6 +641,13 @@ static void desc_num(char *out, size_t len, unsigned long long v)
         snprintf(out, len, "table");
 }
 
+static void trun_free(trun_t *tr)
+{
+    for (int c = 0; c < NCB_MAX_CFGS; c++)
+        free(tr->cfg[c].text);
+    free(tr);
+}
+
 static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
 {
     const ncb_spec_t *s = &tr->o->cfg[c];
@@ -706,7 +717,8 @@ static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
     if (s->banks >= 0) tc->cfg.banks = (unsigned)s->banks;
     if (s->radix >= 0) tc->cfg.radix = (unsigned)s->radix;
     if (s->spin >= 0) tc->cfg.spin_count = (unsigned)s->spin;
-    if (s->params[0] && apply_params(&tc->cfg, s->params, err, errlen))
+    if (s->params[0] &&
+        apply_params(&tc->cfg, &tc->text, s->params, err, errlen))
         return 2;
     char msg[256];
     if (numacoll_config_check(&tc->cfg, msg, sizeof msg) != NUMACOLL_OK) {
@@ -830,13 +842,13 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     for (int c = 0; c < o->ncfg; c++)
         if (resolve(tr, c, o->ops, err, sizeof err) != 0) {
             fprintf(stderr, "numacoll-bench: %s\n", err);
-            free(tr);
+            trun_free(tr);
             return 2;
         }
     warn_rejected_tuning_file(tr);
     tr->shared = nc__run_shared_alloc(SHARED_BYTES);
     if (!tr->shared) {
-        free(tr);
+        trun_free(tr);
         return 4;
     }
     atomic_store_explicit(SHARED_STATUS(tr), -1, memory_order_relaxed);
@@ -845,7 +857,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
     int rr = nc__run(&ro, rank_main, tr, NULL, &timed_out);
     int st = atomic_load_explicit(SHARED_STATUS(tr), memory_order_relaxed);
     nc__run_shared_free(tr->shared, SHARED_BYTES);
-    free(tr);
+    trun_free(tr);
     if (rr < 0) {
         fprintf(stderr, "numacoll-bench: cannot start %d ranks\n", o->p);
         return 4;

@@ -161,27 +161,28 @@ typedef struct {
     int cur;
 } adapt_t;
 
-static _Thread_local adapt_t adapt_state[ADAPT_BUCKETS];
+/* [0] adapt, [1] NC_COPY_ADAPT_READ */
+static _Thread_local adapt_t adapt_state[2][ADAPT_BUCKETS];
 
-static adapt_t *adapt_of(size_t n)
+static adapt_t *adapt_of(int kind, size_t n)
 {
     int b = 0;
     for (size_t m = n >> (ADAPT_MIN_LOG + 1); m && b < ADAPT_BUCKETS - 1;
          m >>= 1)
         b++;
-    return &adapt_state[b];
+    return &adapt_state[kind == NC_COPY_ADAPT_READ][b];
 }
 
-void nc__copy_adapt_count(size_t n, unsigned long used[2])
+void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2])
 {
-    const adapt_t *a = adapt_of(n);
+    const adapt_t *a = adapt_of(kind, n);
     used[0] = a->used[0];
     used[1] = a->used[1];
 }
 
-static void copy_adapt(void *dst, const void *src, size_t n)
+static void copy_adapt(int kind, void *dst, const void *src, size_t n)
 {
-    adapt_t *a = adapt_of(n);
+    adapt_t *a = adapt_of(kind, n);
     if (!a->every)
         a->every = ADAPT_RETRY_MIN;
     int arm = a->cur;
@@ -197,7 +198,7 @@ static void copy_adapt(void *dst, const void *src, size_t n)
      * copy stalled for long: no sample */
     if (dt >> 40)
         return;
-    uint64_t x = dt * 1024 / n;
+    uint64_t x = dt * 1024 / n * (arm && kind == NC_COPY_ADAPT_READ ? 2 : 1);
     if (x == 0)
         x = 1;
     if (arm == a->cur) {
@@ -228,18 +229,18 @@ static void copy_vec(void *dst, const void *src, size_t n, int nt)
 }
 
 /* no streaming stores to choose */
-static _Thread_local unsigned long adapt_used;
+static _Thread_local unsigned long adapt_used[2];
 
-void nc__copy_adapt_count(size_t n, unsigned long used[2])
+void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2])
 {
     (void)n;
-    used[0] = adapt_used;
+    used[0] = adapt_used[kind == NC_COPY_ADAPT_READ];
     used[1] = 0;
 }
 
-static void copy_adapt(void *dst, const void *src, size_t n)
+static void copy_adapt(int kind, void *dst, const void *src, size_t n)
 {
-    adapt_used++;
+    adapt_used[kind == NC_COPY_ADAPT_READ]++;
     memcpy(dst, src, n);
 }
 
@@ -269,9 +270,11 @@ void nc__copy(int kind, void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
         return;
     }
-    if ((kind == NC_COPY_ADAPT || kind == NC_COPY_NTADAPT) &&
+    if ((kind == NC_COPY_ADAPT || kind == NC_COPY_NTADAPT ||
+         kind == NC_COPY_ADAPT_READ) &&
         n >= (size_t)1 << ADAPT_MIN_LOG) {
-        copy_adapt(dst, src, n);
+        copy_adapt(kind == NC_COPY_NTADAPT ? NC_COPY_ADAPT : kind, dst, src,
+                   n);
         return;
     }
     copy_vec(dst, src, n, kind == NC_COPY_NT);

@@ -51,7 +51,13 @@ typedef enum {
 #define X(id, name) NC_COPY_##id,
     NC_COPY_LIST(X)
 #undef X
-    NC_COPY_COUNT
+    NC_COPY_COUNT,
+    /* internal, never in a table: adapt for a collective whose every rank
+     * reads what the others wrote in the same step (Allreduce's rsag),
+     * where the readers' trip to memory after a streaming store is on
+     * the critical path: streaming must cost the writer less than half
+     * of plain stores to be chosen; a record of its own */
+    NC_COPY_ADAPT_READ = NC_COPY_COUNT
 } nc__copy_kind_t;
 
 /* The variant a call of msg bytes runs for copies into a user buffer
@@ -70,10 +76,11 @@ int nc__copy_pick(int kind, size_t msg);
  * nt's: a following release store publishes them. */
 void nc__copy(int kind, void *dst, const void *src, size_t n);
 
-/* adapt's record in this thread: the copies made with vec (used[0]) and
- * with streaming stores (used[1]) among those of n's power-of-two size
- * class (from 4 KiB; off x86-64 every adapt copy counts as vec). */
-void nc__copy_adapt_count(size_t n, unsigned long used[2]);
+/* The record in this thread of adapt (kind NC_COPY_ADAPT) or of
+ * NC_COPY_ADAPT_READ: the copies made with vec (used[0]) and with
+ * streaming stores (used[1]) among those of n's power-of-two size class
+ * (from 4 KiB; off x86-64 every such copy counts as vec). */
+void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2]);
 
 /* Name of a variant, or NULL; variant called name, or -1. */
 const char *nc__copy_name(int kind);

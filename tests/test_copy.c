@@ -315,33 +315,40 @@ static void test_names(void)
     CU_ASSERT_EQUAL(NC_COPY_AUTO, 0);   /* a zeroed rule means auto */
 }
 
-/* adapt: every copy exact, whichever store it chose; in a run of copies
- * of one size class it tries both (off x86-64 there is one), and keeps
- * coming back to the one it left (retries at most 512 copies apart). */
+/* adapt and its Allreduce twin: every copy exact, whichever store it
+ * chose; in a run of copies of one size class each tries both (off
+ * x86-64 there is one), and keeps coming back to the one it left
+ * (retries at most 512 copies apart); the two keep records of their own. */
 static void test_adapt(void)
 {
     arena_t a;
     CU_ASSERT_EQUAL_FATAL(arena_init(&a, 64 * KiB + 3), 0);
     stats_t st = {0, 0};
-    unsigned long before[2], after[2];
-    nc__copy_adapt_count(8 * KiB, before);
-    for (int i = 0; i < 1200; i++) {
-        size_t len = 8 * KiB + (size_t)(i % 7) * 131;   /* one class */
-        sweep(&a, NC_COPY_ADAPT, len, len, sparse_offs, 1, &st);
+    static const int ks[] = {NC_COPY_ADAPT, NC_COPY_ADAPT_READ};
+    for (int k = 0; k < 2; k++) {
+        unsigned long before[2], after[2], other0[2], other1[2];
+        nc__copy_adapt_count(ks[k], 8 * KiB, before);
+        nc__copy_adapt_count(ks[!k], 8 * KiB, other0);
+        for (int i = 0; i < 1200; i++) {
+            size_t len = 8 * KiB + (size_t)(i % 7) * 131;   /* one class */
+            sweep(&a, ks[k], len, len, sparse_offs, 1, &st);
+        }
+        nc__copy_adapt_count(ks[k], 8 * KiB, after);
+        nc__copy_adapt_count(ks[!k], 8 * KiB, other1);
+        CU_ASSERT_EQUAL(st.failures, 0);
+        CU_ASSERT_EQUAL(after[0] + after[1] - before[0] - before[1], 1200);
+        CU_ASSERT_EQUAL(other1[0] + other1[1], other0[0] + other0[1]);
+        if (strcmp(nc__copy_isa(), "memcpy") != 0) {
+            CU_ASSERT(after[0] - before[0] >= 2);
+            CU_ASSERT(after[1] - before[1] >= 2);
+        }
+        /* below 4 KiB nothing is timed or counted */
+        nc__copy_adapt_count(ks[k], 2 * KiB, before);
+        sweep(&a, ks[k], 2 * KiB, 4 * KiB - 1, sparse_offs, 2, &st);
+        nc__copy_adapt_count(ks[k], 2 * KiB, after);
+        CU_ASSERT_EQUAL(after[0] + after[1], before[0] + before[1]);
+        CU_ASSERT_EQUAL(st.failures, 0);
     }
-    nc__copy_adapt_count(8 * KiB, after);
-    CU_ASSERT_EQUAL(st.failures, 0);
-    CU_ASSERT_EQUAL(after[0] + after[1] - before[0] - before[1], 1200);
-    if (strcmp(nc__copy_isa(), "memcpy") != 0) {
-        CU_ASSERT(after[0] - before[0] >= 2);
-        CU_ASSERT(after[1] - before[1] >= 2);
-    }
-    /* below 4 KiB nothing is timed or counted */
-    nc__copy_adapt_count(2 * KiB, before);
-    sweep(&a, NC_COPY_ADAPT, 2 * KiB, 4 * KiB - 1, sparse_offs, 2, &st);
-    nc__copy_adapt_count(2 * KiB, after);
-    CU_ASSERT_EQUAL(after[0] + after[1], before[0] + before[1]);
-    CU_ASSERT_EQUAL(st.failures, 0);
     arena_free(&a);
 }
 
@@ -366,7 +373,7 @@ int nct_register_copy(void)
         {"variants nc__copy_pick returns copy exactly", test_picked_variants},
         {"nc__copy_pick: auto by size, nt of 0 bytes", test_pick},
         {"names and lookup round trip", test_names},
-        {"adapt: exact, tries both stores, counted per size class",
+        {"adapt and its Allreduce twin: exact, both stores, own records",
          test_adapt},
         {"instruction set reported", test_isa},
         {NULL, NULL},

@@ -127,7 +127,7 @@ static void test_builtin_rules(void)
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
-                                NC_COPY_NT, 0, {0}, 0};
+                                NC_COPY_ADAPT, 0, {0}, 0};
     /* The gathers, Reduce_scatter, Scan and Exscan: inline for small
      * blocks (by p), staged in the Reduce's slots (its f and s), single
      * copy for large blocks of the gathers (f: one system call's bytes).
@@ -977,12 +977,12 @@ static void test_resolve_custom(void)
     CU_ASSERT_EQUAL(e->hi, 2047);
     CU_ASSERT_EQUAL(e->ch.f, 131072);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2048)->ch.s, 2);
-    /* ... and above 16K the built-in rsag rules, split at 512K (copy=nt) */
+    /* ... and above 16K the built-in rsag rules, split at 512K (adapt) */
     AT(&tt, ALLREDUCE, 524287, NC_ALG_ALLREDUCE_RSAG, 1);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524287)->ch.copy,
                     NC_COPY_AUTO);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
-                    NC_COPY_NT);
+                    NC_COPY_ADAPT);
     CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 5);
     nc__tune_team_free(&tt);
 

@@ -24,7 +24,12 @@
  * With copy=ntall (not in place) combine folds straight into the receive
  * buffer and streams the slice into the slot, and stage streams too: all
  * that crosses between ranks then goes through memory, not through the
- * writer's cache, which pays where the cores are far apart.
+ * writer's cache, which pays where the cores are far apart. With
+ * copy=adapt or ntadapt (not in place) combine folds into the receive
+ * buffer too, and stage and combine copy into the slot with the stores
+ * the copy layer times as cheaper (NC_COPY_ADAPT_READ, coll/copy.h), so
+ * that no plain store lands on a line the others still hold when
+ * streaming costs less.
  * Each rank runs combine(r), stage(r+1), gather(r): the staging of the
  * next round fills the time the slowest owner needs to finish combining
  * this one. (With s = 1 stage(r+1) would wait for releases that follow
@@ -182,7 +187,12 @@ int nc__rs_fold(const nc__rs_t *s, size_t r, void *dest)
     const int line = nc__rs_slot(s, s->t->rank, x, r) ==
                      nc__rslot(s->t, s->t->rank, x)->full.data;
     env_t e = {s, vo, so, x, line};
-    nc__fold_t f = {s->nfold, get_slice, put_slice, &e, s->cin};
+    /* adapt's record is of stores into the segment; the fold may write a
+     * receive buffer (rsag's via_memory) */
+    nc__fold_t f = {s->nfold, get_slice, put_slice, &e,
+                    s->cin == NC_COPY_ADAPT || s->cin == NC_COPY_ADAPT_READ
+                        ? NC_COPY_VEC
+                        : s->cin};
     int done = 0;
     return nc__fold_step(s->op, &f, dest, n, &done);
 }
@@ -238,8 +248,8 @@ typedef struct rsag {
     unsigned char *recv;
     size_t count, unit, chunk;
     int cout;           /* copy-layer variant into recv              */
-    int via_memory;     /* copy=ntall: results reach the others through
-                         * memory (see combine)                          */
+    int via_memory;     /* copy=ntall, adapt, ntadapt: the fold goes to
+                         * recv, the slot gets a copy (see combine)      */
 } rsag_t;
 
 /* Elements [*lo, *hi) of slice j in a round of ne elements. */
@@ -293,14 +303,15 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
         unsigned char *slot = nc__rbuf(t, t->rank, x) + so * elem;
         unsigned char *out = s->recv + vo * elem;
         /* Through memory: fold straight into our receive buffer, then
-         * stream the slice into the slot, so the others read it from
-         * memory rather than from our cache (where cores are far apart
-         * that is the slow path). Else fold into the slot, copy it out. */
+         * copy the slice into the slot as stage does (ntall: streaming,
+         * so the others read it from memory rather than from our cache,
+         * which pays where cores are far apart; adapt: whichever stores
+         * cost less). Else fold into the slot, copy it out. */
         if ((rc = nc__rs_fold(&s->rs, r, s->via_memory ? out : slot)) !=
             NUMACOLL_OK)
             return rc;
         if (s->via_memory)
-            nc__copy(NC_COPY_NT, slot, out, n);
+            nc__copy(s->rs.cin, slot, out, n);
         else
             nc__copy(s->cout, out, slot, n);
     }
@@ -364,7 +375,10 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
     }
     rsag_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
                        .base = P->base, .slots = ch->s,
-                       .cin = nc__copy_pick(ch->copy, 0), .nslices = t->p,
+                       .cin = nc__copy_pick(ch->copy, 0) == NC_COPY_ADAPT
+                                  ? NC_COPY_ADAPT_READ
+                                  : nc__copy_pick(ch->copy, 0),
+                       .nslices = t->p,
                        .skip = t->red->my_slice, .mine = t->red->my_slice,
                        .nfold = t->p, .readers = (unsigned)(t->p - 1),
                        .slice = slice_rsag},
@@ -372,7 +386,9 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
                 .chunk = P->chunk,
                 .cout = nc__copy_pick(ch->copy, o->count * elem),
                 /* the fold may not write where it reads (in place) */
-                .via_memory = ch->copy == NC_COPY_NTALL &&
+                .via_memory = (ch->copy == NC_COPY_NTALL ||
+                               ch->copy == NC_COPY_ADAPT ||
+                               ch->copy == NC_COPY_NTADAPT) &&
                               (const unsigned char *)o->own != o->recv};
     const int ahead = ch->s >= 2;
     int rc;

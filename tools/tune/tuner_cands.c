@@ -646,10 +646,12 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
         v.copy = NC_COPY_NTALL;   /* pays where the cores are far apart */
         add(x, &c, v, 0);
     }
-    if (op == NCB_OP_BCAST && m >= 32 * KIB) {
-        /* the root choosing its stores by timing them (copy.h), or plain
-         * stores where the default is that */
-        const int ad = m >= 4 * MIB ? NC_COPY_NTADAPT : NC_COPY_ADAPT;
+    if ((op == NCB_OP_BCAST && m >= 32 * KIB) ||
+        (op == NCB_OP_ALLREDUCE && m >= 64 * KIB)) {
+        /* the writers choosing their stores by timing them (copy.h), or
+         * plain stores where the default is that */
+        const int ad = op == NCB_OP_BCAST && m >= 4 * MIB ? NC_COPY_NTADAPT
+                                                          : NC_COPY_ADAPT;
         v.copy = def->copy == ad ? NC_COPY_AUTO : ad;
         add(x, &c, v, 0);
     }
