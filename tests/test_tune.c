@@ -98,11 +98,11 @@ static void test_builtin_rules(void)
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 32 * 1024 - 1,
+    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 16 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO, 0, {0}, 0};
-    want[36] = rule(NC_COLL_BCAST, 1, U, 32 * 1024, 128 * 1024 - 1,
+    want[36] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
@@ -123,7 +123,7 @@ static void test_builtin_rules(void)
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
-    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
+    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0};
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
@@ -377,7 +377,7 @@ static void test_format(void)
     const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-32767 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-16383 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
@@ -389,7 +389,7 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
     nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=32K-131071 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=16K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
@@ -980,7 +980,7 @@ static void test_resolve_custom(void)
     /* ... and above 16K the built-in rsag rules, split at 512K (adapt) */
     AT(&tt, ALLREDUCE, 524287, NC_ALG_ALLREDUCE_RSAG, 1);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524287)->ch.copy,
-                    NC_COPY_AUTO);
+                    NC_COPY_ADAPT);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
                     NC_COPY_ADAPT);
     CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 5);
@@ -1026,8 +1026,8 @@ static void test_resolve_gaps(void)
     CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 7);
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
-        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 32767, 1, 2},
-        {32768, 131071, 1, 37}, {131072, (4u << 20) - 1, 1, 8},
+        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 16383, 1, 2},
+        {16384, 131071, 1, 37}, {131072, (4u << 20) - 1, 1, 8},
         {4u << 20, (1u << 30) - 1, 1, 38},
         {1u << 30, SIZE_MAX, 0, 2},
     };

@@ -646,8 +646,8 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
         v.copy = NC_COPY_NTALL;   /* pays where the cores are far apart */
         add(x, &c, v, 0);
     }
-    if ((op == NCB_OP_BCAST && m >= 32 * KIB) ||
-        (op == NCB_OP_ALLREDUCE && m >= 64 * KIB)) {
+    if ((op == NCB_OP_BCAST && m >= 8 * KIB) ||
+        (op == NCB_OP_ALLREDUCE && m >= 4 * KIB)) {
         /* the writers choosing their stores by timing them (copy.h), or
          * plain stores where the default is that */
         const int ad = op == NCB_OP_BCAST && m >= 4 * MIB ? NC_COPY_NTADAPT
