@@ -270,11 +270,9 @@ void nc__copy(int kind, void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
         return;
     }
-    if ((kind == NC_COPY_ADAPT || kind == NC_COPY_NTADAPT ||
-         kind == NC_COPY_ADAPT_READ) &&
+    if ((kind == NC_COPY_ADAPT || kind == NC_COPY_ADAPT_READ) &&
         n >= (size_t)1 << ADAPT_MIN_LOG) {
-        copy_adapt(kind == NC_COPY_NTADAPT ? NC_COPY_ADAPT : kind, dst, src,
-                   n);
+        copy_adapt(kind, dst, src, n);
         return;
     }
     copy_vec(dst, src, n, kind == NC_COPY_NT);

@@ -373,11 +373,11 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
         P->part = STAGE0;
         o->phase = 1;
     }
+    /* into the slots: adapt weighs the readers' trip to memory here */
+    const int seg = nc__copy_pick(ch->copy, 0);
+    const int cin = seg == NC_COPY_ADAPT ? NC_COPY_ADAPT_READ : seg;
     rsag_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
-                       .base = P->base, .slots = ch->s,
-                       .cin = nc__copy_pick(ch->copy, 0) == NC_COPY_ADAPT
-                                  ? NC_COPY_ADAPT_READ
-                                  : nc__copy_pick(ch->copy, 0),
+                       .base = P->base, .slots = ch->s, .cin = cin,
                        .nslices = t->p,
                        .skip = t->red->my_slice, .mine = t->red->my_slice,
                        .nfold = t->p, .readers = (unsigned)(t->p - 1),
@@ -385,10 +385,11 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
                 .recv = o->recv, .count = o->count, .unit = P->unit,
                 .chunk = P->chunk,
                 .cout = nc__copy_pick(ch->copy, o->count * elem),
-                /* the fold may not write where it reads (in place) */
-                .via_memory = (ch->copy == NC_COPY_NTALL ||
-                               ch->copy == NC_COPY_ADAPT ||
-                               ch->copy == NC_COPY_NTADAPT) &&
+                /* stores into the slots other than plain ones (ntall,
+                 * adapt); the fold may not write where it reads (in
+                 * place) */
+                .via_memory = (cin == NC_COPY_NT ||
+                               cin == NC_COPY_ADAPT_READ) &&
                               (const unsigned char *)o->own != o->recv};
     const int ahead = ch->s >= 2;
     int rc;
