@@ -542,6 +542,34 @@ static int copy_table(numacoll_config_t *cfg, char **owned, const char *v,
     return 0;
 }
 
+/* table=FILE: that tuning file as the configuration's tuning text (over
+ * the built-in table, as any tuning file), so that --compare can set two
+ * tables side by side. *owned takes the text. */
+static int file_table(numacoll_config_t *cfg, char **owned, const char *v,
+                      char *err, size_t errlen)
+{
+    FILE *f = fopen(v, "r");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        FILE *m = open_memstream(&text, &len);
+        int c;
+        while (m && (c = getc(f)) != EOF)
+            putc(c, m);
+        if (m)
+            fclose(m);
+        fclose(f);
+    }
+    if (!text) {
+        snprintf(err, errlen, "table: cannot read '%s'", v);
+        return 2;
+    }
+    free(*owned);
+    *owned = text;
+    cfg->tuning_text = text;
+    return 0;
+}
+
 /* Apply "name=value,..." from --param or --compare to cfg (*owned: see
  * copy_table). */
 static int apply_params(numacoll_config_t *cfg, char **owned,
@@ -558,8 +586,10 @@ static int apply_params(numacoll_config_t *cfg, char **owned,
             return 2;
         }
         *v++ = '\0';
-        if (strcmp(kv, "copy") == 0) {
-            if (copy_table(cfg, owned, v, err, errlen))
+        if (strcmp(kv, "copy") == 0 || strcmp(kv, "table") == 0) {
+            /* each sets the whole table: the last one given wins */
+            if ((kv[0] == 'c' ? copy_table : file_table)(cfg, owned, v, err,
+                                                         errlen))
                 return 2;
             continue;
         }
@@ -568,7 +598,7 @@ static int apply_params(numacoll_config_t *cfg, char **owned,
             i++;
         if (i == n) {
             snprintf(err, errlen, "unknown key '%s' (alg, tree, radix, frag, "
-                     "queue, banks, spin, copy, or a parameter of "
+                     "queue, banks, spin, copy, table, or a parameter of "
                      "--list-params)", kv);
             return 2;
         }

@@ -63,6 +63,10 @@ typedef enum {
     X(BARRIER, TREE, "tree", "k", SIZE_MAX,                                    \
       "fan-in then fan-out on per-rank sync lines along the barrier's own "    \
       "NUMA-aware k-nomial tree (barrier_radix)")                              \
+    X(BARRIER, DISSEM, "dissem", "k", SIZE_MAX,                                \
+      "k-way dissemination: in each of ceil(log_k p) rounds every rank "      \
+      "stores one line of its own and reads k - 1 others' (no tree, no "      \
+      "release wave); at p <= k one round: every rank reads every line")      \
     X(REDUCE, PIPELINED, "pipelined", "f s k", SIZE_MAX,                       \
       "fragments staged in each rank's NUMA-local slots, folded by parents "   \
       "along a NUMA-aware k-nomial tree (rank-ordered for non-commutative "    \

@@ -1,5 +1,8 @@
 /*
- * Barrier: fan-in then fan-out along the Barrier's own tree, rooted at rank
+ * Barrier: two algorithms, one per team (its rule, looked up at size 0,
+ * is taken at team creation).
+ *
+ * tree: fan-in then fan-out along the Barrier's own tree, rooted at rank
  * 0 and independent of the Bcast's `tree`: the hier shape of coll/tree.h
  * with k = barrier_radix both inside NUMA nodes and between them, so the
  * ranks of a node meet their leader first (k-nomial) and the leaders meet
@@ -21,10 +24,29 @@
  * one before the child arrives, so a larger value is a mismatched call.
  * The release/acquire pairs make everything a rank wrote before entering
  * visible to every rank after it leaves.
- *
  * Cost: 2 * depth * t_l + (k-1) polls per level, depth = ceil(log_k n)
- * inside a node plus ceil(log_k nodes) between leaders. Shared slots: own
- * and children's sync lines. Tuned by barrier_radix.
+ * inside a node plus ceil(log_k nodes) between leaders.
+ *
+ * dissem: k-way dissemination (Hensgen, Finkel and Manber's, with k - 1
+ * partners a round), on lines that only their owner writes.
+ *  every rank, round i = 0 .. R-1 (R = ceil(log_k p), d = k^i): store
+ *          (seq, i) in its own line (release), then wait for the lines of
+ *          ranks r - j*d mod p, j = 1 .. k-1 with j*d < p, to show (seq, i)
+ *          or a later round of the same call (acquire).
+ * After round i a rank has heard, directly or through its partners'
+ * earlier rounds, from the k^(i+1) ranks below it, so after R rounds from
+ * all; the release/acquire chain carries every rank's writes to every
+ * rank. The line is the rank's `arrive` for even Barriers and `release`
+ * for odd ones (the team's count of Barriers, reset by a resync): a rank
+ * rewrites a line only at the Barrier after next, which it cannot enter
+ * before every rank has left this one, so no reader misses a value. A
+ * line showing another call's number is a mismatch. With k >= p it is one
+ * round: every rank stores its line and reads everyone's.
+ * Cost: R * t_l + (k-1) polls per round, no read-modify-write; at p = 2
+ * one line transfer, the tree's two.
+ *
+ * Shared slots: own and children's (tree) or partners' (dissem) sync
+ * lines. Tuned by the rule's alg and k (barrier_radix overrides k).
  */
 #include <stdlib.h>
 
@@ -36,6 +58,12 @@ int nc__barrier_init(numacoll_team_t *t)
     /* Barrier has no size: its rule is the one for 0 bytes */
     const nc__choice_t *ch = nc__team_choice(t, NC_COLL_BARRIER, 0);
     int k = (int)ch->k;
+    t->barrier_alg = (int)ch->alg;
+    t->barrier_k = (unsigned)(k < t->p ? k : t->p > 1 ? t->p : 2);
+    t->barrier_rounds = 0;
+    for (long long reach = 1; reach < t->p; reach *= t->barrier_k)
+        t->barrier_rounds++;
+    t->barrier_n = 0;
     int rc = nc__tree_init_spec(&t->barrier_tree, t->p, k, k, ch->lt,
                                 t->cfg.levels, t->doms);
     if (rc != NUMACOLL_OK)
@@ -61,7 +89,7 @@ void nc__barrier_fini(numacoll_team_t *t)
 /* As steps: o->b.idx counts the children that have arrived (phase 1),
  * o->phase is 2 once this rank has arrived at its parent (it then waits
  * for release). */
-int nc__barrier_step(numacoll_team_t *t, nc__op_t *o)
+static int tree_step(numacoll_team_t *t, nc__op_t *o)
 {
     /* The call's number, not a count of barriers, and compared for
      * equality: a child's arrive cannot pass seq before we release it, nor
@@ -107,4 +135,73 @@ int nc__barrier_step(numacoll_team_t *t, nc__op_t *o)
         atomic_store_explicit(&nc__sync(t, kids[c])->release, seq,
                               memory_order_release);
     return NUMACOLL_OK;
+}
+
+/* A dissem line's value: the call's number and the round (+ 1, so that
+ * a zeroed line is below every round of every call). */
+static inline uint64_t dissem_word(uint64_t seq, unsigned round)
+{
+    return seq << 6 | (round + 1);
+}
+
+/* Rank r's dissem line for Barriers of this parity. */
+static inline _Atomic uint64_t *dissem_line(const numacoll_team_t *t, int r,
+                                            uint64_t parity)
+{
+    nc__sync_t *s = nc__sync(t, r);
+    return parity ? &s->release : &s->arrive;
+}
+
+/* As steps: o->b.k is the round in hand, o->b.idx the partners of that
+ * round already seen, o->b.base the parity of this Barrier (phase 1: the
+ * round's line is stored). */
+static int dissem_step(numacoll_team_t *t, nc__op_t *o)
+{
+    const uint64_t seq = t->call_seq;
+    const int p = t->p;
+    const unsigned k = t->barrier_k;
+    if (o->phase == 0) {
+        t->barrier_seq = seq;
+        o->b.k = 0;
+        o->b.idx = 0;
+        o->b.base = t->barrier_n++ & 1;   /* which line this call writes */
+        o->phase = 1;
+        if (t->barrier_rounds > 0)
+            /* everything before it, and every round heard so far */
+            atomic_store_explicit(dissem_line(t, t->rank, o->b.base),
+                                  dissem_word(seq, 0), memory_order_release);
+    }
+    long long d = 1;
+    for (unsigned i = 0; i < o->b.k; i++)
+        d *= k;
+    while (o->b.k < t->barrier_rounds) {
+        for (; o->b.idx + 1 < k && (long long)(o->b.idx + 1) * d < p;
+             o->b.idx++) {
+            const int j = (int)(((long long)t->rank -
+                                 (long long)(o->b.idx + 1) * d % p + p) % p);
+            nc__wait_why_t why = {j, "barrier round", (long)seq,
+                                  (long)o->b.k};
+            uint64_t seen;
+            int rc = nc__poll(t, dissem_line(t, j, o->b.base), NC_WAIT_GE,
+                              dissem_word(seq, o->b.k), &seen, &why);
+            if (rc == NUMACOLL_OK && seen >> 6 != seq)
+                rc = nc__mismatch(t, j, "it is in a later barrier");
+            if (rc != NUMACOLL_OK)
+                return rc;
+        }
+        o->b.k++;
+        o->b.idx = 0;
+        d *= k;
+        if (o->b.k < t->barrier_rounds)
+            atomic_store_explicit(dissem_line(t, t->rank, o->b.base),
+                                  dissem_word(seq, o->b.k),
+                                  memory_order_release);
+    }
+    return NUMACOLL_OK;
+}
+
+int nc__barrier_step(numacoll_team_t *t, nc__op_t *o)
+{
+    return t->barrier_alg == NC_ALG_BARRIER_DISSEM ? dissem_step(t, o)
+                                                   : tree_step(t, o);
 }

@@ -711,6 +711,7 @@ void nc__team_reset_state(numacoll_team_t *t)
         }
     t->op = 0;
     t->barrier_seq = 0;
+    t->barrier_n = 0;   /* the sync lines were zeroed with the others */
     t->cma_calls = t->cma_bytes = 0;
     t->geo_f = t->geo0_f;
     t->geo_s = t->geo0_s;

@@ -87,11 +87,11 @@ static int packed_bad(numacoll_team_t *t, size_t nbytes, int root,
                : NUMACOLL_OK;
 }
 
-NC_INLINE void barrier_make(nc__op_t *o)
+NC_INLINE void barrier_make(const numacoll_team_t *t, nc__op_t *o)
 {
     o->coll = NC_COLL_BARRIER;
-    o->alg = NC_ALG_BARRIER_TREE;
-    o->ch = NULL;   /* its radix was taken at team creation */
+    o->alg = t->barrier_alg;
+    o->ch = NULL;   /* its algorithm and radix were taken at team creation */
     o->root = -1;
     o->bad = NUMACOLL_OK;
     op_reset(o);
@@ -1019,7 +1019,7 @@ NC_INLINE int barrier_any(numacoll_team_t *t, int mode, numacoll_request_t **req
     if (!t)
         return NUMACOLL_ERR_ARG;
     nc__op_t o;
-    barrier_make(&o);
+    barrier_make(t, &o);
     return launch(t, &o, mode, req);
 }
 

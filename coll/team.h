@@ -229,8 +229,14 @@ struct numacoll_team {
     size_t pool_nkey;
     int pool_ok;
     char last_error[256];
-    /* Barrier (coll/barrier.c): its own hier tree rooted at rank 0 with
-     * k = barrier_radix; parent and children computed once. */
+    /* Barrier (coll/barrier.c): its algorithm (nc__alg_t) and radix,
+     * taken once from its rule. tree: its own hier tree rooted at rank 0;
+     * parent and children computed once. dissem: its rounds, and the
+     * Barriers this team has run since creation or the last resync (the
+     * parity of that count picks the sync line). */
+    int barrier_alg;
+    unsigned barrier_k, barrier_rounds;
+    uint64_t barrier_n;
     nc__tree_t barrier_tree;
     int barrier_parent, barrier_nchild;
     int *barrier_children;

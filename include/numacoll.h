@@ -140,7 +140,7 @@ typedef struct numacoll_config {
     size_t   mem_budget;    /* max segment bytes for one team; 0 = unlimited  */
     int      verbose;       /* 0 silent, 1 warnings, 2 info, 3 debug          */
     int      pu;            /* inject this rank's PU (logical index); -1 auto */
-    unsigned barrier_radix; /* k of the Barrier's NUMA-aware knomial tree     */
+    unsigned barrier_radix; /* k of the Barrier's tree or dissemination       */
     unsigned reduce_radix;  /* k of the Reduce trees                          */
     size_t   reduce_frag_size; /* bytes per reduce staging slot              */
     unsigned reduce_depth;  /* reduce staging slots per rank                  */
@@ -201,9 +201,10 @@ typedef struct numacoll_config {
       "Inject this rank's PU (hwloc logical index) instead of asking the "    \
       "OS; needed under synthetic or XML topologies. -1 asks the OS.")        \
     X(barrier_radix, 'u', 0,   2, 64,                                         \
-      "Radix k of the Barrier's own tree: ranks of a NUMA node meet their "   \
-      "leader along a k-nomial tree, leaders meet rank 0 along another. 0 "   \
-      "takes k from the tuning table.")                                        \
+      "Radix k of the Barrier: of its own tree (alg=tree: ranks of a NUMA "   \
+      "node meet their leader along a k-nomial tree, leaders meet rank 0 "    \
+      "along another) or of its dissemination (alg=dissem: k - 1 partners "   \
+      "a round). 0 takes k from the tuning table.")                            \
     X(reduce_radix, 'u', 0,    2, 64,                                         \
       "Radix k of the Reduce trees (NUMA-aware k-nomial for commutative "     \
       "ops, rank-ordered k-nomial for non-commutative ones), also in "        \
@@ -412,10 +413,13 @@ int numacoll_bcast_packed(numacoll_team_t *team, size_t nbytes, int root,
                           void *ctx);
 
 /*
- * Barrier: no rank returns before every rank has entered. Fan-in then
- * fan-out over per-rank flags along the Barrier's own tree: ranks of a
- * NUMA node meet their leader along a k-nomial tree, the leaders meet rank
- * 0 along another (k = barrier_radix).
+ * Barrier: no rank returns before every rank has entered. By default a
+ * dissemination over per-rank flag lines (alg=dissem: every rank stores
+ * its own line and reads the others', in ceil(log_k p) rounds, one round
+ * with the built-in k = 64); a tuning table may choose fan-in then fan-out
+ * along the Barrier's own tree instead (alg=tree: ranks of a NUMA node
+ * meet their leader along a k-nomial tree, the leaders meet rank 0 along
+ * another). k = barrier_radix where set.
  */
 NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
 

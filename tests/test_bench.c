@@ -125,6 +125,8 @@ static void test_args(void)
     EXPECT_USAGE("--frag 100", "frag_size");       /* the library's range */
     EXPECT_USAGE("--param nosuch=1", "unknown key 'nosuch'");
     EXPECT_USAGE("--compare 'copy=bogus'", "'bogus' is not a copy variant");
+    EXPECT_USAGE("--compare 'default table=/nonexistent/t.txt'",
+                 "table: cannot read '/nonexistent/t.txt'");
     EXPECT_USAGE("--param verbose=1,foo", "--param: 'foo' is not name=value");
     EXPECT_USAGE("--param ,", "--param: ',' is not name=value");
     EXPECT_USAGE("--cache warm", "neither cold nor hot");
@@ -449,6 +451,18 @@ static void test_standalone_all_ops(void)
                     0);
     CU_ASSERT(contains("copy=ntadapt"));
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    /* a tuning file as one configuration's table, beside the built-in */
+    char cmd[512], path[256];
+    snprintf(path, sizeof path, "%s/dissem2.txt", scratch());
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("barrier p=1-* alg=dissem k=2\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "timeout 120 " BENCH " -p 3 --ops barrier "
+             "--reps 2 --iters 3 --compare 'default table=%s'", path);
+    CU_ASSERT_EQUAL(run(cmd), 0);
+    CU_ASSERT(contains("table="));
+    CU_ASSERT(contains("x default"));
 }
 
 /* The hierarchy in the header, levels through --param and --compare (its

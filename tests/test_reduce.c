@@ -1124,6 +1124,7 @@ typedef struct barrier_arg {
     rcase_t rc;
     _Atomic unsigned *counter;
     int iters;
+    int alg;             /* the algorithm the team must run (0: any) */
 } barrier_arg_t;
 
 static int barrier_body(const numacoll_bootstrap_t *b, void *arg)
@@ -1133,6 +1134,11 @@ static int barrier_body(const numacoll_bootstrap_t *b, void *arg)
     if (create_team(b, &ba->rc, &team) != NUMACOLL_OK)
         return 10;
     int errors = 0;
+    if (ba->alg && team->barrier_alg != ba->alg) {
+        fprintf(stderr, "rank %d: barrier runs %s\n", b->rank,
+                nc__algs[team->barrier_alg].name);
+        errors++;
+    }
     for (int i = 1; i <= ba->iters && !errors; i++) {
         atomic_fetch_add_explicit(ba->counter, 1, memory_order_seq_cst);
         if (numacoll_barrier(team) != NUMACOLL_OK)
@@ -1161,7 +1167,7 @@ static void run_barrier(int p, barrier_arg_t *ba)
                     (unsigned)p * (unsigned)ba->iters);
 }
 
-/* 10 000 back to back at p = 8 on however few cores, default radix. */
+/* 10 000 back to back at p = 8 on however few cores, the built-in rule. */
 static void test_barrier_10k(void)
 {
     barrier_arg_t ba = {.iters = 10000};
@@ -1172,14 +1178,18 @@ static void test_barrier_10k(void)
     nc__run_shared_free(ba.counter, sizeof *ba.counter);
 }
 
+/* The tree (a table's choice; the built-in one disseminates), every p
+ * and radix, and NUMA-aware on a fake 4-node machine. */
 static void test_barrier_radices(void)
 {
-    barrier_arg_t ba = {.iters = 500};
+    static const char tree[] = "barrier p=1-* alg=tree k=4\n";
+    barrier_arg_t ba = {.iters = 500, .alg = NC_ALG_BARRIER_TREE};
     ba.counter = nc__run_shared_alloc(sizeof *ba.counter);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ba.counter);
     for (int i = 0; i < NSIZES; i++)
         for (unsigned k = 2; k <= 8; k += 3) {
             numacoll_config_init(&ba.rc.cfg);
+            ba.rc.cfg.tuning_text = tree;
             ba.rc.cfg.barrier_radix = k;
             run_barrier(team_sizes[i], &ba);
         }
@@ -1188,10 +1198,40 @@ static void test_barrier_radices(void)
         numacoll_config_init(&ba.rc.cfg);
         ba.rc.cfg.topology = FAKE4;
         ba.rc.cfg.verbose = 0;
+        ba.rc.cfg.tuning_text = tree;
         ba.rc.cfg.barrier_radix = k;
         ba.iters = 2000;
         run_barrier(8, &ba);
     }
+    nc__run_shared_free(ba.counter, sizeof *ba.counter);
+}
+
+/* Dissemination: every p, radices of 2 to beyond p (one round), back to
+ * back, then Ibarriers as steps (the counter checks that nobody leaves
+ * early nor runs two ahead). */
+static void test_barrier_dissem(void)
+{
+    barrier_arg_t ba = {.iters = 500, .alg = NC_ALG_BARRIER_DISSEM};
+    ba.counter = nc__run_shared_alloc(sizeof *ba.counter);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ba.counter);
+    static const char *const rules[] = {
+        "barrier p=1-* alg=dissem k=2\n", "barrier p=1-* alg=dissem k=3\n",
+        "barrier p=1-* alg=dissem k=4\n", "barrier p=1-* alg=dissem k=64\n"};
+    for (int i = 0; i < NSIZES; i++)
+        for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+            numacoll_config_init(&ba.rc.cfg);
+            ba.rc.cfg.verbose = 0;
+            ba.rc.cfg.tuning_text = rules[r];
+            ba.iters = team_sizes[i] == 8 && r == 0 ? 5000 : 500;
+            run_barrier(team_sizes[i], &ba);
+        }
+    /* barrier_radix overrides the rule's k */
+    numacoll_config_init(&ba.rc.cfg);
+    ba.rc.cfg.verbose = 0;
+    ba.rc.cfg.tuning_text = rules[3];
+    ba.rc.cfg.barrier_radix = 3;
+    ba.iters = 500;
+    run_barrier(9, &ba);
     nc__run_shared_free(ba.counter, sizeof *ba.counter);
 }
 
@@ -1273,7 +1313,9 @@ int nct_register_reduce(void)
     };
     static const nct_test_t barrier[] = {
         {"10 000 barriers at p = 8, counter checked", test_barrier_10k},
-        {"every p and radix, fake 4-NUMA", test_barrier_radices},
+        {"tree: every p and radix, fake 4-NUMA", test_barrier_radices},
+        {"dissemination: every p and radix, counter checked",
+         test_barrier_dissem},
         {"hier tree: sound, crosses nodes only between heads", test_hier_shape},
         {NULL, NULL},
     };

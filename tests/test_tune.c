@@ -116,8 +116,8 @@ static void test_builtin_rules(void)
     want[37].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0,
                                  {0}, 0};
-    want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
-    want[2].ch.k = 4;
+    want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
+    want[2].ch.k = 64;
     want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
@@ -242,8 +242,8 @@ static void test_builtin_lookup(void)
     AT(&tt, BCAST, 168, NC_ALG_BCAST_PIPELINED, 1);
     AT(&tt, BCAST, 169, NC_ALG_BCAST_PIPELINED, 1);
     AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 1);
-    AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_TREE, 1);
+    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
+    AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_DISSEM, 1);
     AT(&tt, REDUCE, 0, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, REDUCE, SIZE_MAX, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
@@ -384,7 +384,7 @@ static void test_format(void)
                     (int)strlen("allreduce  p=1-*  size=0-191    alg=inline"));
     CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=1-*  size=0-191    alg=inline");
     nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=tree k=4");
+    CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=dissem k=64");
     nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
@@ -744,7 +744,8 @@ static void test_errors_lines(void)
                    "t.txt:2:18: expected text without NUL bytes, found "
                    "'\\x00'\n", __LINE__);
     EXPECT_ERRS("barrier p=1 alg=tr\xc3\xa9\x01 k=2",
-                "t.txt:1:17: expected an algorithm of barrier (tree), found "
+                "t.txt:1:17: expected an algorithm of barrier (tree or dissem), "
+                "found "
                 "'tr\\xc3\\xa9\\x01'\n");
     EXPECT_ERRS("bcast\vp=1",  /* only space, tab and '\r' separate */
                 "t.txt:1:1: expected a collective (bcast, barrier, reduce, "
@@ -829,8 +830,8 @@ static void test_rejected_empty(void)
     CU_ASSERT_PTR_NULL(t.rules);
     nc__tune_team_t tt;  /* resolving it gives the built-in choices */
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 2, 1, 2, &tt), 0);
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 1);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 4);
+    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 64);
     nc__tune_team_free(&tt);
     nc__tune_free(&t);
 
@@ -953,9 +954,9 @@ static void test_resolve_custom(void)
     e = nc__tune_lookup(&tt, NC_COLL_BCAST, 4194304);
     CU_ASSERT_EQUAL(e->lo, 4194304);
     CU_ASSERT_EQUAL(e->hi, SIZE_MAX);
-    /* barrier p=8-* does not apply at p=4: built-in radix 4 */
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 1);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 4);
+    /* barrier p=8-* does not apply at p=4: the built-in dissemination */
+    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 64);
     /* reduce 4K .. 1M (ppn 2 is within 1-8) */
     AT(&tt, REDUCE, 4095, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 0);

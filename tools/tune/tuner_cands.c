@@ -733,7 +733,13 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
         break;
     }
     case NCB_OP_BARRIER: {
-        static const unsigned ks[] = {2, 3, 4, 8};
+        /* dissemination first: at small p its one round beats the
+         * tree's two waves (k = 64: one round at any p up to 64) */
+        static const unsigned ks[] = {2, 3, 4, 8}, kd[] = {64, 2, 4, 8};
+        for (size_t i = 0; i < sizeof kd / sizeof kd[0]; i++)
+            if (i == 0 || kd[i] < (unsigned)x->p)   /* else one round too */
+                add(x, &a, (nc__choice_t){.alg = NC_ALG_BARRIER_DISSEM,
+                                          .tree = -1, .k = kd[i]}, 0);
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             add(x, &a, (nc__choice_t){.alg = NC_ALG_BARRIER_TREE, .tree = -1,
                                       .k = ks[i]}, 0);
