@@ -67,6 +67,11 @@ typedef enum {
       "k-way dissemination: in each of ceil(log_k p) rounds every rank "      \
       "stores one line of its own and reads k - 1 others' (no tree, no "      \
       "release wave); at p <= k one round: every rank reads every line")      \
+    X(REDUCE, INLINE, "inline", "f s k", NC_AR_INLINE_CAP,                     \
+      "every non-root rank publishes its contribution in the inline "         \
+      "Allreduce's self-validating lines and returns; the root folds all p "  \
+      "in rank order; elements a line cannot take run pipelined with the "    \
+      "rule's f, s, k")                                                       \
     X(REDUCE, PIPELINED, "pipelined", "f s k", SIZE_MAX,                       \
       "fragments staged in each rank's NUMA-local slots, folded by parents "   \
       "along a NUMA-aware k-nomial tree (rank-ordered for non-commutative "    \

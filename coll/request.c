@@ -171,7 +171,12 @@ static void reduce_make(numacoll_team_t *t, nc__op_t *o, const void *sendbuf,
     red_fill(o, NC_COLL_REDUCE, op, own, recvbuf, count, root);
     if (bad == NUMACOLL_OK && count > 0 && t->p > 1) {
         o->ch = nc__team_choice(t, NC_COLL_REDUCE, count * op->elem);
-        o->alg = NC_ALG_REDUCE_PIPELINED;
+        o->alg = (int)o->ch->alg;
+        /* elements the lines cannot take: pipelined with the rule's f, s,
+         * k (an inline rule carries them), on every rank alike */
+        if (o->alg == NC_ALG_REDUCE_INLINE &&
+            !nc__ar_inline_fits(t, count, op->elem))
+            o->alg = NC_ALG_REDUCE_PIPELINED;
         bad = check_elem(t, o->ch, op, count, "reduce");
     }
     o->bad = bad;
@@ -659,6 +664,7 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     switch (o->alg) {
     case NC_ALG_REDUCE_PIPELINED:
         return nc__reduce_pipelined_step(t, o);
+    case NC_ALG_REDUCE_INLINE:   /* the inline Allreduce's, read by the root */
     case NC_ALG_ALLREDUCE_INLINE:
         return nc__allreduce_inline_step(t, o);
     case NC_ALG_ALLREDUCE_REDUCE_BCAST:

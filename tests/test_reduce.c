@@ -16,6 +16,7 @@
  *          back-to-back barriers at p = 8, the hier tree's shape.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -846,7 +847,9 @@ static unsigned char byte_gen(size_t e, int rank, size_t i)
  * it fits and NUMACOLL_ERR_ARG past it (nothing written); the table's
  * choice (inline for small sizes) falls back to another algorithm past
  * it, with the same result. Elements of 57 and 64 bytes never fit a
- * line. */
+ * line. The same counts through Reduce from a root moving with n (the
+ * built-in table's inline Reduce up to 112 bytes, pipelined with its f,
+ * s, k past the lines), checked at the root. */
 static int ar_lines_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
@@ -861,6 +864,8 @@ static int ar_lines_body(const numacoll_bootstrap_t *b, void *arg)
     int bad = 0;
     if (team->red->ar_al < 2)
         bad = 11;   /* the built-in table's inline rule spans lines */
+    if (nc__team_choice(team, NC_COLL_REDUCE, 8)->alg != NC_ALG_REDUCE_INLINE)
+        bad = 18;   /* nor is the small Reduce inline */
     for (size_t x = 0; x < sizeof esz / sizeof *esz && !bad; x++) {
         size_t e = esz[x];
         size_t fit = 0;
@@ -909,6 +914,28 @@ static int ar_lines_body(const numacoll_bootstrap_t *b, void *arg)
                 if (!bad && rb[n * e] != 0xee)
                     bad = 16;   /* written past the result */
             }
+            /* Reduce: the root folds in rank order, inline or not */
+            const int root = (int)(n % (size_t)b->size);
+            memset(rb, 0xee, n * e + 1);
+            int rc = numacoll_reduce_user(team, sb, rb, n, e, bytes_fn, &e, 0,
+                                          root);
+            if (rc != NUMACOLL_OK) {
+                fprintf(stderr, "rank %d: reduce e %zu n %zu: %s\n", b->rank,
+                        e, n, numacoll_team_last_error(team));
+                bad = 19;
+            }
+            for (size_t i = 0; i < n * e && !bad && b->rank == root; i++) {
+                unsigned char w = byte_gen(e, b->size - 1, i);
+                for (int r = b->size - 2; r >= 0; r--)
+                    w = (unsigned char)(byte_gen(e, r, i) * 3u + w);
+                if (rb[i] != w) {
+                    fprintf(stderr, "rank %d: reduce e %zu n %zu: byte %zu "
+                            "is %u, not %u\n", b->rank, e, n, i, rb[i], w);
+                    bad = 20;
+                }
+            }
+            if (!bad && b->rank == root && rb[n * e] != 0xee)
+                bad = 21;
         }
     }
     free(sb);
@@ -1113,6 +1140,70 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
     return e ? 1 : 0;
 }
 
+/* Pairs with padding after their fields (long, int: 12 bytes in 16):
+ * the inline Reduce and Allreduce write the fields only, so a buffer of
+ * MPI's span (the last element's padding cut off, as Open MPI's
+ * scratch) is not overrun, and no padding byte changes. */
+static int padding_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *team;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.verbose = 0;
+    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+        return 10;
+    int bad = 0;
+    for (int allreduce = 0; allreduce <= 1 && !bad; allreduce++)
+        for (size_t n = 1; n <= 4 && !bad; n++) {
+            numacoll_long_int_t in[4], out[4];
+            memset(in, 0xcd, sizeof in);
+            memset(out, 0xee, sizeof out);
+            for (size_t i = 0; i < n; i++) {
+                in[i].v = (long)((size_t)b->rank * 7 + i) % 5;
+                in[i].i = b->rank;
+            }
+            int root = (int)(n % (size_t)b->size), rc =
+                allreduce ? numacoll_allreduce(team, in, out, n,
+                                               NUMACOLL_DTYPE_LONG_INT,
+                                               NUMACOLL_OP_MINLOC)
+                          : numacoll_reduce(team, in, out, n,
+                                            NUMACOLL_DTYPE_LONG_INT,
+                                            NUMACOLL_OP_MINLOC, root);
+            if (rc != NUMACOLL_OK)
+                bad = 11;
+            if (bad || (!allreduce && b->rank != root))
+                continue;
+            const unsigned char *o = (const unsigned char *)out;
+            for (size_t i = 0; i < n && !bad; i++) {
+                long best = 5;
+                int at = 0;
+                for (int r = 0; r < b->size; r++) {
+                    long v = (long)((size_t)r * 7 + i) % 5;
+                    if (v < best)
+                        best = v, at = r;
+                }
+                if (out[i].v != best || out[i].i != at)
+                    bad = 12;
+                for (size_t k = offsetof(numacoll_long_int_t, i) + sizeof(int);
+                     k < sizeof(numacoll_long_int_t); k++)
+                    if (o[i * sizeof(numacoll_long_int_t) + k] != 0xee)
+                        bad = 13;   /* a padding byte written */
+            }
+            if (bad)
+                fprintf(stderr, "rank %d: %s of %zu long_int pairs: %d\n",
+                        b->rank, allreduce ? "allreduce" : "reduce", n, bad);
+        }
+    numacoll_team_destroy(team);
+    return bad;
+}
+
+static void test_padding(void)
+{
+    for (int p = 2; p <= 3; p++)
+        CU_ASSERT_EQUAL(nct_run(p, padding_body, NULL), 0);
+}
+
 static void test_bad_args(void)
 {
     CU_ASSERT_EQUAL(nct_run(3, bad_args_body, NULL), 0);
@@ -1308,6 +1399,7 @@ int nct_register_reduce(void)
         {"inline allreduce: elements of 1..64 bytes across its lines",
          test_ar_lines},
         {"determinism under random delays", test_determinism},
+        {"inline: pairs' padding left alone", test_padding},
         {"bad arguments", test_bad_args},
         {NULL, NULL},
     };

@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 38);
-    nc__tune_rule_t want[38];
+    CU_ASSERT_EQUAL_FATAL(b->n, 39);
+    nc__tune_rule_t want[39];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -118,8 +118,11 @@ static void test_builtin_rules(void)
                                  {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
     want[2].ch.k = 64;
-    want[3] = rule(NC_COLL_REDUCE, 1, U, 0, Z, NC_ALG_REDUCE_PIPELINED);
+    want[3] = rule(NC_COLL_REDUCE, 1, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
+    want[38] = rule(NC_COLL_REDUCE, 1, U, 0, 112, NC_ALG_REDUCE_INLINE);
+    want[38].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
+                                 NC_COPY_AUTO, 0, {0}, 0};
     want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
@@ -175,7 +178,7 @@ static void test_builtin_rules(void)
             want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
                                             0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 38; i++) {
+    for (int i = 0; i < 39; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -244,7 +247,9 @@ static void test_builtin_lookup(void)
     AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
     AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
     AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_DISSEM, 1);
-    AT(&tt, REDUCE, 0, NC_ALG_REDUCE_PIPELINED, 1);
+    AT(&tt, REDUCE, 0, NC_ALG_REDUCE_INLINE, 1);
+    AT(&tt, REDUCE, 112, NC_ALG_REDUCE_INLINE, 1);
+    AT(&tt, REDUCE, 113, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, REDUCE, SIZE_MAX, NC_ALG_REDUCE_PIPELINED, 1);
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
     AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
@@ -988,7 +993,7 @@ static void test_resolve_custom(void)
     nc__tune_team_free(&tt);
 
     /* p=20, one node: the large-message Bcast rule from 1M, barrier k=8,
-     * reduce rule gone (ppn 20 > 8) */
+     * reduce rule gone (ppn 20 > 8): the built-in ones */
     CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 20, 1, 20, &tt), 0);
     check_covers(&tt);
     AT(&tt, BCAST, (1 << 20) - 1, NC_ALG_BCAST_PIPELINED, 1);
@@ -998,7 +1003,7 @@ static void test_resolve_custom(void)
                     NUMACOLL_TREE_KNOMIAL);
     AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 0);
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 8);
-    CU_ASSERT_EQUAL(tt.n[NC_COLL_REDUCE], 1);
+    CU_ASSERT_EQUAL(tt.n[NC_COLL_REDUCE], 2);   /* inline, then pipelined */
     AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 1);
     nc__tune_team_free(&tt);
 

@@ -51,10 +51,13 @@ int nc__red_init(numacoll_team_t *t)
      * between 29 (elements of 29 bytes) and 56 bytes: size them for the
      * worst element size up to the largest inline rule. */
     const size_t amax = nc__team_rule_max(t, NC_COLL_ALLREDUCE,
-                                          NC_ALG_ALLREDUCE_INLINE);
+                                          NC_ALG_ALLREDUCE_INLINE),
+                 rmax = nc__team_rule_max(t, NC_COLL_REDUCE,
+                                          NC_ALG_REDUCE_INLINE);
     r->ar_al = 1;
     for (size_t e = 1; e <= NC_RED_INLINE; e++) {
-        size_t al = nc__ar_lines(amax / e, nc__ar_per_line(e));
+        size_t al = nc__ar_lines((amax > rmax ? amax : rmax) / e,
+                                 nc__ar_per_line(e));
         if (al > r->ar_al)
             r->ar_al = (unsigned)al;
     }

@@ -701,6 +701,16 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
         break;
     }
     case NCB_OP_REDUCE:
+        /* inline first where it may carry m: its f, s, k (the fallback
+         * for elements a line cannot take) the default's */
+        if (m <= nc__algs[NC_ALG_REDUCE_INLINE].max_bytes &&
+            def->alg != NC_ALG_REDUCE_INLINE) {
+            nc__choice_t in = *def;
+            in.alg = NC_ALG_REDUCE_INLINE;
+            b.n = 0;
+            add(x, &b, in, 0);
+            n = take(x, &b, 0, cap, def, out, n, cap, NULL);
+        }
         reduce_list(x, NC_ALG_REDUCE_PIPELINED, m, &a);
         sort_list(&a);
         n = take(x, &a, 0, cap, def, out, n, cap, NULL);
