@@ -1147,11 +1147,8 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
 static int padding_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
-    numacoll_team_t *team;
-    numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.verbose = 0;
-    if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
+    numacoll_team_t *team = nct_team(b, 0, 0, 20000);
+    if (!team)
         return 10;
     int bad = 0;
     for (int allreduce = 0; allreduce <= 1 && !bad; allreduce++)
