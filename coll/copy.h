@@ -36,6 +36,7 @@
 #define NUMACOLL_COPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* X(id, name) */
 #define NC_COPY_LIST(X)                                                        \
@@ -81,6 +82,21 @@ void nc__copy(int kind, void *dst, const void *src, size_t n);
  * streaming stores (used[1]) among those of n's power-of-two size class
  * (from 4 KiB; off x86-64 every such copy counts as vec). */
 void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2]);
+
+/* Ask for the cache lines of a user buffer that a small call will write,
+ * at most NC_PREFETCH_MAX bytes of them, at the call's start: with a
+ * buffer not in cache (an application's loop between calls) its misses,
+ * its TLB miss too, then run while the rank waits for the others, not
+ * after its wait. A no-op on lines already in cache. */
+#define NC_PREFETCH_MAX 1024
+static inline void nc__prefetch_w(void *p, size_t n)
+{
+    if (n > NC_PREFETCH_MAX)
+        n = NC_PREFETCH_MAX;
+    const uintptr_t a = (uintptr_t)p, end = a + n;
+    for (uintptr_t l = a & ~(uintptr_t)63; l < end; l += 64)
+        __builtin_prefetch((const void *)l, 1, 3);
+}
 
 /* Name of a variant, or NULL; variant called name, or -1. */
 const char *nc__copy_name(int kind);

@@ -21,6 +21,9 @@
  *          line 0 check the signature), copy the chunk's lines into its
  *          own slot in the root's order (release), copy the payload out.
  *  leaf:   the same waits and checks, copy out.
+ *  reader: first asks for its buffer's lines (prefetch for writing), so
+ *          that a cold buffer's misses run during the wait: on 16 cores,
+ *          cold buffers, 8 and 64 bytes took 0.71-0.95x the time.
  *  all:    store the call's word into its own ack line, word n % SLOTS
  *          (release: its copy-out is done).
  * Acks: before rewriting slot j a writer needs every other rank's ack of
@@ -42,6 +45,7 @@
  */
 
 #include "coll/algs.h"
+#include "coll/copy.h"
 #include "coll/op.h"
 #include "coll/wait.h"
 
@@ -128,6 +132,8 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     const int nchild = nc__tree_children(tree, root, t->rank, t->children);
     int rc;
 
+    if (o->phase == 0 && io->buf && t->rank != root)
+        nc__prefetch_w(io->buf, nbytes);   /* overlaps the wait below */
     if (o->phase == 0 && (nchild > 0 || t->rank == root)) {
         if ((rc = room(t, n)) != NUMACOLL_OK)
             return rc;

@@ -55,6 +55,7 @@
  */
 #include <string.h>
 
+#include "coll/copy.h"
 #include "coll/reduce/reduce.h"
 
 typedef struct env {
@@ -109,6 +110,11 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
     /* a Reduce's lines are read by its root alone (its own too) */
     const int root = o->alg == NC_ALG_REDUCE_INLINE ? o->root : -1;
     if (o->phase == 0) {
+        /* a Reduce root's result lines: their misses overlap the waits
+         * below (measured on 16 cores; an Allreduce's 8 bytes came out
+         * 2-22% slower with it, so not there) */
+        if (t->rank == root)
+            nc__prefetch_w(o->recv, nbytes);
         int rc = nc__ar_begin(t, root < 0 ? NC_AR_RD_ALL : NC_AR_RD_ONE, root,
                               &P->base);
         if (rc != NUMACOLL_OK)
