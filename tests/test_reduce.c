@@ -1141,63 +1141,88 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
 }
 
 /* Pairs with padding after their fields (long, int: 12 bytes in 16):
- * the inline Reduce and Allreduce write the fields only, so a buffer of
- * MPI's span (the last element's padding cut off, as Open MPI's
- * scratch) is not overrun, and no padding byte changes. */
+ * Reduce, Allreduce, Scan and Reduce_scatter_block, inline and staged,
+ * write the fields of the last element only, so a buffer of MPI's span (the last
+ * element's padding cut off, as Open MPI's scratch) is not overrun. */
+enum { PAD_REDUCE, PAD_ALLREDUCE, PAD_SCAN, PAD_RSB, PAD_KINDS };
+
+static long pad_val(int r, size_t i)
+{
+    return (long)((size_t)r * 7 + i) % 5;
+}
+
 static int padding_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
     numacoll_team_t *team = nct_team(b, 0, 0, 20000);
     if (!team)
         return 10;
+    const int p = b->size, me = b->rank;
+    const size_t S = sizeof(numacoll_long_int_t),
+                 end = offsetof(numacoll_long_int_t, i) + sizeof(int);
     int bad = 0;
-    for (int allreduce = 0; allreduce <= 1 && !bad; allreduce++)
-        for (size_t n = 1; n <= 4 && !bad; n++) {
-            numacoll_long_int_t in[4], out[4];
-            memset(in, 0xcd, sizeof in);
-            memset(out, 0xee, sizeof out);
-            for (size_t i = 0; i < n; i++) {
-                in[i].v = (long)((size_t)b->rank * 7 + i) % 5;
-                in[i].i = b->rank;
+    /* inline sizes, then the staged and reduce-scatter ones (Reduce from
+     * 113 bytes, Allreduce's rsag from 192, Scan staged at p > 2) */
+    static const size_t counts[] = {1, 2, 3, 4, 13, 300};
+    numacoll_long_int_t *in = malloc(300 * 8 * S), *out = malloc(300 * S);
+    if (!in || !out)
+        bad = 14;
+    for (int kind = 0; kind < PAD_KINDS && !bad; kind++)
+        for (size_t c = 0; c < sizeof counts / sizeof *counts && !bad; c++) {
+            const size_t n = counts[c];
+            if (p > 8)
+                break;
+            memset(in, 0xcd, 300 * 8 * S);
+            /* this rank's own filler: a padding byte copied from another
+             * rank's result shows too */
+            memset(out, 0xe0 + me, 300 * S);
+            /* Reduce_scatter_block: n elements per rank, p blocks */
+            const size_t nin = kind == PAD_RSB ? n * (size_t)p : n;
+            for (size_t i = 0; i < nin; i++) {
+                in[i].v = pad_val(me, i);
+                in[i].i = me;
             }
-            int root = (int)(n % (size_t)b->size), rc =
-                allreduce ? numacoll_allreduce(team, in, out, n,
-                                               NUMACOLL_DTYPE_LONG_INT,
-                                               NUMACOLL_OP_MINLOC)
-                          : numacoll_reduce(team, in, out, n,
-                                            NUMACOLL_DTYPE_LONG_INT,
-                                            NUMACOLL_OP_MINLOC, root);
+            const int root = (int)(n % (size_t)p);
+            const numacoll_dtype_t dt = NUMACOLL_DTYPE_LONG_INT;
+            const numacoll_op_t op = NUMACOLL_OP_MINLOC;
+            int rc = kind == PAD_REDUCE
+                         ? numacoll_reduce(team, in, out, n, dt, op, root)
+                     : kind == PAD_ALLREDUCE
+                         ? numacoll_allreduce(team, in, out, n, dt, op)
+                     : kind == PAD_SCAN
+                         ? numacoll_scan(team, in, out, n, dt, op)
+                         : numacoll_reduce_scatter_block(team, in, out, n, dt,
+                                                         op);
             if (rc != NUMACOLL_OK)
                 bad = 11;
-            if (bad || (!allreduce && b->rank != root))
+            if (bad || (kind == PAD_REDUCE && me != root))
                 continue;
-            const unsigned char *o = (const unsigned char *)out;
+            const int upto = kind == PAD_SCAN ? me + 1 : p;
+            const size_t off = kind == PAD_RSB ? (size_t)me * n : 0;
             for (size_t i = 0; i < n && !bad; i++) {
                 long best = 5;
                 int at = 0;
-                for (int r = 0; r < b->size; r++) {
-                    long v = (long)((size_t)r * 7 + i) % 5;
-                    if (v < best)
-                        best = v, at = r;
-                }
+                for (int r = 0; r < upto; r++)
+                    if (pad_val(r, off + i) < best)
+                        best = pad_val(r, off + i), at = r;
                 if (out[i].v != best || out[i].i != at)
                     bad = 12;
-                for (size_t k = offsetof(numacoll_long_int_t, i) + sizeof(int);
-                     k < sizeof(numacoll_long_int_t); k++)
-                    if (o[i * sizeof(numacoll_long_int_t) + k] != 0xee)
-                        bad = 13;   /* a padding byte written */
             }
+            if (((const unsigned char *)out)[(n - 1) * S + end] != 0xe0 + me)
+                bad = 13;   /* the last element's padding written */
             if (bad)
-                fprintf(stderr, "rank %d: %s of %zu long_int pairs: %d\n",
-                        b->rank, allreduce ? "allreduce" : "reduce", n, bad);
+                fprintf(stderr, "rank %d: kind %d, %zu long_int pairs: %d\n",
+                        me, kind, n, bad);
         }
+    free(in);
+    free(out);
     numacoll_team_destroy(team);
     return bad;
 }
 
 static void test_padding(void)
 {
-    for (int p = 2; p <= 3; p++)
+    for (int p = 2; p <= 4; p++)
         CU_ASSERT_EQUAL(nct_run(p, padding_body, NULL), 0);
 }
 
@@ -1396,7 +1421,7 @@ int nct_register_reduce(void)
         {"inline allreduce: elements of 1..64 bytes across its lines",
          test_ar_lines},
         {"determinism under random delays", test_determinism},
-        {"inline: pairs' padding left alone", test_padding},
+        {"pairs' padding after the last element left alone", test_padding},
         {"bad arguments", test_bad_args},
         {NULL, NULL},
     };

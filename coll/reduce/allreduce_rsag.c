@@ -310,10 +310,14 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
         if ((rc = nc__rs_fold(&s->rs, r, s->via_memory ? out : slot)) !=
             NUMACOLL_OK)
             return rc;
+        /* no padding after the vector's last element: the receive
+         * buffer may end there */
+        const size_t m = vo + ne == s->count
+                             ? n - nc__dtype_tail(s->rs.op->dtype) : n;
         if (s->via_memory)
-            nc__copy(s->rs.cin, slot, out, n);
+            nc__copy(s->rs.cin, slot, out, m);
         else
-            nc__copy(s->cout, out, slot, n);
+            nc__copy(s->cout, out, slot, m);
     }
     /* our slice must be visible before done */
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, nc__dword(t, g + 1),
@@ -345,7 +349,10 @@ static int gather(rsag_t *s, size_t r, nc__red_pos_t *P)
         if (rc != NUMACOLL_OK)
             return rc;
         nc__copy(s->cout, s->recv + (e0 + lo) * elem,
-                 nc__rbuf(t, owner, x) + lo * elem, (hi - lo) * elem);
+                 nc__rbuf(t, owner, x) + lo * elem,
+                 (hi - lo) * elem - (e0 + hi == s->count
+                                         ? nc__dtype_tail(s->rs.op->dtype)
+                                         : 0));
     }
     nc__rs_release(&s->rs, r);
     return NUMACOLL_OK;

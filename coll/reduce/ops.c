@@ -136,6 +136,19 @@ typedef long U_long UA;
     X(SHORT_INT, numacoll_short_int_t, short, U_short)                         \
     X(LONG_DOUBLE_INT, numacoll_long_double_int_t, long double, U_LONG_DOUBLE)
 
+size_t nc__dtype_tail(int dtype)
+{
+    switch (dtype) {
+#define TAIL(DT, S, V, UV)                                                     \
+    case NUMACOLL_DTYPE_##DT:                                                  \
+        return sizeof(S) - (offsetof(S, i) + sizeof(int));
+        PAIR_TYPES(TAIL)
+#undef TAIL
+    default:
+        return 0;
+    }
+}
+
 #define INT_OPS(X, DT)                                                         \
     X(SUM, DT) X(PROD, DT) X(MIN, DT) X(MAX, DT) X(LAND, DT) X(LOR, DT)        \
     X(LXOR, DT) X(BAND, DT) X(BOR, DT) X(BXOR, DT)

@@ -26,6 +26,13 @@ typedef struct nc__op_impl {
 /* Kernels of op on dtype, or NULL where MPI does not define the pair. */
 const nc__op_impl_t *nc__op_impl(numacoll_op_t op, numacoll_dtype_t dtype);
 
+/* Bytes of padding after the last field of an element of dtype (the
+ * value/index pairs: MPI_LONG_INT's 4 in 16), 0 for the others and for
+ * user ops (dtype < 0). A copy of n results takes n * elem minus these,
+ * so it never writes past MPI's span of the buffer (kernels write the
+ * fields alone). */
+size_t nc__dtype_tail(int dtype);
+
 /* out = l op r for n elements; out may be l itself (accumulate), must not
  * overlap r, and must not partly overlap l. */
 static inline void nc__op_apply(const nc__op_impl_t *k, void *out,
