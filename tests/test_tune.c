@@ -148,8 +148,8 @@ static void test_builtin_rules(void)
         {NC_COLL_SCATTER, 1, 3, 0, 256, NC_ALG_SCATTER_INLINE, 0},
         {NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE, 0},
         {NC_COLL_REDUCE_SCATTER, 1, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
-        {NC_COLL_SCAN, 1, 2, 0, 64, NC_ALG_SCAN_INLINE, 0},
-        {NC_COLL_EXSCAN, 1, 2, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
+        {NC_COLL_SCAN, 1, U, 0, 64, NC_ALG_SCAN_INLINE, 0},
+        {NC_COLL_EXSCAN, 1, U, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
         {NC_COLL_ALLGATHER, 1, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 1, U, 65536, Z, NC_ALG_ALLGATHER_CMA, M},
         {NC_COLL_GATHER, 1, 8, 65, 32767, NC_ALG_GATHER_STAGED, S},
@@ -168,9 +168,9 @@ static void test_builtin_rules(void)
         {NC_COLL_REDUCE_SCATTER, 1, 8, 65, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_REDUCE_SCATTER, 9, U, 0, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_SCAN, 1, 2, 65, Z, NC_ALG_SCAN_STAGED, S},
-        {NC_COLL_SCAN, 3, U, 0, Z, NC_ALG_SCAN_STAGED, S},
+        {NC_COLL_SCAN, 3, U, 65, Z, NC_ALG_SCAN_STAGED, S},
         {NC_COLL_EXSCAN, 1, 2, 65, Z, NC_ALG_EXSCAN_STAGED, S},
-        {NC_COLL_EXSCAN, 3, U, 0, Z, NC_ALG_EXSCAN_STAGED, S}};
+        {NC_COLL_EXSCAN, 3, U, 65, Z, NC_ALG_EXSCAN_STAGED, S}};
     for (int g = 0; g < 28; g++) {
         want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
                            ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
