@@ -87,7 +87,8 @@ static int run_bcast(void *ctx, const ncb_call_t *c)
     return nc__bcast_with(tc->team, alg, c->buf, c->bytes, c->root);
 }
 
-/* Reduce has one algorithm: the public call reaches it. */
+/* Reduce: the public call, so the table's algorithm (a forced one is
+ * refused: resolve). */
 static int run_reduce(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
@@ -148,7 +149,7 @@ static int iwait(void *ctx)
     return numacoll_wait(&((ncb_team_t *)ctx)->req);
 }
 
-/* The gathers have one algorithm each: the public calls reach it. */
+/* The gathers: the public calls, so the table's algorithms. */
 static int run_allgather(void *ctx, const ncb_call_t *c)
 {
     return numacoll_allgather(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
@@ -734,8 +735,18 @@ static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
         return 2;
     }
     /* A forced Bcast algorithm needs its function in run_bcast; Allreduce
-     * takes any of its own through nc__allreduce_with; Reduce and Barrier
-     * have one algorithm each, which the public call reaches. */
+     * takes any of its own through nc__allreduce_with; the others run
+     * through their public calls, which take the table's algorithm: a
+     * name that only they know would be timed as something else. */
+    for (int op = 0; op < NCB_OP_COUNT; op++)
+        if (tc->alg[op] >= 0 && op != NCB_OP_BCAST && op != NCB_OP_ALLREDUCE) {
+            snprintf(err, errlen, "algorithm '%s' of %s: numacoll-bench "
+                     "reaches %s through its public call, which takes the "
+                     "tuning table's algorithm; time it with a table that "
+                     "names it (--compare 'table=FILE')", alg,
+                     ncb_ops[op].name, ncb_ops[op].name);
+            return 2;
+        }
     int a = tc->alg[NCB_OP_BCAST];
     if (a >= 0 && a != NC_ALG_BCAST_INLINE && a != NC_ALG_BCAST_PIPELINED) {
         snprintf(err, errlen, "algorithm '%s' has no entry in numacoll-bench "

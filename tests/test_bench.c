@@ -116,6 +116,8 @@ static void test_args(void)
     EXPECT_USAGE("--sizes 0", "sizes start at 1 byte");
     EXPECT_USAGE("--sizes 2g", "larger than the limit");
     EXPECT_USAGE("--alg nosuch", "unknown algorithm 'nosuch'");
+    EXPECT_USAGE("--ops reduce --alg inline", "takes the tuning table's");
+    EXPECT_USAGE("--ops barrier --alg dissem", "--compare 'table=FILE'");
     EXPECT_USAGE("--compare 'default nosuch'", "'nosuch' is neither a tree");
     EXPECT_USAGE("--tree ring", "unknown tree 'ring'");
     EXPECT_USAGE("--reps -3", "--reps: '-3' is not a count");
