@@ -540,34 +540,31 @@ static int copy_table(numacoll_config_t *cfg, char **owned, const char *v,
     free(*owned);
     *owned = text;
     cfg->tuning_text = text;
+    cfg->tuning_file = NULL;
     return 0;
 }
 
-/* table=FILE: that tuning file as the configuration's tuning text (over
- * the built-in table, as any tuning file), so that --compare can set two
- * tables side by side. *owned takes the text. */
+/* table=FILE: that tuning file over the built-in table, as the
+ * configuration's own (so that --compare can set two tables side by
+ * side), read by the core as any tuning file. Checked here first: the
+ * quiet ranks' core would fall back to the built-in table unsaid.
+ * *owned takes the path. */
 static int file_table(numacoll_config_t *cfg, char **owned, const char *v,
                       char *err, size_t errlen)
 {
-    FILE *f = fopen(v, "r");
-    char *text = NULL;
-    size_t len = 0;
-    if (f) {
-        FILE *m = open_memstream(&text, &len);
-        int c;
-        while (m && (c = getc(f)) != EOF)
-            putc(c, m);
-        if (m)
-            fclose(m);
-        fclose(f);
-    }
-    if (!text) {
-        snprintf(err, errlen, "table: cannot read '%s'", v);
+    nc__tune_table_t tab = {0};
+    char errs[400];
+    int n = nc__tune_load(v, &tab, errs, sizeof errs);
+    nc__tune_free(&tab);
+    char *path = n == 0 ? strdup(v) : NULL;
+    if (!path) {
+        snprintf(err, errlen, "table: %s", n ? errs : "out of memory");
         return 2;
     }
     free(*owned);
-    *owned = text;
-    cfg->tuning_text = text;
+    *owned = path;
+    cfg->tuning_text = NULL;
+    cfg->tuning_file = path;
     return 0;
 }
 

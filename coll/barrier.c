@@ -96,7 +96,7 @@ static int tree_step(numacoll_team_t *t, nc__op_t *o)
      * a parent's release before we arrive, so another value is another
      * call's Barrier (mismatched calls). A resync zeroes the lines while
      * the numbers go on growing. */
-    const uint64_t seq = t->barrier_seq = t->call_seq;
+    const uint64_t seq = t->call_seq;
     const int nchild = t->barrier_nchild, parent = t->barrier_parent;
     const int *kids = t->barrier_children;
     nc__sync_t *me = nc__sync(t, t->rank);
@@ -161,7 +161,6 @@ static int dissem_step(numacoll_team_t *t, nc__op_t *o)
     const int p = t->p;
     const unsigned k = t->barrier_k;
     if (o->phase == 0) {
-        t->barrier_seq = seq;
         o->b.k = 0;
         o->b.idx = 0;
         o->b.base = t->barrier_n++ & 1;   /* which line this call writes */

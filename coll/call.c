@@ -710,7 +710,6 @@ void nc__team_reset_state(numacoll_team_t *t)
             atomic_store_explicit(&b->nreaders, 0, memory_order_relaxed);
         }
     t->op = 0;
-    t->barrier_seq = 0;
     t->barrier_n = 0;   /* the sync lines were zeroed with the others */
     t->cma_calls = t->cma_bytes = 0;
     t->geo_f = t->geo0_f;

@@ -217,7 +217,6 @@ struct numacoll_team {
     nc__seg_hdr_t *hdr;
     nc__bank_t *banks;          /* [q] */
     uint64_t op;                /* bank uses so far; same on every rank */
-    uint64_t barrier_seq;
     numacoll_counters_t counters;
     numacoll_placement_t placement;
     char seg_name[96];

@@ -128,7 +128,9 @@ static void test_args(void)
     EXPECT_USAGE("--param nosuch=1", "unknown key 'nosuch'");
     EXPECT_USAGE("--compare 'copy=bogus'", "'bogus' is not a copy variant");
     EXPECT_USAGE("--compare 'default table=/nonexistent/t.txt'",
-                 "table: cannot read '/nonexistent/t.txt'");
+                 "table: /nonexistent/t.txt: cannot read");
+    EXPECT_USAGE("--compare 'default table=tests/tune/bad-syntax.txt'",
+                 "table: tests/tune/bad-syntax.txt:");
     EXPECT_USAGE("--param verbose=1,foo", "--param: 'foo' is not name=value");
     EXPECT_USAGE("--param ,", "--param: ',' is not name=value");
     EXPECT_USAGE("--cache warm", "neither cold nor hot");

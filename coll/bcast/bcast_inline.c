@@ -23,7 +23,7 @@
  *  leaf:   the same waits and checks, copy out.
  *  reader: first asks for its buffer's lines (prefetch for writing), so
  *          that a cold buffer's misses run during the wait: on 16 cores,
- *          cold buffers, 8 and 64 bytes took 0.71-0.95x the time.
+ *          cold buffers, 8 and 64 bytes took 0.71-1.00x the time.
  *  all:    store the call's word into its own ack line, word n % SLOTS
  *          (release: its copy-out is done).
  * Acks: before rewriting slot j a writer needs every other rank's ack of

@@ -17,9 +17,8 @@
  *          each line's word last (release); then line by line: wait for
  *          every other rank's line k of that parity to read seq + 1
  *          (acquire), fold x_0 op x_1 op ... op x_(p-1) of the line's
- *          elements into the receive buffer (predefined ops, whose
- *          kernels write no padding), or into a private line copied out
- *          (user ops).
+ *          elements into a private buffer; copy out (nc__res_bytes: no
+ *          padding after the last element).
  * There is no root, no inner rank and no leaf. Reduce and Allreduce of no
  * elements run it too (one line, no fold), so that a mismatch shows.
  *
@@ -29,9 +28,9 @@
  *          read its lines of this parity (nc__ar_begin: free when a call
  *          since read one of r's lines, else one look at r's ack line);
  *          write its L lines as above, store its ack, return.
- *  root:   write its own lines too (so that no operand is its receive
- *          buffer); line by line: wait for every other rank's line k,
- *          fold x_0 op ... op x_(p-1) in rank order; store its ack.
+ *  root:   write its own lines too (one operand source for all p);
+ *          line by line: wait for every other rank's line k, fold
+ *          x_0 op ... op x_(p-1) in rank order, copy out; store its ack.
  * Cost: non-root L line writes (+ t_l when its ack check must look);
  * root t_l + (L - 1) t_x + (p - 1) L lines read + (p - 1) folds of L
  * lines: one wave of line transfers towards the root, none back.
@@ -157,18 +156,11 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         const size_t k = P->k;
         const size_t n = count - k * epl < epl ? count - k * epl : epl;
         e.line = k;
-        /* Predefined ops fold straight into the result (no operand: they
-         * are all lines), whose kernels write the elements' fields only:
-         * a copy of whole elements would write the padding after the last
-         * one (MPI_LONG_INT: 12 bytes in 16), past a buffer of MPI's span.
-         * A user op's inout must be no operand, and recv may be this
-         * rank's input: through the private line. */
-        unsigned char *at = (unsigned char *)o->recv + k * lb;
-        int rc = nc__fold_step(op, &f, op->impl ? at : P->acc, n, &P->fold);
+        int rc = nc__fold_step(op, &f, P->acc, n, &P->fold);
         if (rc != NUMACOLL_OK)
             return rc;
-        if (!op->impl)
-            memcpy(at, P->acc, n * op->elem);
+        memcpy((unsigned char *)o->recv + k * lb, P->acc,
+               nc__res_bytes(op, n));
     }
     nc__ar_end(t, P->base);
     return NUMACOLL_OK;

@@ -299,7 +299,7 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
     if (rc != NUMACOLL_OK)
         return rc;
     if (ne) {
-        const size_t elem = s->rs.elem, n = ne * elem;
+        const size_t elem = s->rs.elem, n = nc__res_bytes(s->rs.op, ne);
         unsigned char *slot = nc__rbuf(t, t->rank, x) + so * elem;
         unsigned char *out = s->recv + vo * elem;
         /* Through memory: fold straight into our receive buffer, then
@@ -310,14 +310,10 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
         if ((rc = nc__rs_fold(&s->rs, r, s->via_memory ? out : slot)) !=
             NUMACOLL_OK)
             return rc;
-        /* no padding after the vector's last element: the receive
-         * buffer may end there */
-        const size_t m = vo + ne == s->count
-                             ? n - nc__dtype_tail(s->rs.op->dtype) : n;
         if (s->via_memory)
-            nc__copy(s->rs.cin, slot, out, m);
+            nc__copy(s->rs.cin, slot, out, n);
         else
-            nc__copy(s->cout, out, slot, m);
+            nc__copy(s->cout, out, slot, n);
     }
     /* our slice must be visible before done */
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, nc__dword(t, g + 1),
@@ -350,9 +346,7 @@ static int gather(rsag_t *s, size_t r, nc__red_pos_t *P)
             return rc;
         nc__copy(s->cout, s->recv + (e0 + lo) * elem,
                  nc__rbuf(t, owner, x) + lo * elem,
-                 (hi - lo) * elem - (e0 + hi == s->count
-                                         ? nc__dtype_tail(s->rs.op->dtype)
-                                         : 0));
+                 nc__res_bytes(s->rs.op, hi - lo));
     }
     nc__rs_release(&s->rs, r);
     return NUMACOLL_OK;

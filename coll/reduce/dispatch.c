@@ -197,11 +197,9 @@ int nc__fold_step(const nc__red_op_t *op, const nc__fold_t *f, void *dest,
     if (f->n == 1) {
         if ((rc = f->get(f->env, 0, &a)) != NUMACOLL_OK)
             return rc;
-        /* a leaf staging its own input: the usual copy-in; no padding
-         * after the last element (a result buffer may end there) */
+        /* a leaf staging its own input: the usual copy-in */
         if (dest != a)
-            nc__copy(f->copy, dest, a,
-                     nelem * op->elem - nc__dtype_tail(op->dtype));
+            nc__copy(f->copy, dest, a, nc__res_bytes(op, nelem));
         f->put(f->env, 0);
         *done = 1;
         return NUMACOLL_OK;

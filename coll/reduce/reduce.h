@@ -248,6 +248,14 @@ typedef struct nc__fold {
                  * is copied, not combined, into dest */
 } nc__fold_t;
 
+/* Bytes of n results to copy: whole elements but the padding after the
+ * last one (nc__dtype_tail), so that a copy into a receive buffer never
+ * writes past MPI's span of it; the padding holds nothing. */
+static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
+{
+    return n * op->elem - nc__dtype_tail(op->dtype);
+}
+
 /* A step of the fold: *done counts the operands consumed (0 at first);
  * NC_AGAIN when get() had to wait (call again with the same *done and
  * dest), NUMACOLL_OK once all are in dest. */

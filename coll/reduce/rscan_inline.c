@@ -106,9 +106,8 @@ static int fold_range(numacoll_team_t *t, nc__op_t *o, size_t first,
         int rc = nc__fold_step(op, &f, P->acc, n, &P->fold);
         if (rc != NUMACOLL_OK)
             return rc;
-        /* no padding after the last element: the buffer may end there */
         memcpy((unsigned char *)o->recv + (P->k - lo) * op->elem, P->acc,
-               n * op->elem - nc__dtype_tail(op->dtype));
+               nc__res_bytes(op, n));
         P->k = end;
         P->fold = 0;
     }
