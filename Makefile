@@ -77,6 +77,7 @@ LIB_SRCS = \
 	coll/reduce/allreduce_inline.c \
 	coll/reduce/allreduce_reduce_bcast.c \
 	coll/reduce/allreduce_rsag.c \
+	coll/reduce/allreduce_allfold.c \
 	coll/reduce/reduce_scatter.c \
 	coll/reduce/scan.c \
 	coll/reduce/rscan_inline.c \

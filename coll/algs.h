@@ -86,6 +86,10 @@ typedef enum {
     X(ALLREDUCE, RSAG, "rsag", "f s", SIZE_MAX,                                \
       "reduce-scatter in shared memory (each rank folds one cache-line "       \
       "aligned slice of every contribution) then allgather of the slices")    \
+    X(ALLREDUCE, ALLFOLD, "allfold", "f s", SIZE_MAX,                          \
+      "every rank stages its whole contribution in its NUMA-local slots "      \
+      "(f bytes, s deep) and folds all p contributions in rank order "        \
+      "straight into its receive buffer: one wave, (p - 1) m read per rank")  \
     X(ALLGATHER, INLINE, "inline", "", NC_AG_INLINE_CAP,                      \
       "every rank publishes its block in self-validating cache lines (the "   \
       "inline Allreduce's) and copies every other rank's out: one wave of "   \

@@ -145,6 +145,7 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o);
+int nc__allreduce_allfold_step(numacoll_team_t *t, nc__op_t *o);
 /* The gathers' (coll/gather/) read ch and ga. */
 int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);

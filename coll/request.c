@@ -671,6 +671,8 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
         return nc__allreduce_reduce_bcast_step(t, o);
     case NC_ALG_ALLREDUCE_RSAG:
         return nc__allreduce_rsag_step(t, o);
+    case NC_ALG_ALLREDUCE_ALLFOLD:
+        return nc__allreduce_allfold_step(t, o);
     case NC_ALG_REDUCE_SCATTER_STAGED:
         return nc__reduce_scatter_staged_step(t, o);
     case NC_ALG_SCAN_STAGED:

@@ -482,8 +482,10 @@ static const sz_t bcast_sizes[] = {
 static const sz_t packed_sizes[] = {
     {57, 0}, {8191, 0}, {8193, 1}, {262145, 0}, {600001, 0},
 };
-/* Doubles: inline (7 = 56 bytes), reduce_bcast (8 .. 127), rsag from 128
- * (1 KiB); one 128 KiB slot = 16384; the 4 slots = 65536; past them. */
+/* Doubles: inline (7 = 56 bytes: one line) up to 191 bytes (at p = 2 up
+ * to 112), then at p = 2 allfold up to 16 KiB (2047; adapt's stores from
+ * 512), rsag from there (at p = 3 from 24); one
+ * 128 KiB slot = 16384; the 4 slots = 65536; past them. */
 static const sz_t double_sizes[] = {
     {7, 1},     {8, 0},     {127, 1},   {128, 0},   {1025, 1},
     {16383, 0}, {16384, 0}, {16385, 1}, {65537, 0}, {75001, 0},
@@ -529,13 +531,14 @@ static void test_p3(void) { run_main(3); }
     "allreduce p=1-* size=0-56 alg=inline copy=" v "\n"                        \
     "allreduce p=1-* size=57-1023 alg=reduce_bcast f=128K s=4 k=2 copy=" v     \
     "\n"                                                                       \
-    "allreduce p=1-* size=1K-* alg=rsag f=128K s=4 copy=" v "\n"
+    "allreduce p=1-* size=1K-16383 alg=allfold f=4K s=2 copy=" v "\n"      \
+    "allreduce p=1-* size=16K-* alg=rsag f=128K s=4 copy=" v "\n"
 
 /* A few pairs per size; 4 MiB + 3 is where auto streams the copy-out. */
 static const sz_t v_bcast[] = {{56, 0}, {8193, 0}, {262145, 0},
                                {4 * MiB + 3, 0}};
-static const sz_t v_int32[] = {{14, 0}, {15, 0}, {4097, 0}, {32769, 0},
-                               {150001, 0}};
+static const sz_t v_int32[] = {{14, 0},    {15, 0},    {1025, 0},
+                               {4097, 0},  {32769, 0}, {150001, 0}};
 
 static const job_t jobs_variant[] = {
     {OP_BCAST, 0, v_bcast, N(v_bcast)},
@@ -609,7 +612,7 @@ static void test_tune_copy_key(void)
         if (n)
             fprintf(stderr, "\n%s", errs);
         CU_ASSERT_EQUAL_FATAL(n, 0);
-        CU_ASSERT_EQUAL(t.n, 6);
+        CU_ASSERT_EQUAL(t.n, 7);
         for (int i = 0; i < t.n; i++) {
             CU_ASSERT_EQUAL(t.rules[i].ch.copy, k);
             char line[256];

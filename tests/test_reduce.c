@@ -531,6 +531,7 @@ static int matrix_body(const numacoll_bootstrap_t *b, void *arg)
     specs[nspec++] = (spec_t){-1, NC_ALG_ALLREDUCE_INLINE};
     specs[nspec++] = (spec_t){-1, NC_ALG_ALLREDUCE_REDUCE_BCAST};
     specs[nspec++] = (spec_t){-1, NC_ALG_ALLREDUCE_RSAG};
+    specs[nspec++] = (spec_t){-1, NC_ALG_ALLREDUCE_ALLFOLD};
     uint64_t call = 0, calls[2] = {0, 0};
     for (int o = 0; o < NUMACOLL_OP_COUNT && !bad; o++)
         for (int d = 0; d < NUMACOLL_DTYPE_COUNT && !bad; d++) {
@@ -733,11 +734,12 @@ static int user_body(const numacoll_bootstrap_t *b, void *arg)
         size_t e = commutative ? sizeof(vec3_t) : sizeof(mat_t), fe = rf / e;
         size_t counts[] = {0, 1, 3, fe - 1, fe, fe + 1, 2 * rs * fe + 3};
         for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
-            for (int s = -3; s < p && !bad; s++, call++) {
+            for (int s = -4; s < p && !bad; s++, call++) {
                 size_t n = counts[c];
                 if (n > maxn)
                     continue;
-                int alg = s == -3 ? NC_ALG_ALLREDUCE_INLINE
+                int alg = s == -4 ? NC_ALG_ALLREDUCE_ALLFOLD
+                        : s == -3 ? NC_ALG_ALLREDUCE_INLINE
                         : s == -2 ? NC_ALG_ALLREDUCE_REDUCE_BCAST
                         : s == -1 ? NC_ALG_ALLREDUCE_RSAG : -1;
                 if (alg == NC_ALG_ALLREDUCE_INLINE &&
@@ -1043,6 +1045,8 @@ static void test_determinism(void)
         {5000, -1},                               /* rsag              */
         {5000, NC_ALG_ALLREDUCE_REDUCE_BCAST},
         {301, NC_ALG_ALLREDUCE_RSAG},
+        {301, NC_ALG_ALLREDUCE_ALLFOLD},
+        {5000, NC_ALG_ALLREDUCE_ALLFOLD},
     };
     const int ps[] = {2, 3, 8};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
@@ -1162,7 +1166,8 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
                  end = offsetof(numacoll_long_int_t, i) + sizeof(int);
     int bad = 0;
     /* inline sizes, then the staged and reduce-scatter ones (Reduce from
-     * 113 bytes, Allreduce's rsag from 192, Scan staged at p > 2) */
+     * 113 bytes, Allreduce's allfold at p = 2 from 113 and rsag at p > 2
+     * from 192, Scan staged at p > 2) */
     static const size_t counts[] = {1, 2, 3, 4, 13, 300};
     numacoll_long_int_t *in = malloc(300 * 8 * S), *out = malloc(300 * S);
     if (!in || !out)

@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 39);
-    nc__tune_rule_t want[39];
+    CU_ASSERT_EQUAL_FATAL(b->n, 43);
+    nc__tune_rule_t want[43];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -123,10 +123,24 @@ static void test_builtin_rules(void)
     want[38] = rule(NC_COLL_REDUCE, 1, U, 0, 112, NC_ALG_REDUCE_INLINE);
     want[38].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
                                  NC_COPY_AUTO, 0, {0}, 0};
-    want[4] = rule(NC_COLL_ALLREDUCE, 1, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
-    want[5] = rule(NC_COLL_ALLREDUCE, 1, U, 192, 512 * 1024 - 1,
+    want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
+    want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0};
+    /* p <= 2: inline up to 112 bytes, allfold up to 16 KiB (adapt from
+     * 4 KiB), then rsag */
+    want[39] = rule(NC_COLL_ALLREDUCE, 1, 2, 113, 4095,
+                    NC_ALG_ALLREDUCE_ALLFOLD);
+    want[39].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
+                                 NC_COPY_AUTO, 0, {0}, 0};
+    want[40] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
+                    NC_ALG_ALLREDUCE_RSAG);
+    want[40].ch = want[5].ch;
+    want[41] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 112, NC_ALG_ALLREDUCE_INLINE);
+    want[42] = rule(NC_COLL_ALLREDUCE, 1, 2, 4096, 16 * 1024 - 1,
+                    NC_ALG_ALLREDUCE_ALLFOLD);
+    want[42].ch = want[39].ch;
+    want[42].ch.copy = NC_COPY_ADAPT;
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
@@ -178,7 +192,7 @@ static void test_builtin_rules(void)
             want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
                                             0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
     }
-    for (int i = 0; i < 39; i++) {
+    for (int i = 0; i < 43; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -386,8 +400,8 @@ static void test_format(void)
                                 "f=8K s=64 q=2 tree=kary k=2");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
-                    (int)strlen("allreduce  p=1-*  size=0-191    alg=inline"));
-    CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=1-*  size=0-191    alg=inline");
+                    (int)strlen("allreduce  p=3-*  size=0-191    alg=inline"));
+    CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=3-*  size=0-191    alg=inline");
     nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=dissem k=64");
     nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
@@ -523,7 +537,7 @@ static void test_errors_tokens(void)
                 "pipelined or cma), found 'ring'\n");
     EXPECT_ERRS("allreduce p=1 size=0 alg=tree k=2",
                 "t.txt:1:26: expected an algorithm of allreduce (inline, "
-                "reduce_bcast or rsag), found 'tree'\n");
+                "reduce_bcast, rsag or allfold), found 'tree'\n");
     EXPECT_ERRS("bcast p=1 size=0 alg=",
                 "t.txt:1:22: expected an algorithm of bcast (inline, "
                 "pipelined or cma), found ''\n");
@@ -1013,7 +1027,10 @@ static void test_resolve_custom(void)
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
+    AT(&tt, ALLREDUCE, 112, NC_ALG_ALLREDUCE_INLINE, 1);   /* p <= 2 */
+    AT(&tt, ALLREDUCE, 113, NC_ALG_ALLREDUCE_ALLFOLD, 1);
+    AT(&tt, ALLREDUCE, 16383, NC_ALG_ALLREDUCE_ALLFOLD, 1);
+    AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 1);
     nc__tune_team_free(&tt);
     nc__tune_free(&t);
 }

@@ -336,6 +336,13 @@ void nc__rs_release(const nc__rs_t *s, size_t r);
 int nc__rs_rounds(const nc__rs_t *s, nc__red_pos_t *P, size_t rounds,
                   int stages, int (*fold)(const nc__rs_t *s, size_t r));
 
+/* Rounds of one slice, the whole chunk of f bytes (coll/reduce/scan.c):
+ * every rank stages its chunk (where readers > 0 or own_staged) and folds
+ * ranks 0 .. nfold - 1 into recv; the staged Scan and Exscan, and the
+ * allfold Allreduce (nfold = p). cin: the copy into the slots. */
+int nc__chunk_rounds(numacoll_team_t *t, nc__op_t *o, int nfold,
+                     unsigned readers, int own_staged, int cin);
+
 /* Reduce_scatter: FNV-1a of the recvcounts (never 0), which ranks whose
  * counts differ with the same total compare to find a mismatch. */
 uint64_t nc__rs_counts_tag(const nc__op_t *o, int p);

@@ -66,11 +66,13 @@ static int fold_scan(const nc__rs_t *rs, size_t r)
                      : NUMACOLL_OK;
 }
 
-int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o)
+/* reduce.h: the staged Scan's rounds, which the allfold Allreduce runs
+ * with every rank folding all p */
+int nc__chunk_rounds(numacoll_team_t *t, nc__op_t *o, int nfold,
+                     unsigned readers, int own_staged, int cin)
 {
     const nc__choice_t *ch = o->ch;
     const size_t elem = o->rop.elem;
-    const int me = t->rank, p = t->p, ex = o->coll == NC_COLL_EXSCAN;
     nc__red_pos_t *P = &o->r;
     if (o->phase == 0) {
         const size_t unit = nc__red_unit(elem);
@@ -85,16 +87,21 @@ int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o)
         P->part = 0;
         o->phase = 1;
     }
-    const int in_place = (const unsigned char *)o->own == o->recv;
-    const unsigned readers = (unsigned)(p - 1 - me);
     scan_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
-                       .base = P->base, .slots = ch->s,
-                       .cin = nc__copy_pick(ch->copy, 0), .nslices = 1,
-                       .skip = -1, .mine = 0, .nfold = ex ? me : me + 1,
-                       .own_staged = in_place && !ex, .readers = readers,
+                       .base = P->base, .slots = ch->s, .cin = cin,
+                       .nslices = 1, .skip = -1, .mine = 0, .nfold = nfold,
+                       .own_staged = own_staged, .readers = readers,
                        .line_ok = 1,
                        .slice = slice_scan},
                 .recv = o->recv, .count = o->count, .chunk = P->chunk};
-    return nc__rs_rounds(&s.rs, P, P->rounds,
-                         readers > 0 || s.rs.own_staged, fold_scan);
+    return nc__rs_rounds(&s.rs, P, P->rounds, readers > 0 || own_staged,
+                         fold_scan);
+}
+
+int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o)
+{
+    const int me = t->rank, ex = o->coll == NC_COLL_EXSCAN;
+    const int in_place = (const unsigned char *)o->own == o->recv;
+    return nc__chunk_rounds(t, o, ex ? me : me + 1, (unsigned)(t->p - 1 - me),
+                            in_place && !ex, nc__copy_pick(o->ch->copy, 0));
 }

@@ -723,6 +723,17 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
                                       .tree = -1}, 0);
             n = take(x, in, 0, cap, def, out, n, cap, NULL);
         }
+        /* one wave through the slots where every rank reading all p
+         * contributions is still little: one slot holding the whole
+         * message, with the stores the default's copy picks */
+        if (m > 0 && m * (size_t)(x->p - 1) <= 64 * KIB) {
+            b.n = 0;
+            add(x, &b, (nc__choice_t){.alg = NC_ALG_ALLREDUCE_ALLFOLD,
+                                      .f = m <= 16 * KIB ? 16 * KIB : 64 * KIB,
+                                      .s = 4, .tree = -1, .copy = def->copy},
+                0);
+            n = take(x, &b, 0, cap, def, out, n, cap, NULL);
+        }
         reduce_list(x, NC_ALG_ALLREDUCE_REDUCE_BCAST, m, &a);
         sort_list(&a);
         b.n = 0;
