@@ -700,27 +700,11 @@ static inline int op_step(numacoll_team_t *t, nc__op_t *o)
     }
     if ((rc = run(t, o)) != NUMACOLL_OK)
         return rc;
-    switch (o->coll) {
-    case NC_COLL_BCAST:
-        t->counters.bcast++;
-        if (o->bc.io.failed)
-            return nc__team_fail(t, NUMACOLL_ERR_CALLBACK, "a %s callback "
-                                 "failed during bcast from root %d",
-                                 t->rank == o->root ? "pack" : "unpack",
-                                 o->root);
-        break;
-    case NC_COLL_BARRIER:
-        t->counters.barrier++;
-        break;
-    case NC_COLL_REDUCE:
-        t->counters.reduce++;
-        break;
-    case NC_COLL_ALLREDUCE:
-        t->counters.allreduce++;
-        break;
-    default:   /* the gathers have no counter (numacoll_counters_t) */
-        break;
-    }
+    if (o->coll == NC_COLL_BCAST && o->bc.io.failed)
+        return nc__team_fail(t, NUMACOLL_ERR_CALLBACK, "a %s callback "
+                             "failed during bcast from root %d",
+                             t->rank == o->root ? "pack" : "unpack", o->root);
+    t->calls[o->coll]++;
     return NUMACOLL_OK;
 }
 

@@ -1177,10 +1177,31 @@ int numacoll_team_placement(const numacoll_team_t *t, numacoll_placement_t *pl)
     return NUMACOLL_OK;
 }
 
+/* The public numbering is the internal one (coll/algs.h). */
+#define X(id, name)                                                            \
+    _Static_assert((int)NUMACOLL_COLL_##id == (int)NC_COLL_##id,               \
+                   "numacoll_coll_t follows nc__coll_t");
+NC_COLL_LIST(X)
+#undef X
+_Static_assert((int)NUMACOLL_COLL_COUNT == (int)NC_COLL_COUNT,
+               "every collective has a public name");
+
 int numacoll_team_counters(const numacoll_team_t *t, numacoll_counters_t *c)
 {
     if (!t || !c)
         return NUMACOLL_ERR_ARG;
-    *c = t->counters;
+    *c = (numacoll_counters_t){t->calls[NC_COLL_BCAST],
+                               t->calls[NC_COLL_BARRIER],
+                               t->calls[NC_COLL_REDUCE],
+                               t->calls[NC_COLL_ALLREDUCE]};
+    return NUMACOLL_OK;
+}
+
+int numacoll_team_calls(const numacoll_team_t *t, numacoll_coll_t coll,
+                        uint64_t *calls)
+{
+    if (!t || !calls || (int)coll < 0 || (int)coll >= NC_COLL_COUNT)
+        return NUMACOLL_ERR_ARG;
+    *calls = t->calls[coll];
     return NUMACOLL_OK;
 }

@@ -217,7 +217,7 @@ struct numacoll_team {
     nc__seg_hdr_t *hdr;
     nc__bank_t *banks;          /* [q] */
     uint64_t op;                /* bank uses so far; same on every rank */
-    numacoll_counters_t counters;
+    uint64_t calls[NC_COLL_COUNT];  /* numacoll_team_calls, by collective */
     numacoll_placement_t placement;
     char seg_name[96];
     /* The segment's identity (shm_seg/seg.h) and the key a pooled segment

@@ -979,7 +979,9 @@ int numacoll_exscan_user_init(numacoll_team_t *team, const void *sendbuf,
                               numacoll_user_op_fn fn, void *ctx,
                               int commutative, numacoll_request_t **req);
 
-/* Calls of each operation completed by this rank's team (observability). */
+/* Calls of each operation completed by this rank's team (observability):
+ * the first four collectives only, as in 0.1 (a struct of fixed size);
+ * numacoll_team_calls() counts every collective. */
 typedef struct numacoll_counters {
     uint64_t bcast;
     uint64_t barrier;
@@ -989,6 +991,32 @@ typedef struct numacoll_counters {
 
 NUMACOLL_API
 int numacoll_team_counters(const numacoll_team_t *team, numacoll_counters_t *c);
+
+/* The collectives, as numacoll_team_calls() names them. A later release
+ * appends, never renumbers. */
+typedef enum {
+    NUMACOLL_COLL_BCAST = 0,      /* numacoll_bcast, _bcast_packed          */
+    NUMACOLL_COLL_BARRIER,
+    NUMACOLL_COLL_REDUCE,
+    NUMACOLL_COLL_ALLREDUCE,
+    NUMACOLL_COLL_ALLGATHER,      /* and Allgatherv                         */
+    NUMACOLL_COLL_GATHER,         /* and Gatherv                            */
+    NUMACOLL_COLL_SCATTER,        /* and Scatterv                           */
+    NUMACOLL_COLL_ALLTOALL,       /* and Alltoallv                          */
+    NUMACOLL_COLL_REDUCE_SCATTER, /* and Reduce_scatter_block               */
+    NUMACOLL_COLL_SCAN,
+    NUMACOLL_COLL_EXSCAN,
+    NUMACOLL_COLL_COUNT
+} numacoll_coll_t;
+
+/* Calls of collective coll (the _user forms and every v form included)
+ * that this rank's team completed successfully, blocking, nonblocking and
+ * persistent starts alike, into *calls. NUMACOLL_ERR_ARG for a NULL
+ * argument or a coll outside 0 .. NUMACOLL_COLL_COUNT - 1 (one this
+ * release does not know). */
+NUMACOLL_API
+int numacoll_team_calls(const numacoll_team_t *team, numacoll_coll_t coll,
+                        uint64_t *calls);
 
 #ifdef __cplusplus
 }

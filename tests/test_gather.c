@@ -1266,6 +1266,90 @@ static void test_refused(void)
         CU_ASSERT_EQUAL(nct_run(p, refused_body, NULL), 0);
 }
 
+/* numacoll_team_calls: every collective counted once per completed call,
+ * whatever its form (v, _block, nonblocking, persistent start); a failed
+ * call not; unknown collectives refused. */
+static int calls_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 0);
+    if (!t)
+        return 1;
+    const int p = b->size;
+    int64_t in[16], out[16];
+    unsigned char blk[8 * 16], all[8 * 16];
+    size_t cnt[8], dsp[8], rc8[8];
+    for (int j = 0; j < p; j++)
+        cnt[j] = 8, dsp[j] = (size_t)j * 8, rc8[j] = 1;
+    for (int i = 0; i < 16; i++)
+        in[i] = i + b->rank;
+    memset(blk, b->rank, sizeof blk);
+    const numacoll_dtype_t I = NUMACOLL_DTYPE_INT64;
+    const numacoll_op_t S = NUMACOLL_OP_SUM;
+    int bad = 0;
+    bad += numacoll_bcast(t, blk, 8, 0) != NUMACOLL_OK;
+    bad += numacoll_barrier(t) != NUMACOLL_OK;
+    bad += numacoll_reduce(t, in, out, 2, I, S, p - 1) != NUMACOLL_OK;
+    bad += numacoll_allreduce(t, in, out, 2, I, S) != NUMACOLL_OK;
+    bad += numacoll_allgather(t, blk, all, 8) != NUMACOLL_OK;
+    bad += numacoll_allgatherv(t, blk, 8, all, cnt, dsp) != NUMACOLL_OK;
+    bad += numacoll_gather(t, blk, all, 8, 0) != NUMACOLL_OK;
+    bad += numacoll_gatherv(t, blk, 8, all, cnt, dsp, 0) != NUMACOLL_OK;
+    bad += numacoll_scatter(t, all, blk, 8, 0) != NUMACOLL_OK;
+    bad += numacoll_scatterv(t, all, cnt, dsp, blk, 8, 0) != NUMACOLL_OK;
+    bad += numacoll_alltoall(t, all, blk, 8) != NUMACOLL_OK;
+    bad += numacoll_alltoallv(t, all, cnt, dsp, blk, cnt, dsp) != NUMACOLL_OK;
+    bad += numacoll_reduce_scatter_block(t, in, out, 1, I, S) != NUMACOLL_OK;
+    bad += numacoll_reduce_scatter(t, in, out, rc8, I, S) != NUMACOLL_OK;
+    bad += numacoll_scan(t, in, out, 2, I, S) != NUMACOLL_OK;
+    bad += numacoll_exscan(t, in, out, 2, I, S) != NUMACOLL_OK;
+    /* a nonblocking Allgather and a persistent Scan started twice */
+    numacoll_request_t *r = NULL;
+    bad += numacoll_iallgather(t, blk, all, 8, &r) != NUMACOLL_OK ||
+           numacoll_wait(&r) != NUMACOLL_OK;
+    bad += numacoll_scan_init(t, in, out, 2, I, S, &r) != NUMACOLL_OK;
+    for (int k = 0; k < 2 && r; k++)
+        bad += numacoll_start(r) != NUMACOLL_OK ||
+               numacoll_wait(&r) != NUMACOLL_OK;
+    bad += numacoll_request_free(&r) != NUMACOLL_OK;
+    /* refused here, on every rank alike: no call, no count */
+    bad += numacoll_bcast(t, blk, 8, p + 5) != NUMACOLL_ERR_ARG;
+    static const uint64_t want[NUMACOLL_COLL_COUNT] = {
+        [NUMACOLL_COLL_BCAST] = 1,     [NUMACOLL_COLL_BARRIER] = 1,
+        [NUMACOLL_COLL_REDUCE] = 1,    [NUMACOLL_COLL_ALLREDUCE] = 1,
+        [NUMACOLL_COLL_ALLGATHER] = 3, [NUMACOLL_COLL_GATHER] = 2,
+        [NUMACOLL_COLL_SCATTER] = 2,   [NUMACOLL_COLL_ALLTOALL] = 2,
+        [NUMACOLL_COLL_REDUCE_SCATTER] = 2, [NUMACOLL_COLL_SCAN] = 3,
+        [NUMACOLL_COLL_EXSCAN] = 1};
+    for (int c = 0; c < NUMACOLL_COLL_COUNT; c++) {
+        uint64_t n = 99;
+        if (numacoll_team_calls(t, (numacoll_coll_t)c, &n) != NUMACOLL_OK ||
+            n != want[c]) {
+            fprintf(stderr, "rank %d: collective %d: %llu calls, want %llu\n",
+                    b->rank, c, (unsigned long long)n,
+                    (unsigned long long)want[c]);
+            bad++;
+        }
+    }
+    numacoll_counters_t ct;
+    bad += numacoll_team_counters(t, &ct) != NUMACOLL_OK || ct.bcast != 1 ||
+           ct.barrier != 1 || ct.reduce != 1 || ct.allreduce != 1;
+    uint64_t n;
+    bad += numacoll_team_calls(t, NUMACOLL_COLL_COUNT, &n) != NUMACOLL_ERR_ARG;
+    bad += numacoll_team_calls(t, (numacoll_coll_t)-1, &n) != NUMACOLL_ERR_ARG;
+    bad += numacoll_team_calls(t, NUMACOLL_COLL_SCAN, NULL) != NUMACOLL_ERR_ARG;
+    bad += numacoll_team_calls(NULL, NUMACOLL_COLL_SCAN, &n) !=
+           NUMACOLL_ERR_ARG;
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_calls(void)
+{
+    for (int p = 1; p <= 3; p++)
+        CU_ASSERT_EQUAL(nct_run(p, calls_body, NULL), 0);
+}
+
 int nct_register_gather(void)
 {
     static const nct_test_t tests[] = {
@@ -1297,6 +1381,8 @@ int nct_register_gather(void)
          test_cma_threshold},
         {"single copy above a staged rule too small for Alltoallv's "
          "headers: refused at the call on every rank", test_a2av_small_slot},
+        {"numacoll_team_calls: every collective, every form, once per call",
+         test_calls},
         {NULL, NULL}};
     return nct_add_suite("gather", tests);
 }
