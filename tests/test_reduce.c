@@ -1145,10 +1145,12 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
 }
 
 /* Pairs with padding after their fields (long, int: 12 bytes in 16):
- * Reduce, Allreduce, Scan and Reduce_scatter_block, inline and staged,
- * write the fields of the last element only, so a buffer of MPI's span (the last
- * element's padding cut off, as Open MPI's scratch) is not overrun. */
-enum { PAD_REDUCE, PAD_ALLREDUCE, PAD_SCAN, PAD_RSB, PAD_KINDS };
+ * Reduce, Allreduce, Scan, Exscan, Reduce_scatter_block and
+ * Reduce_scatter, inline and staged, write the fields of the last element
+ * only, so a buffer of MPI's span (the last element's padding cut off, as
+ * Open MPI's scratch) is not overrun. */
+enum { PAD_REDUCE, PAD_ALLREDUCE, PAD_SCAN, PAD_RSB, PAD_EXSCAN, PAD_RS,
+       PAD_KINDS };
 
 static long pad_val(int r, size_t i)
 {
@@ -1181,8 +1183,12 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
             /* this rank's own filler: a padding byte copied from another
              * rank's result shows too */
             memset(out, 0xe0 + me, 300 * S);
-            /* Reduce_scatter_block: n elements per rank, p blocks */
-            const size_t nin = kind == PAD_RSB ? n * (size_t)p : n;
+            /* Reduce_scatter(_block): n elements per rank, p blocks */
+            const int rs = kind == PAD_RSB || kind == PAD_RS;
+            const size_t nin = rs ? n * (size_t)p : n;
+            size_t counts[8];
+            for (int j = 0; j < p; j++)
+                counts[j] = n;
             for (size_t i = 0; i < nin; i++) {
                 in[i].v = pad_val(me, i);
                 in[i].i = me;
@@ -1196,14 +1202,26 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
                          ? numacoll_allreduce(team, in, out, n, dt, op)
                      : kind == PAD_SCAN
                          ? numacoll_scan(team, in, out, n, dt, op)
+                     : kind == PAD_EXSCAN
+                         ? numacoll_exscan(team, in, out, n, dt, op)
+                     : kind == PAD_RS
+                         ? numacoll_reduce_scatter(team, in, out, counts, dt,
+                                                   op)
                          : numacoll_reduce_scatter_block(team, in, out, n, dt,
                                                          op);
             if (rc != NUMACOLL_OK)
                 bad = 11;
-            if (bad || (kind == PAD_REDUCE && me != root))
+            /* Exscan's rank 0 receives nothing: all its filler stays */
+            if (kind == PAD_EXSCAN && me == 0)
+                for (size_t i = 0; i < 300 * S && !bad; i++)
+                    if (((const unsigned char *)out)[i] != 0xe0 + me)
+                        bad = 15;
+            if (bad || (kind == PAD_REDUCE && me != root) ||
+                (kind == PAD_EXSCAN && me == 0))
                 continue;
-            const int upto = kind == PAD_SCAN ? me + 1 : p;
-            const size_t off = kind == PAD_RSB ? (size_t)me * n : 0;
+            const int upto = kind == PAD_SCAN ? me + 1
+                             : kind == PAD_EXSCAN ? me : p;
+            const size_t off = rs ? (size_t)me * n : 0;
             for (size_t i = 0; i < n && !bad; i++) {
                 long best = 5;
                 int at = 0;
