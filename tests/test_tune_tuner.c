@@ -298,6 +298,37 @@ static void test_table(void)
     CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLGATHER, 8)->ch.alg,
                     NC_ALG_ALLGATHER_INLINE);
     nc__tune_team_free(&tt);
+    /* unbounded, the smallest point's choice reaches down to 0 and the
+     * largest's up to every size; a --sizes range keeps every rule inside
+     * it (the built-in rules beyond) */
+    int below = 0, above = 0;
+    for (int i = 0; i < direct.n; i++) {
+        below += direct.rules[i].size_lo == 0;
+        above += direct.rules[i].size_hi == NC_TUNE_ANY_Z;
+    }
+    CU_ASSERT(below > 0 && above > 0);
+    nc__tune_free(&direct);
+    r->rule_lo = 8, r->rule_hi = 256 * KIB;   /* the specs' sizes */
+    CU_ASSERT_EQUAL_FATAL(tn_build_table((const tn_report_t *const *)&r, 1,
+                                         &direct), 0);
+    CU_ASSERT(direct.n > 0);
+    for (int i = 0; i < direct.n; i++) {
+        CU_ASSERT(direct.rules[i].size_lo >= 8);
+        CU_ASSERT(direct.rules[i].size_hi <= 256 * KIB);
+    }
+    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&direct, 2, 1, 2, &tt), 0);
+    for (int i = 0; i < NSPECS; i++) {
+        const int coll = tn_coll_of(specs[i].op);
+        const nc__tune_entry_t *e =
+            nc__tune_lookup(&tt, (nc__coll_t)coll, specs[i].m);
+        CU_ASSERT(same_choice(&e->ch, &r->pt[i].win));
+        CU_ASSERT_EQUAL(e->builtin, 0);
+        /* beyond the range: built-in */
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, (nc__coll_t)coll, 7)->builtin, 1);
+        CU_ASSERT_EQUAL(
+            nc__tune_lookup(&tt, (nc__coll_t)coll, 256 * KIB + 1)->builtin, 1);
+    }
+    nc__tune_team_free(&tt);
     nc__tune_free(&direct);
     nc__tune_free(&t);
     free(text);

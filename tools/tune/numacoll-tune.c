@@ -186,6 +186,7 @@ static int parse_sizes(tn_opts_t *o, const char *s, char *err, size_t errlen)
         FAIL("--sizes: '%s' goes beyond the limit of 1G", s);
     o->size_lo = lo;
     o->size_hi = hi;
+    o->sizes_given = 1;
     return 0;
 }
 

@@ -75,6 +75,7 @@ typedef struct tn_opts {
     int p[TN_MAX_P], np;            /* -p, ascending; np = 0: cores         */
     unsigned ops;                   /* bit per NCB_OP_*                    */
     size_t size_lo, size_hi;        /* --sizes                             */
+    int sizes_given;                /* --sizes named: rules stay inside    */
     double budget_s;                /* --budget                            */
     int budget_given;
     int quick;
@@ -196,6 +197,9 @@ typedef struct tn_report {
     double sample_us;
     double op_noise[NCB_OP_COUNT]; /* median over the points (tn_decide)   */
     int npoints, skipped;       /* skipped: points left out for the budget */
+    /* the sizes the rules may cover: a --sizes range given, else 0 .. 0
+     * (the first point's choice from 0, the last one's to every size) */
+    size_t rule_lo, rule_hi;
     char skipped_list[256];
     tn_point_t pt[TN_MAX_POINTS];
     /* level lists (tuner_run.c, measure_levels): the one the points were

@@ -822,6 +822,8 @@ static int run(rstate_t *S)
         rep->p = p;
         rep->nodes = nodes;
         rep->ppn = ppn;
+        if (o->sizes_given)
+            rep->rule_lo = o->size_lo, rep->rule_hi = o->size_hi;
         rep->model = md;
         rep->model_ok = !fail;
         if (fail)

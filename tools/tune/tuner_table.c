@@ -156,10 +156,12 @@ static int op_pieces(const tn_report_t *r, int op, const nc__tune_team_t *bt,
     qsort(pts, (size_t)n, sizeof pts[0], by_m);
     const int coll = tn_coll_of(op);
     const size_t lim = inline_limit(op);
-    size_t lo = 0;
+    /* a --sizes range bounds the rules: beyond it the built-in ones stay */
+    const int bounded = r->rule_hi != 0 && (ncb_ops[op].flags & NCB_SIZED);
+    size_t lo = bounded ? r->rule_lo : 0;
     for (int i = 0; i < n; i++) {
         const tn_point_t *pt = pts[i];
-        size_t hi = NC_TUNE_ANY_Z;
+        size_t hi = bounded ? r->rule_hi : NC_TUNE_ANY_Z;
         if (i + 1 < n) {
             size_t a = pt->m, b = pts[i + 1]->m;
             if (lim && a <= lim && b > lim) {
