@@ -88,7 +88,7 @@ void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2]);
  * buffer not in cache (an application's loop between calls) its misses,
  * its TLB miss too, then run while the rank waits for the others, not
  * after its wait. A no-op on lines already in cache. */
-#define NC_PREFETCH_MAX 1024
+#define NC_PREFETCH_MAX 4096
 static inline void nc__prefetch_w(void *p, size_t n)
 {
     if (n > NC_PREFETCH_MAX)

@@ -15,6 +15,11 @@
  *          fragment out of the ROOT's buffer; after the bank, decrement
  *          nreaders (release).
  *  leaf:   as inner, with no children.
+ *  every non-root first asks for the first 4 KiB of its buffer (prefetch
+ *          for writing): a cold buffer's misses and TLB miss then run
+ *          during its first wait (on the VM, malloc'd cold buffers, 256 B
+ *          to 8 KiB took 0.5-0.85x the time in the application's loop,
+ *          0.7-0.95x back to back; reused buffers: no change).
  * The tree carries notifications only; every rank reads the root's queue,
  * unless the rule says relay=1 (tree=numa over at least one kept level):
  *  relay:  the head of an innermost domain without the root, after its
@@ -107,6 +112,10 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         b->sent = 0;
         b->in_bank = 0;
         o->phase = 1;
+        /* as the inline readers: a cold buffer's first lines miss while
+         * this rank waits for the first fragment (at most 1 KiB asked) */
+        if (io->buf && t->rank != root)
+            nc__prefetch_w(io->buf, nbytes);
     }
     while (b->sent < nbytes) {
         const unsigned set = (unsigned)(t->op % q), first = set * per_bank;

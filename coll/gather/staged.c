@@ -43,6 +43,23 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
                 memcpy(at, o->ga.send, mine);
         }
     }
+    /* The first 4 KiB of what this rank receives from others: their
+     * misses overlap the waits, as the Bcast readers' (on the VM, p = 2,
+     * cold buffers: Gather and Scatter 0.67-0.97x the time at 1-4 KiB,
+     * Allgather and Alltoall 0.9-1.0x) */
+    const int receives = all || o->coll == NC_COLL_SCATTER;
+    size_t ask = NC_PREFETCH_MAX;
+    for (int j = 0; receives && j < t->p && ask; j++) {
+        if (o->coll == NC_COLL_SCATTER ? j != me : j == me)
+            continue;
+        size_t n = nc__ga_count(o, j);
+        n = n < ask ? n : ask;
+        nc__prefetch_w(o->coll == NC_COLL_SCATTER
+                           ? o->ga.recv
+                           : nc__ga_at(o->ga.recv, nc__ga_displ(o, j)),
+                       n);
+        ask -= n;
+    }
     /* Entries number from the team's ticket (equal on every rank), one
      * ticket per call: back-to-back calls start in different slots, so a
      * small call does not wait for the readers of the one before. */

@@ -18,6 +18,9 @@
  *  root:   as inner, but folds straight into its receive buffer (in place
  *          when sendbuf is recvbuf); a user op folds in its slot first and
  *          copies out, since the fold's destination must not be an operand.
+ *          It first asks for its result's first 4 KiB (prefetch for
+ *          writing), so that a cold buffer's misses run during its waits
+ *          (on the VM 0.7-0.95x the time at 128 B-16 KiB, cold).
  * Trees: commutative ops (all predefined ones) use the hier tree rooted at
  * the root (members meet their NUMA leader along a k-nomial tree, leaders
  * meet the root along another, k = reduce_radix, or the rule's ku= between
@@ -133,6 +136,9 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         P->part = 0;
         P->fold = 0;
         o->phase = 1;
+        /* the root's result lines (top of the file) */
+        if (me == root && o->recv)
+            nc__prefetch_w(o->recv, count * elem);
     }
     const int cin = nc__copy_pick(ch->copy, 0),
               cout = nc__copy_pick(ch->copy, count * elem);
