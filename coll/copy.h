@@ -67,6 +67,16 @@ typedef enum {
  * copy by copy for adapt and ntadapt (both give adapt). */
 int nc__copy_pick(int kind, size_t msg);
 
+/* The variant for copies into the segment that other ranks read in the
+ * same step (a reduction's slots, a gather's fragments): as
+ * nc__copy_pick(kind, 0), but adapt weighs the readers' trip to memory
+ * after streaming stores (NC_COPY_ADAPT_READ). */
+static inline int nc__copy_pick_read(int kind)
+{
+    const int seg = nc__copy_pick(kind, 0);
+    return seg == NC_COPY_ADAPT ? NC_COPY_ADAPT_READ : seg;
+}
+
 /* Copies n bytes (regions must not overlap) with a variant nc__copy_pick
  * returned (auto is taken as vec). adapt: from 4 KiB, the copy is timed
  * (the CPU's cycle counter) and the thread's running cost per byte of

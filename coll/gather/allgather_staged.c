@@ -45,7 +45,7 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned char *src = o->ga.in_place
                                    ? nc__ga_at(o->ga.recv, nc__ga_displ(o, me))
                                    : o->ga.send;
-    const int cin = nc__copy_pick(o->ch->copy, 0);
+    const int cin = nc__copy_pick_read(o->ch->copy);
     const int cout = nc__copy_pick(o->ch->copy, mine);
     int rc;
     if (o->phase == 0)

@@ -177,7 +177,7 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                         dst += HDR;
                     }
                     if (k)
-                        nc__copy(nc__copy_pick(o->ch->copy, 0), dst,
+                        nc__copy(nc__copy_pick_read(o->ch->copy), dst,
                                  src + nc__ga_sdispl(o, to) + lo, k);
                 }
                 if (r == 0) {

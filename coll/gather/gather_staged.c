@@ -41,7 +41,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
         nc__ga_begin(t, o);
     if (me != root) {
         const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
-        const int cin = nc__copy_pick(o->ch->copy, 0);
+        const int cin = nc__copy_pick_read(o->ch->copy);
         for (; P->staged < n_me; P->staged++) {
             nc__ga_frag_t fr = {P->base + P->staged, P->staged,
                                 nc__ga_frag_len(mine, f, P->staged), mine,

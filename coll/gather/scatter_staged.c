@@ -62,7 +62,7 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
         }
         return NUMACOLL_OK;
     }
-    const int cin = nc__copy_pick(o->ch->copy, 0);
+    const int cin = nc__copy_pick_read(o->ch->copy);
     for (; P->r < P->rounds; P->r++, P->i = 0)
         for (; P->i < p - 1; P->i++) {
             const int j = (root + 1 + P->i) % p;

@@ -43,14 +43,13 @@
  * everyone's full and data. Tuned by the rule's f and s
  * (reduce_frag_size and reduce_depth override them).
  */
+#include "coll/copy.h"
 #include "coll/reduce/reduce.h"
 
 int nc__allreduce_allfold_step(numacoll_team_t *t, nc__op_t *o)
 {
-    /* into the slots: adapt weighs the readers' trip to memory, as rsag */
-    const int seg = nc__copy_pick(o->ch->copy, 0);
     /* in place the fold overwrites the operand: it comes from the slot */
     return nc__chunk_rounds(t, o, t->p, (unsigned)(t->p - 1),
                             (const unsigned char *)o->own == o->recv,
-                            seg == NC_COPY_ADAPT ? NC_COPY_ADAPT_READ : seg);
+                            nc__copy_pick_read(o->ch->copy));
 }

@@ -375,8 +375,7 @@ int nc__allreduce_rsag_step(numacoll_team_t *t, nc__op_t *o)
         o->phase = 1;
     }
     /* into the slots: adapt weighs the readers' trip to memory here */
-    const int seg = nc__copy_pick(ch->copy, 0);
-    const int cin = seg == NC_COPY_ADAPT ? NC_COPY_ADAPT_READ : seg;
+    const int cin = nc__copy_pick_read(ch->copy);
     rsag_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
                        .base = P->base, .slots = ch->s, .cin = cin,
                        .nslices = t->p,

@@ -140,7 +140,7 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         if (me == root && o->recv)
             nc__prefetch_w(o->recv, count * elem);
     }
-    const int cin = nc__copy_pick(ch->copy, 0),
+    const int cin = nc__copy_pick_read(ch->copy),
               cout = nc__copy_pick(ch->copy, count * elem);
 
     for (; P->k < nfrags; P->k++, P->part = 0, P->fold = 0) {

@@ -145,7 +145,8 @@ int nc__reduce_scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
     }
     rsc_t s = {.rs = {.t = t, .op = &o->rop, .own = o->own, .elem = elem,
                       .base = P->base, .slots = ch->s,
-                      .cin = nc__copy_pick(ch->copy, 0), .nslices = p,
+                      .cin = nc__copy_pick_read(ch->copy),
+                      .nslices = p,
                       .skip = me, .mine = me, .nfold = p,
                       .readers = (unsigned)(p - 1),
                       .tag = o->rs_counts ? nc__rs_counts_tag(o, p) : 0,

@@ -113,5 +113,5 @@ int nc__scan_staged_step(numacoll_team_t *t, nc__op_t *o)
     const int me = t->rank, ex = o->coll == NC_COLL_EXSCAN;
     const int in_place = (const unsigned char *)o->own == o->recv;
     return nc__chunk_rounds(t, o, ex ? me : me + 1, (unsigned)(t->p - 1 - me),
-                            in_place && !ex, nc__copy_pick(o->ch->copy, 0));
+                            in_place && !ex, nc__copy_pick_read(o->ch->copy));
 }
