@@ -101,7 +101,8 @@ static void test_builtin_rules(void)
     want[1] = rule(NC_COLL_BCAST, 1, U, 168, 16 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_AUTO, 0, {0}, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
+                                0};
     want[36] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
@@ -399,7 +400,7 @@ static void test_format(void)
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-16383 alg=pipelined "
-                                "f=8K s=64 q=2 tree=kary k=2");
+                                "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
                     (int)strlen("allreduce  p=3-*  size=0-191    alg=inline"));

@@ -23,7 +23,7 @@ void nc__bcast_op(numacoll_team_t *t, nc__op_t *o, size_t nbytes, int root,
     o->bc.root = o->root = root;
     o->bc.nbytes = nbytes;
     o->bc.io = *io;
-    o->bc.io.cin = nc__copy_pick(ch->copy, 0);
+    o->bc.io.cin = nc__copy_pick_read(ch->copy);
     o->bc.io.cout = nc__copy_pick(ch->copy, nbytes);
     o->bc.geo = 0;
     o->bad = NUMACOLL_OK;
