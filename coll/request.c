@@ -617,7 +617,7 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
         if ((o->coll == NC_COLL_REDUCE || o->coll == NC_COLL_ALLREDUCE ||
              o->coll == NC_COLL_REDUCE_SCATTER || o->coll == NC_COLL_SCAN) &&
             o->count > 0 && o->own != o->recv)
-            memcpy(o->recv, o->own, o->count * o->rop.elem);
+            memcpy(o->recv, o->own, nc__res_bytes(&o->rop, o->count));
         if (o->alg == NC_ALG_ALLGATHER_INLINE)
             return nc__allgather_inline_step(t, o);   /* its own copy */
         if (o->alg == NC_ALG_GATHER_INLINE)   /* as do these (no f) */
@@ -1125,7 +1125,7 @@ int nc__bcast_with(numacoll_team_t *t, int alg, void *buf, size_t nbytes,
     o.bc.ch = o.ch = ch;
     if (nbytes > 0)
         o.bc.alg = o.alg = alg;
-    o.bc.io.cin = nc__copy_pick(ch->copy, 0);
+    o.bc.io.cin = nc__copy_pick_read(ch->copy);   /* as nc__bcast_op */
     o.bc.io.cout = nc__copy_pick(ch->copy, nbytes);
     return blocking(t, &o);
 }

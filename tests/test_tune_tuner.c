@@ -308,7 +308,7 @@ static void test_table(void)
     }
     CU_ASSERT(below > 0 && above > 0);
     nc__tune_free(&direct);
-    r->rule_lo = 8, r->rule_hi = 256 * KIB;   /* the specs' sizes */
+    r->rule_bounded = 1, r->rule_lo = 8, r->rule_hi = 256 * KIB;   /* specs */
     CU_ASSERT_EQUAL_FATAL(tn_build_table((const tn_report_t *const *)&r, 1,
                                          &direct), 0);
     CU_ASSERT(direct.n > 0);

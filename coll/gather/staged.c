@@ -46,19 +46,22 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
     /* The first 4 KiB of what this rank receives from others: their
      * misses overlap the waits, as the Bcast readers' (on the VM, p = 2,
      * cold buffers: Gather and Scatter 0.67-0.97x the time at 1-4 KiB,
-     * Allgather and Alltoall 0.9-1.0x) */
-    const int receives = all || o->coll == NC_COLL_SCATTER;
-    size_t ask = NC_PREFETCH_MAX;
-    for (int j = 0; receives && j < t->p && ask; j++) {
-        if (o->coll == NC_COLL_SCATTER ? j != me : j == me)
-            continue;
-        size_t n = nc__ga_count(o, j);
-        n = n < ask ? n : ask;
-        nc__prefetch_w(o->coll == NC_COLL_SCATTER
-                           ? o->ga.recv
-                           : nc__ga_at(o->ga.recv, nc__ga_displ(o, j)),
-                       n);
-        ask -= n;
+     * Allgather and Alltoall 0.9-1.0x). Staged only: single copy writes
+     * them from the other process. A Scatter reader receives its own
+     * block (ga.own: a Scatterv reader knows no other count). */
+    if (o->coll == NC_COLL_SCATTER) {
+        if (me != o->root && !nc__ga_cma(o->alg))
+            nc__prefetch_w(o->ga.recv, o->ga.own);
+    } else if (all && !nc__ga_cma(o->alg)) {
+        size_t ask = NC_PREFETCH_MAX;
+        for (int j = 0; j < t->p && ask; j++) {
+            if (j == me)
+                continue;
+            size_t n = nc__ga_count(o, j);
+            n = n < ask ? n : ask;
+            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n);
+            ask -= n;
+        }
     }
     /* Entries number from the team's ticket (equal on every rank), one
      * ticket per call: back-to-back calls start in different slots, so a

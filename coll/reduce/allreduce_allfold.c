@@ -37,7 +37,7 @@
  * from another core, and the fold), against rsag's 2 n t_l and about
  * 2 m t: one wave instead of two, (p - 1) m read instead of 2 (p - 1) m /
  * p. It pays where the wave's latency outweighs the extra reads: small m,
- * small p (the built-in table: p <= 4, up to a few KiB). NUMA: every
+ * small p (the built-in table: p <= 2, 113 B to 16 KiB). NUMA: every
  * contribution is read once by every other rank, from its owner's node.
  * Shared slots: writes its own (data, full) and everyone's rel; reads
  * everyone's full and data. Tuned by the rule's f and s

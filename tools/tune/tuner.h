@@ -197,8 +197,10 @@ typedef struct tn_report {
     double sample_us;
     double op_noise[NCB_OP_COUNT]; /* median over the points (tn_decide)   */
     int npoints, skipped;       /* skipped: points left out for the budget */
-    /* the sizes the rules may cover: a --sizes range given, else 0 .. 0
-     * (the first point's choice from 0, the last one's to every size) */
+    /* rule_bounded: a --sizes range given, rule_lo .. rule_hi, which the
+     * sized rules stay inside; else the first point's choice from 0 and
+     * the last one's to every size */
+    int rule_bounded;
     size_t rule_lo, rule_hi;
     char skipped_list[256];
     tn_point_t pt[TN_MAX_POINTS];

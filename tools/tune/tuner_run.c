@@ -823,7 +823,8 @@ static int run(rstate_t *S)
         rep->nodes = nodes;
         rep->ppn = ppn;
         if (o->sizes_given)
-            rep->rule_lo = o->size_lo, rep->rule_hi = o->size_hi;
+            rep->rule_bounded = 1, rep->rule_lo = o->size_lo,
+            rep->rule_hi = o->size_hi;
         rep->model = md;
         rep->model_ok = !fail;
         if (fail)

@@ -157,7 +157,7 @@ static int op_pieces(const tn_report_t *r, int op, const nc__tune_team_t *bt,
     const int coll = tn_coll_of(op);
     const size_t lim = inline_limit(op);
     /* a --sizes range bounds the rules: beyond it the built-in ones stay */
-    const int bounded = r->rule_hi != 0 && (ncb_ops[op].flags & NCB_SIZED);
+    const int bounded = r->rule_bounded && (ncb_ops[op].flags & NCB_SIZED);
     size_t lo = bounded ? r->rule_lo : 0;
     for (int i = 0; i < n; i++) {
         const tn_point_t *pt = pts[i];
