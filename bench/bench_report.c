@@ -1385,13 +1385,6 @@ int ncb_merge(const ncb_opts_t *o)
             use[f] = 1;
         rc = build(&m, use, baseline, &r);
     }
-    if (!rc) {
-        if (!o->quiet)
-            ncb_print_all(&r, stdout);
-        rc = ncb_write_outputs(&r, o) ? 1 : 0;
-        if (!rc && r.failures)
-            rc = 1;
-    }
     /* several machines in one: compare each configuration against runs
      * of the same machine state. States are clusters of the runs' round
      * trips: sorted, a new cluster starts where a value exceeds the one
@@ -1406,6 +1399,17 @@ int ncb_merge(const ncb_opts_t *o)
     int nclusters = nr > 0;
     for (int i = 1; i < nr; i++)
         nclusters += rtt[i] > 1.6 * rtt[i - 1];
+    if (!rc) {
+        if (!o->quiet && nclusters > 1)
+            printf("# WARNING: these runs saw %d machine states (line round "
+                   "trips, below): this\n# table mixes them; read the "
+                   "per-state tables at the end instead.\n", nclusters);
+        if (!o->quiet)
+            ncb_print_all(&r, stdout);
+        rc = ncb_write_outputs(&r, o) ? 1 : 0;
+        if (!rc && r.failures)
+            rc = 1;
+    }
     if ((rc == 0 || rc == 1) && nclusters > 1 && !o->quiet) {
         printf("#\n# The runs' line round trips fall into %d groups: the "
                "machine changed between runs\n# (e.g. the host moved the "
