@@ -93,16 +93,20 @@ void nc__copy(int kind, void *dst, const void *src, size_t n);
  * (from 4 KiB; off x86-64 every such copy counts as vec). */
 void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2]);
 
-/* Ask for the cache lines of a user buffer that a small call will write,
- * at most NC_PREFETCH_MAX bytes of them, at the call's start: with a
- * buffer not in cache (an application's loop between calls) its misses,
- * its TLB miss too, then run while the rank waits for the others, not
- * after its wait. A no-op on lines already in cache. */
+/* Ask for the cache lines of a user buffer that a call will write, its
+ * first max bytes at most, at the call's start: with a buffer not in
+ * cache (an application's loop between calls) its misses, its TLB miss
+ * too, then run while the rank waits for the others, not after its wait.
+ * A no-op on lines already in cache. NC_PREFETCH_MAX where the rank only
+ * waits before it writes (a reader); NC_PREFETCH_SMALL where its own
+ * copy-in runs meanwhile (more only competed with its reads) or where
+ * only that much was measured. */
 #define NC_PREFETCH_MAX 4096
-static inline void nc__prefetch_w(void *p, size_t n)
+#define NC_PREFETCH_SMALL 1024
+static inline void nc__prefetch_w(void *p, size_t n, size_t max)
 {
-    if (n > NC_PREFETCH_MAX)
-        n = NC_PREFETCH_MAX;
+    if (n > max)
+        n = max;
     const uintptr_t a = (uintptr_t)p, end = a + n;
     for (uintptr_t l = a & ~(uintptr_t)63; l < end; l += 64)
         __builtin_prefetch((const void *)l, 1, 3);

@@ -133,8 +133,7 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     int rc;
 
     if (o->phase == 0 && io->buf && t->rank != root)
-        /* overlaps the wait below (measured asking for 1 KiB at most) */
-        nc__prefetch_w(io->buf, nbytes < 1024 ? nbytes : 1024);
+        nc__prefetch_w(io->buf, nbytes, NC_PREFETCH_SMALL);   /* the wait */
     if (o->phase == 0 && (nchild > 0 || t->rank == root)) {
         if ((rc = room(t, n)) != NUMACOLL_OK)
             return rc;

@@ -113,9 +113,9 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         b->in_bank = 0;
         o->phase = 1;
         /* as the inline readers: a cold buffer's first lines miss while
-         * this rank waits for the first fragment (NC_PREFETCH_MAX) */
+         * this rank waits for the first fragment */
         if (io->buf && t->rank != root)
-            nc__prefetch_w(io->buf, nbytes);
+            nc__prefetch_w(io->buf, nbytes, NC_PREFETCH_MAX);
     }
     while (b->sent < nbytes) {
         const unsigned set = (unsigned)(t->op % q), first = set * per_bank;

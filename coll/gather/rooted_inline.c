@@ -103,7 +103,7 @@ int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
             if (!o->ga.in_place && n)
                 memcpy(o->ga.recv, o->ga.send + (size_t)me * n, n);
         } else {
-            nc__prefetch_w(o->ga.recv, n);   /* as the inline Bcast reader */
+            nc__prefetch_w(o->ga.recv, n, NC_PREFETCH_MAX);   /* a reader */
         }
         o->phase = 1;
     }

@@ -51,16 +51,15 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
      * block (ga.own: a Scatterv reader knows no other count). */
     if (o->coll == NC_COLL_SCATTER) {
         if (me != o->root && !nc__ga_cma(o->alg))
-            nc__prefetch_w(o->ga.recv, o->ga.own);
+            nc__prefetch_w(o->ga.recv, o->ga.own, NC_PREFETCH_MAX);
     } else if (all && !nc__ga_cma(o->alg)) {
         size_t ask = NC_PREFETCH_MAX;
         for (int j = 0; j < t->p && ask; j++) {
             if (j == me)
                 continue;
-            size_t n = nc__ga_count(o, j);
-            n = n < ask ? n : ask;
-            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n);
-            ask -= n;
+            const size_t n = nc__ga_count(o, j);
+            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n, ask);
+            ask -= n < ask ? n : ask;
         }
     }
     /* Entries number from the team's ticket (equal on every rank), one

@@ -113,7 +113,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
          * below (measured on 16 cores; an Allreduce's 8 bytes came out
          * 2-22% slower with it, so not there) */
         if (t->rank == root)
-            nc__prefetch_w(o->recv, nbytes < 1024 ? nbytes : 1024);
+            nc__prefetch_w(o->recv, nbytes, NC_PREFETCH_SMALL);
         int rc = nc__ar_begin(t, root < 0 ? NC_AR_RD_ALL : NC_AR_RD_ONE, root,
                               &P->base);
         if (rc != NUMACOLL_OK)

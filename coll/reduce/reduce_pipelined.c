@@ -138,7 +138,7 @@ int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         o->phase = 1;
         /* the root's result lines (top of the file) */
         if (me == root && o->recv)
-            nc__prefetch_w(o->recv, count * elem);
+            nc__prefetch_w(o->recv, count * elem, NC_PREFETCH_MAX);
     }
     const int cin = nc__copy_pick_read(ch->copy),
               cout = nc__copy_pick(ch->copy, count * elem);
