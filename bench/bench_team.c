@@ -452,8 +452,9 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
                      "process_vm_readv): available");
         else
             snprintf(rep.extra, sizeof rep.extra, "single copy (alg=cma, "
-                     "process_vm_readv): unavailable (%s); cma rules run as "
-                     "pipelined", why);
+                     "process_vm_readv): unavailable (%s); cma rules run "
+                     "copy-in/copy-out (Bcast pipelined, the gathers staged)",
+                     why);
         if (o->transfers) {
             /* counted from the teams' trees, nothing timed: rank 0 says */
             numacoll_team_t *teams[NCB_MAX_CFGS];

@@ -21,4 +21,23 @@ int nc__cma_move(int pid, void *local, uint64_t raddr, size_t n, int write);
  * value. */
 int nc__cma_pair(int pid, uint64_t ra, uint64_t rb, size_t *a, size_t *b);
 
+/* Bytes the speed probe copies each way (nc__cma_cost). */
+#define NC_CMA_PROBE_BYTES ((size_t)128 << 10)
+
+/* The kernel's copy may cost at most this many percent of a user copy for
+ * single copy to pay: copy-in/copy-out copies each byte twice. */
+#define NC_CMA_COST_MAX 200u
+
+/* What the kernel's copy costs on this rank against a user copy, in
+ * percent: process_vm_readv of NC_CMA_PROBE_BYTES from this process into
+ * itself (the same page pinning and kernel copy as from a peer) against
+ * memcpy of the same bytes, both hot, the best of a few rounds each.
+ * 0 where it cannot tell (no memory, the call failed). */
+uint32_t nc__cma_cost(void);
+
+/* The rank whose cost (cost[r * stride] bytes apart) is the highest above
+ * NC_CMA_COST_MAX, or -1 when no rank's is; a cost of 0 (not measured)
+ * never counts. */
+int nc__cma_too_slow(const uint32_t *cost, size_t stride, int p);
+
 #endif

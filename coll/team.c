@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "coll/algs.h"
+#include "coll/cma.h"
 #include "coll/config.h"
 #include "coll/gather/gather.h"
 #include "coll/op.h"
@@ -426,12 +427,36 @@ static int32_t cma_read(const numacoll_team_t *t, uint64_t peer_addr)
                                     : (n < 0 ? errno : -1);
 }
 
-/* err[r]: rank r's cma_read. Without single copy every Bcast rule that
- * names it runs as pipelined copy-in/copy-out (cma_fallback), whose
- * geometry tune_setup has already made room for, and every gather's as
- * staged with its s and f, cut to the staging slots (sized for the other
- * rules: a single-copy f is no slot). */
-static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
+/* Whether any of the team's rules names single copy. */
+static int has_cma_rule(const numacoll_team_t *t)
+{
+    for (int c = 0; c < NC_COLL_COUNT; c++)
+        for (int i = 0; i < t->tune.n[c]; i++) {
+            const int alg = (int)t->tune.e[c][i].ch.alg;
+            if (alg == NC_ALG_BCAST_CMA || nc__ga_cma(alg))
+                return 1;
+        }
+    return 0;
+}
+
+/* This rank's speed probe for the verdict (nc__cma_cost), taken only where
+ * it can matter: single_copy = 1, the permission probe passed here, and a
+ * rule names cma (the rules are alike on every rank). 0: not taken. */
+static uint32_t cma_speed(const numacoll_team_t *t, int32_t cma_err)
+{
+    if (t->cfg.single_copy != 1 || t->p < 2 || cma_err || !has_cma_rule(t))
+        return 0;
+    return nc__cma_cost();
+}
+
+/* err[r], cost[r] (stride bytes apart): rank r's cma_read and cma_speed.
+ * Without single copy every Bcast rule that names it runs as pipelined
+ * copy-in/copy-out (cma_fallback), whose geometry tune_setup has already
+ * made room for, and every gather's as staged with its s and f, cut to
+ * the staging slots (sized for the other rules: a single-copy f is no
+ * slot). */
+static void cma_verdict(numacoll_team_t *t, const int32_t *err,
+                        const uint32_t *cost, size_t stride)
 {
     const int p = t->p;
     t->cma_ok = 0;
@@ -451,6 +476,18 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err, size_t stride)
                      (i + 1) % p, i, (int)t->loc[(i + 1) % p].pid,
                      e > 0 ? strerror(e) : "read other bytes than written");
         }
+    }
+    const int slow = t->cma_ok ? nc__cma_too_slow(cost, stride, p) : -1;
+    if (slow >= 0) {
+        const uint32_t c = *(const uint32_t *)((const char *)cost +
+                                                (size_t)slow * stride);
+        t->cma_ok = 0;
+        snprintf(t->cma_why, sizeof t->cma_why,
+                 "too slow here: on rank %d the kernel's copy took %u.%02ux "
+                 "a memcpy (probe of %zu KiB at team creation; single copy "
+                 "pays up to %ux, copy-in/copy-out copying twice; "
+                 "single_copy = 2 uses it anyway)", slow, c / 100, c % 100,
+                 NC_CMA_PROBE_BYTES >> 10, NC_CMA_COST_MAX / 100);
     }
     if (t->cma_ok)
         return;
@@ -691,6 +728,7 @@ typedef struct setup_msg {
     int32_t noffer;
     int32_t pooled;     /* entries in its pool: draining may make room */
     int32_t cma_err;    /* its cma_read of its right neighbour */
+    uint32_t cma_cost;  /* its cma_speed */
     uint64_t hash;
     nc__seg_id_t offer[NC_SEG_POOL_OFFER];
 } setup_msg_t;
@@ -991,7 +1029,9 @@ static int team_create(const numacoll_bootstrap_t *b,
      * same exchange compares the rules every rank resolved (their calls
      * would not match otherwise), offers the pooled segments each rank
      * could reuse for this team, and brings the single-copy probes. */
-    setup_msg_t sm = {.status = rc, .hash = hash, .cma_err = cma_err};
+    setup_msg_t sm = {.status = rc, .hash = hash, .cma_err = cma_err,
+                      .cma_cost = rc == NUMACOLL_OK ? cma_speed(t, cma_err)
+                                                    : 0};
     if (rc == NUMACOLL_OK)
         sm.status = make_pool_key(t);
     if (sm.status == NUMACOLL_OK)
@@ -1021,7 +1061,7 @@ static int team_create(const numacoll_bootstrap_t *b,
                      "parameters?)", r);
         }
     if (rc == NUMACOLL_OK)
-        cma_verdict(t, &sall[0].cma_err, sizeof *sall);
+        cma_verdict(t, &sall[0].cma_err, &sall[0].cma_cost, sizeof *sall);
     nc__seg_pooled_t reuse = {0};
     int pooled = 0;
     for (int r = 0; r < p && rc == NUMACOLL_OK; r++)

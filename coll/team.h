@@ -244,7 +244,7 @@ struct numacoll_team {
     /* Single-copy Bcast: usable (probed and agreed at creation), why not,
      * and the running totals every rank keeps alike: calls and bytes. */
     int cma_ok;
-    char cma_why[160];
+    char cma_why[256];
     uint64_t cma_calls, cma_bytes;
     /* The call in progress (coll/call.c): its number (the same on every
      * rank of a correct program), description, and signature; sig32 is the

@@ -144,7 +144,8 @@ typedef struct numacoll_config {
     unsigned reduce_radix;  /* k of the Reduce trees                          */
     size_t   reduce_frag_size; /* bytes per reduce staging slot              */
     unsigned reduce_depth;  /* reduce staging slots per rank                  */
-    int      single_copy;   /* 1: cma rules may use process_vm_readv          */
+    int      single_copy;   /* cma rules: 1 where permitted and fast, 2 where
+                               permitted, 0 never                           */
     const char *topology;   /* NULL: this machine (or HWLOC_SYNTHETIC/_XMLFILE
                                from the environment); "synthetic:<desc>" or a
                                path to an hwloc XML file otherwise            */
@@ -217,12 +218,16 @@ typedef struct numacoll_config {
       "Reduce staging slots per rank, in its NUMA-local memory: how far a "   \
       "rank may run ahead of the ranks that read its partial results. 0 "    \
       "takes it from the tuning table.")                                     \
-    X(single_copy, 'i', 1,     0, 1,                                          \
-      "1: rules with alg=cma (Bcast, the gathers, Alltoall) copy straight "   \
-      "between the ranks' buffers with process_vm_readv/writev when every "   \
-      "rank of the team can (probed at team creation); 0: never, such "      \
-      "rules run copy-in/copy-out instead (Bcast pipelined, the others "     \
-      "staged).")                                                           \
+    X(single_copy, 'i', 1,     0, 2,                                          \
+      "Rules with alg=cma (Bcast, the gathers, Alltoall) copy straight "      \
+      "between the ranks' buffers with process_vm_readv/writev where every "  \
+      "rank of the team can (probed at team creation). 1: where it is also "  \
+      "fast enough: team creation times the kernel's copy against memcpy "    \
+      "on every rank (128 KiB, hot) and takes single copy only where it "     \
+      "costs at most 2 memcpys everywhere (copy-in/copy-out copies each "     \
+      "byte twice); 2: untimed, wherever every rank can; 0: never. Where "    \
+      "single copy is not taken those rules run copy-in/copy-out instead "    \
+      "(Bcast pipelined, the others staged).")                               \
     X(levels,      'l', NUMACOLL_LEVEL_NUMA, 1,                               \
       (1 << (NUMACOLL_LEVELS_MAX * NUMACOLL_LEVEL_BITS)) - 1,                 \
       "Levels of the machine the hierarchical trees are built from, "         \
@@ -336,8 +341,10 @@ const char *numacoll_team_tuning_source(const numacoll_team_t *team);
  * straight between the ranks' buffers (Linux cross-memory attach,
  * process_vm_readv/writev, probed between every pair of
  * neighbouring ranks at team creation and agreed by all), else 0; *why (if
- * not NULL) then says why not: the parameter single_copy = 0, or the
- * probe's error (ptrace policy, seccomp, another user, a container). */
+ * not NULL) then says why not: the parameter single_copy = 0, the
+ * probe's error (ptrace policy, seccomp, another user, a container), or,
+ * with single_copy = 1, that the kernel's copy took more than 2 memcpys
+ * on some rank (timed at team creation; the figure is in *why). */
 NUMACOLL_API
 int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
 

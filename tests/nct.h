@@ -39,7 +39,9 @@ int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
 /* build/numacoll-tune ARGS under a 120 s timeout, stdout and stderr into
  * out (NUL-terminated); its exit status, or -1. */
 int nct_tuner(const char *args, char *out, size_t len);
-/* single_copy of nct_team's teams: 1 (the default) or 0 (forced off) */
+/* single_copy of nct_team's teams: 2 (the default: wherever permitted,
+ * untimed, so the cma tests run single copy on every machine that permits
+ * it, fast or not), 1 (where permitted and timed fast) or 0 (off) */
 extern int nct_team_single_copy;
 /* Print rank, what, rc's name and the team's last error; returns 2. */
 int nct_say(numacoll_team_t *t, int rank, const char *what, int rc);

@@ -1044,7 +1044,7 @@ static int cma_state_body(const numacoll_bootstrap_t *b, void *arg)
     numacoll_team_t *t = nct_team(b, 0, 0, 50000);
     if (!t)
         return 1;
-    int ok = numacoll_team_single_copy(t, NULL) == nct_team_single_copy;
+    int ok = numacoll_team_single_copy(t, NULL) == (nct_team_single_copy != 0);
     if (!ok)
         fprintf(stderr, "rank %d: single copy %d, want %d\n", b->rank,
                 numacoll_team_single_copy(t, NULL), nct_team_single_copy);
@@ -1096,10 +1096,10 @@ static void cma_all(int single_copy)
             }
         }
     nct_team_rules = NULL;
-    nct_team_single_copy = 1;
+    nct_team_single_copy = 2;
 }
 
-static void test_cma(void) { cma_all(1); }
+static void test_cma(void) { cma_all(2); }
 static void test_cma_fallback(void)
 {
     cma_all(0);
@@ -1112,7 +1112,7 @@ static void test_cma_fallback(void)
             sweep_t S = {big, 3, 0, 0, v, 0, 1};
             CU_ASSERT_EQUAL(nct_run(p, sweep_body, &S), 0);
         }
-    nct_team_single_copy = 1;
+    nct_team_single_copy = 2;
 }
 
 /* Staged below 4 KiB, single copy from there. The v forms whose blocks

@@ -189,11 +189,12 @@ static void test_builtin_rules(void)
     for (int g = 0; g < 28; g++) {
         want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
                            ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
-        /* staged in the slots with adapt's stores; single copy plain */
+        /* adapt's stores, staged in the slots and where single copy
+         * falls back to staged */
         if (ga[g].f)
-            want[8 + g].ch = (nc__choice_t){
-                (nc__alg_t)ga[g].alg, ga[g].f, 4, 0, -1, 0,
-                ga[g].f == S ? NC_COPY_ADAPT : NC_COPY_AUTO, 0, {0}, 0};
+            want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
+                                            0, -1, 0, NC_COPY_ADAPT, 0, {0},
+                                            0};
     }
     for (int i = 0; i < 43; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));

@@ -487,9 +487,13 @@ static int team_body(const numacoll_bootstrap_t *b, void *arg)
         const size_t at[2] = {ru->size_lo, ru->size_hi};
         for (int k = 0; k < 2 && !bad; k++)
             if (!same_choice(nc__team_choice(t, ru->coll, at[k]), &ru->ch)) {
+                char want[128], got[128];
+                tn_choice_str(&ru->ch, want, sizeof want);
+                tn_choice_str(nc__team_choice(t, ru->coll, at[k]), got,
+                              sizeof got);
                 fprintf(stderr, "rank %d: %s at %zu: the team does not run "
-                        "the table's line %d\n", me,
-                        nc__coll_name(ru->coll), at[k], ru->line);
+                        "the table's line %d (%s) but %s\n", me,
+                        nc__coll_name(ru->coll), at[k], ru->line, want, got);
                 bad = 8;
             }
     }

@@ -21,7 +21,7 @@ int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg)
 }
 
 const char *nct_team_rules;
-int nct_team_single_copy = 1;
+int nct_team_single_copy = 2;
 
 numacoll_team_t *nct_team(const numacoll_bootstrap_t *b, size_t rf,
                           unsigned rs, int timeout_ms)
@@ -47,6 +47,7 @@ int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
     cfg.timeout_ms = 20000;
     cfg.tuning_text = text;
     cfg.tuning_file = file;
+    cfg.single_copy = nct_team_single_copy;   /* cma rules run as written */
     *out = NULL;
     return numacoll_team_create(b, &cfg, out);
 }

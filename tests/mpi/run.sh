@@ -211,9 +211,16 @@ for np in 2 3; do
         "$BIN/nonblocking"
 done
 # The gathers' large blocks go single copy (alg=cma) in the built-in
-# table; with single copy off the same rules run staged.
-mpi "numacoll    np=2 gathers, single_copy=0" "$WITH_PATH" 2 \
-    $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 0 \
+# table where the kernel's copy is fast (single_copy 1, timed at team
+# creation), else staged: both once more on purpose, single copy wherever
+# it is permitted (2) and never (0).
+for sc in 2 0; do
+    mpi "numacoll    np=2 gathers, single_copy=$sc" "$WITH_PATH" 2 \
+        $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy $sc \
+        "$BIN/gathers"
+done
+mpi "numacoll    np=3 gathers, single_copy=2" "$WITH_PATH" 3 \
+    $FORCE -x NUMACOLL_EXPECT=core --mca coll_numacoll_single_copy 2 \
     "$BIN/gathers"
 
 # The hierarchical Bcast with the leader relay and the levels set through
