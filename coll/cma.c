@@ -1,5 +1,6 @@
 /* Cross-memory attach transfers (cma.h). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -57,7 +58,25 @@ static uint64_t probe_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The probe's figure, once per process: it is the machine's and the
+ * kernel's, and a program may create teams by the hundred (whose buffers
+ * a sanitizer's quarantine would keep). 0: not measured yet. */
+static _Atomic uint32_t cma_cost_cached;
+
+static uint32_t cma_cost_measure(void);
+
 uint32_t nc__cma_cost(void)
+{
+    uint32_t c = atomic_load_explicit(&cma_cost_cached, memory_order_relaxed);
+    if (c == 0) {
+        /* two threads racing both measure; either figure will do */
+        c = cma_cost_measure();
+        atomic_store_explicit(&cma_cost_cached, c, memory_order_relaxed);
+    }
+    return c;
+}
+
+static uint32_t cma_cost_measure(void)
 {
     const size_t n = NC_CMA_PROBE_BYTES;
     unsigned char *a = malloc(2 * n);

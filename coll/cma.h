@@ -31,8 +31,9 @@ int nc__cma_pair(int pid, uint64_t ra, uint64_t rb, size_t *a, size_t *b);
 /* What the kernel's copy costs on this rank against a user copy, in
  * percent: process_vm_readv of NC_CMA_PROBE_BYTES from this process into
  * itself (the same page pinning and kernel copy as from a peer) against
- * memcpy of the same bytes, both hot, the best of a few rounds each.
- * 0 where it cannot tell (no memory, the call failed). */
+ * memcpy of the same bytes, both hot, the best of a few rounds each;
+ * measured once per process. 0 where it cannot tell (no memory, the call
+ * failed; tried again next time). */
 uint32_t nc__cma_cost(void);
 
 /* The rank whose cost (cost[r * stride] bytes apart) is the highest above

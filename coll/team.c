@@ -512,7 +512,8 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err,
         }
     if (t->cfg.single_copy && t->cfg.verbose >= 2 && t->rank == 0)
         fprintf(stderr, "numacoll: single copy unavailable (%s): cma rules "
-                "run as pipelined copy-in/copy-out\n", t->cma_why);
+                "run copy-in/copy-out (Bcast pipelined, the gathers "
+                "staged)\n", t->cma_why);
 }
 
 
