@@ -70,6 +70,7 @@ typedef struct nc__ga_pos {
     uint64_t base;
     size_t r, rounds, staged;
     int i;
+    int own_later;    /* the own block is copied by the staged step */
     /* cma: in-place Alltoall's copy (freed at end), the call's offer base
      * and number, and how it runs (coll/gather/gather_cma.c: PICK) */
     unsigned char *tmp;

@@ -15,7 +15,9 @@
  *         for j's entry r (acquire), copies it into its receive buffer at
  *         displs[j] + r f, releases j's slot.
  * Its own block goes straight from the send buffer to the receive buffer
- * (not at all in place). A fragment of 40 bytes or less rides in the
+ * (not at all in place), each fragment right after it is staged: its
+ * source is then still in cache, so a block larger than the cache is read
+ * from memory once, not twice. A fragment of 40 bytes or less rides in the
  * slot's line, so an Allgather of small blocks costs one line transfer per
  * pair of ranks.
  *
@@ -64,6 +66,8 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
                 break;
             if (rc != NUMACOLL_OK)
                 return rc;
+            if (P->own_later)
+                nc__ga_own(t, o, P->staged * f, fr.n);
             P->staged++;
         }
         for (; P->i < p; P->i++) {

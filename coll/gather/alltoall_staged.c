@@ -20,7 +20,8 @@
  *         entry (acquire), copies its piece to recv + j m + r u, releases
  *         j's slot. Entry 0 carries m and f: a rank whose block size
  *         differs makes a mismatch.
- * Its own block is copied from send to recv (not in place). In place
+ * Its own block is copied from send to recv (not in place) once round 0
+ * is staged: the others need not wait for that copy. In place
  * (NUMACOLL_IN_PLACE as sendbuf: the blocks to send are in recv) works as
  * is: stage(r) has copied piece r of every block into the slot before
  * read(r) overwrites that piece's range of recv.
@@ -188,6 +189,10 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                 }
                 /* the pieces are written before the word (release) */
                 nc__rslot_publish(t, x, e, readers);
+            }
+            if (P->own_later) {   /* round 0 is out: now the own block */
+                nc__ga_own(t, o, 0, SIZE_MAX);
+                P->own_later = 0;
             }
             P->staged = 1;
         }

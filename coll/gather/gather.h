@@ -141,6 +141,15 @@ size_t nc__alltoall_unit(size_t f, int p);
  * Never waits; with p = 1 it is the whole call. */
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
 
+/* Bytes [off, off + n) of this rank's own block (cut to it) copied where
+ * the call wants them: from send to recv, or from send to recv for
+ * Alltoall (block me) and a Scatter root; nothing in place. nc__ga_begin
+ * copies the whole block, except where it sets o->g.own_later (the staged
+ * Allgather, Alltoall and Scatter root at p > 1): their steps copy it
+ * after staging (fragment by fragment, after round 0, after the last
+ * round), so the others do not wait for it. */
+void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n);
+
 /* Writer: publish fragment fr (n bytes at src) as its entry, in the slot
  * of s that it names, for `readers` readers. must: poll for the slot
  * (NC_AGAIN under a nonblocking driver while it is taken); otherwise one

@@ -11,6 +11,29 @@
  * entry's line (plain bytes, ordered by the word's release store). */
 #define META_OFF NC_GA_INLINE
 
+void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n)
+{
+    const int me = t->rank;
+    const size_t mine = nc__ga_count(o, me);
+    if (o->ga.in_place || off >= mine)
+        return;
+    if (n > mine - off)
+        n = mine - off;
+    /* this rank's block on the side that holds every block (both sides
+     * for Alltoall: this is the send side) */
+    const int sends = o->coll == NC_COLL_SCATTER || o->coll == NC_COLL_ALLTOALL;
+    const unsigned char *at =
+        nc__ga_at(sends ? o->ga.send : o->ga.recv,
+                  (o->coll == NC_COLL_ALLTOALL ? nc__ga_sdispl(o, me)
+                                               : nc__ga_displ(o, me)) + off);
+    if (o->coll == NC_COLL_SCATTER)
+        memcpy(o->ga.recv + off, at, n);
+    else if (o->coll == NC_COLL_ALLTOALL)   /* block me to itself */
+        memcpy(o->ga.recv + nc__ga_displ(o, me) + off, at, n);
+    else
+        memcpy((unsigned char *)at, o->ga.send + off, n);
+}
+
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
 {
     const size_t f = o->ch->f;
@@ -19,29 +42,21 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
                                   me == o->root;
     nc__ga_pos_t *P = &o->g;
     P->rounds = nc__ga_frags(o->ga.own, f);
+    P->own_later = 0;
     if (all) {
         for (int j = 0; j < t->p; j++) {
             size_t n = nc__ga_frags(nc__ga_count(o, j), f);
             if (j != o->root && n > P->rounds)
                 P->rounds = n;
         }
-        const size_t mine = nc__ga_count(o, me);
-        /* this rank's block on the side that holds every block (both
-         * sides for Alltoall: this is the send side) */
-        const int sends = o->coll == NC_COLL_SCATTER ||
-                          o->coll == NC_COLL_ALLTOALL;
-        unsigned char *at = nc__ga_at(sends ? o->ga.send : o->ga.recv,
-                                      o->coll == NC_COLL_ALLTOALL
-                                          ? nc__ga_sdispl(o, me)
-                                          : nc__ga_displ(o, me));
-        if (!o->ga.in_place && mine) {
-            if (o->coll == NC_COLL_SCATTER)
-                memcpy(o->ga.recv, at, mine);
-            else if (o->coll == NC_COLL_ALLTOALL)   /* block me to itself */
-                memcpy(o->ga.recv + nc__ga_displ(o, me), at, mine);
-            else
-                memcpy(at, o->ga.send, mine);
-        }
+        /* the staged Allgather, Alltoall and Scatter root copy their own
+         * block after staging (see nc__ga_own): the others wait for what
+         * is staged, not for this copy */
+        P->own_later = t->p > 1 && (o->alg == NC_ALG_ALLGATHER_STAGED ||
+                                    o->alg == NC_ALG_ALLTOALL_STAGED ||
+                                    o->alg == NC_ALG_SCATTER_STAGED);
+        if (!P->own_later)
+            nc__ga_own(t, o, 0, SIZE_MAX);
     }
     /* The first 4 KiB of what this rank receives from others: their
      * misses overlap the waits, as the Bcast readers' (on the VM, p = 2,
