@@ -427,6 +427,29 @@ static int32_t cma_read(const numacoll_team_t *t, uint64_t peer_addr)
                                     : (n < 0 ? errno : -1);
 }
 
+void nc__tune_no_cma(nc__tune_team_t *tt, size_t rf_max)
+{
+    for (int i = 0; i < tt->n[NC_COLL_BCAST]; i++) {
+        nc__choice_t *ch = &tt->e[NC_COLL_BCAST][i].ch;
+        if (ch->alg == NC_ALG_BCAST_CMA)
+            *ch = cma_fallback(ch);
+    }
+    static const int ga[][3] = {   /* collective, cma, staged */
+        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_CMA, NC_ALG_ALLGATHER_STAGED},
+        {NC_COLL_GATHER, NC_ALG_GATHER_CMA, NC_ALG_GATHER_STAGED},
+        {NC_COLL_SCATTER, NC_ALG_SCATTER_CMA, NC_ALG_SCATTER_STAGED},
+        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_CMA, NC_ALG_ALLTOALL_STAGED}};
+    for (size_t g = 0; g < sizeof ga / sizeof *ga; g++)
+        for (int i = 0; i < tt->n[ga[g][0]]; i++) {
+            nc__choice_t *ch = &tt->e[ga[g][0]][i].ch;
+            if ((int)ch->alg == ga[g][1]) {
+                ch->alg = (nc__alg_t)ga[g][2];
+                if (ch->f > rf_max)
+                    ch->f = rf_max;
+            }
+        }
+}
+
 /* Whether any of the team's rules names single copy. */
 static int has_cma_rule(const numacoll_team_t *t)
 {
@@ -491,25 +514,7 @@ static void cma_verdict(numacoll_team_t *t, const int32_t *err,
     }
     if (t->cma_ok)
         return;
-    for (int i = 0; i < t->tune.n[NC_COLL_BCAST]; i++) {
-        nc__choice_t *ch = &t->tune.e[NC_COLL_BCAST][i].ch;
-        if (ch->alg == NC_ALG_BCAST_CMA)
-            *ch = cma_fallback(ch);
-    }
-    static const int ga[][3] = {   /* collective, cma, staged */
-        {NC_COLL_ALLGATHER, NC_ALG_ALLGATHER_CMA, NC_ALG_ALLGATHER_STAGED},
-        {NC_COLL_GATHER, NC_ALG_GATHER_CMA, NC_ALG_GATHER_STAGED},
-        {NC_COLL_SCATTER, NC_ALG_SCATTER_CMA, NC_ALG_SCATTER_STAGED},
-        {NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_CMA, NC_ALG_ALLTOALL_STAGED}};
-    for (size_t g = 0; g < sizeof ga / sizeof *ga; g++)
-        for (int i = 0; i < t->tune.n[ga[g][0]]; i++) {
-            nc__choice_t *ch = &t->tune.e[ga[g][0]][i].ch;
-            if ((int)ch->alg == ga[g][1]) {
-                ch->alg = (nc__alg_t)ga[g][2];
-                if (ch->f > t->rf_max)
-                    ch->f = t->rf_max;
-            }
-        }
+    nc__tune_no_cma(&t->tune, t->rf_max);
     if (t->cfg.single_copy && t->cfg.verbose >= 2 && t->rank == 0)
         fprintf(stderr, "numacoll: single copy unavailable (%s): cma rules "
                 "run copy-in/copy-out (Bcast pipelined, the gathers "

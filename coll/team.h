@@ -515,6 +515,12 @@ static inline const nc__choice_t *nc__team_choice(const numacoll_team_t *t,
     return &nc__tune_lookup(&t->tune, coll, nbytes)->ch;
 }
 
+/* Turn tt's single-copy rules into what a team without single copy runs:
+ * a Bcast's cma into pipelined (f = 8 KiB, s = 64, q = 2, its tree, radix
+ * and copy), a gather's into staged with its s and copy, f cut to rf_max
+ * (the team's staging slots). */
+void nc__tune_no_cma(nc__tune_team_t *tt, size_t rf_max);
+
 /* The choice for a forced algorithm alg of coll at nbytes: the size's rule
  * if it names alg, else the first of the team's rules of coll that does;
  * NULL when none does. For tests and the benchmark. */

@@ -115,6 +115,18 @@ static void cands_at(int p, unsigned nodes, int strict)
                             nc__algs[a].name);
                 CU_ASSERT(in);
             }
+            /* a team without single copy: no cma candidate (it would
+             * run as copy-in/copy-out, which others measure); its default
+             * is no cma rule either (the tuner's nc__tune_no_cma) */
+            if (strcmp(nc__algs[def.alg].name, "cma") != 0) {
+                x.cma_ok = 0;
+                tn_cand_t c3[TN_MAX_CANDS];
+                int n3 = tn_cands(&x, op, m, &def, TN_MAX_CANDS, c3);
+                for (int j = 0; j < n3; j++)
+                    CU_ASSERT(strcmp(nc__algs[c3[j].ch.alg].name, "cma") !=
+                              0);
+                x.cma_ok = 1;
+            }
             for (int j = 0; j < n; j++) {
                 const nc__choice_t *ch = &c[j].ch;
                 seen[ch->alg] = cand[ch->alg] = 1;

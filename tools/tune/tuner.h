@@ -108,6 +108,9 @@ typedef struct tn_ctx {
     int *roots;                            /* [nroots]                       */
     int relay_ok;                          /* the levels measured under keep
                                               a level: relay=1 is tried     */
+    int cma_ok;                            /* the team takes single copy
+                                              (permitted and fast enough):
+                                              alg=cma is tried              */
 } tn_ctx_t;
 
 typedef struct tn_cand {

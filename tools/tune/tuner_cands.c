@@ -30,6 +30,9 @@
  * Before all these, up to half the candidates (extra()): the default with
  * the C library's copy and with streaming stores (the table-only
  * collectives from 64 KiB on), and for Bcast single copy (alg=cma).
+ * Single copy (alg=cma) only where the team takes it (x->cma_ok: permitted
+ * and, with single_copy 1, timed fast enough): elsewhere its rules run
+ * copy-in/copy-out, which the other candidates measure already.
  * Trees that coincide at this p (at p = 2 every tree is one edge) are one
  * candidate: shapes are compared by their parent arrays, from coll/tree.h.
  */
@@ -164,6 +167,7 @@ int tn_ctx_init(tn_ctx_t *x, int p, unsigned nodes, unsigned ppn,
     x->loc = loc;
     x->model = model;
     x->quick = quick;
+    x->cma_ok = 1;   /* until the team says otherwise */
     /* the leaf copies from the root's node: across nodes when there are
      * several */
     x->t = nodes > 1 && model->t_cross > 0 ? model->t_cross : model->t_local;
@@ -655,7 +659,7 @@ static int extra(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def,
         v.copy = def->copy == ad ? NC_COPY_AUTO : ad;
         add(x, &c, v, 0);
     }
-    if (op == NCB_OP_BCAST && m >= 16 * KIB) {
+    if (op == NCB_OP_BCAST && m >= 16 * KIB && x && x->cma_ok) {
         static const size_t fs[] = {64 * KIB, 256 * KIB};
         static const int kinds[] = {NUMACOLL_TREE_FLAT, NUMACOLL_TREE_KARY};
         for (size_t i = 0; i < 2; i++)
@@ -782,8 +786,9 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
             for (int al = 0; al < NC_ALG_COUNT && na < ALGS_PER_COLL; al++) {
                 if ((int)nc__algs[al].coll != coll ||
                     m > nc__algs[al].max_bytes ||
-                    (al == (int)def->alg) != (pass == 1))
-                    continue;
+                    (al == (int)def->alg) != (pass == 1) ||
+                    (!x->cma_ok && strcmp(nc__algs[al].name, "cma") == 0))
+                    continue;   /* single copy would run as staged here */
                 per[na].n = 0;
                 table_list(x, al, vol, &per[na]);
                 sort_list(&per[na]);

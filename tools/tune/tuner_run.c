@@ -60,6 +60,8 @@ typedef struct rstate {
     ncb_opts_t mo;            /* the measurement's options                 */
     ncb_report_t rows;
     double t_team;            /* seconds to create and destroy a team      */
+    int cma_ok;               /* its single copy (numacoll_team_single_copy) */
+    size_t rf_max;            /* its staging slots' bytes                  */
     double corr;              /* actual / estimated, so far                */
     double act_sum, est_sum;
     int reps, ncand;
@@ -768,6 +770,8 @@ static int probe(rstate_t *S, numacoll_locality_t *loc, unsigned *nodes,
     for (int r = 0; r < p; r++)
         if (numacoll_team_locality(team, r, &loc[r]) != NUMACOLL_OK)
             loc[r].numa = -1;
+    S->cma_ok = numacoll_team_single_copy(team, NULL);   /* alike everywhere */
+    S->rf_max = team->rf_max;
     numacoll_team_destroy(team);
     double tt = ncb_now() - t0;
     if (S->w.allmax(&S->w, &tt, 1) != 0)
@@ -843,6 +847,11 @@ static int run(rstate_t *S)
         free(loc);
         return 4;
     }
+    S->x.cma_ok = S->cma_ok;
+    /* the default is what a team runs: without single copy its cma rules
+     * run copy-in/copy-out */
+    if (!S->cma_ok)
+        nc__tune_no_cma(&S->deftab, S->rf_max);
 
     /* the plan, coarse to fine */
     for (int op = 0; op < NCB_OP_COUNT; op++)
