@@ -141,9 +141,11 @@ size_t nc__alltoall_unit(size_t f, int p);
  * Never waits; with p = 1 it is the whole call. */
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
 
-/* Bytes [off, off + n) of this rank's own block (cut to it) copied where
- * the call wants them: from send to recv, or from send to recv for
- * Alltoall (block me) and a Scatter root; nothing in place. nc__ga_begin
+/* Bytes [off, off + n) of this rank's own block (cut to it) copied from
+ * the send side to the receive side: into its place among the received
+ * blocks (Allgather, a Gather root), block me to itself (Alltoall), its
+ * block out of the send buffer (a Scatter root); nothing in place.
+ * nc__ga_begin
  * copies the whole block, except where it sets o->g.own_later (the staged
  * Allgather, Alltoall and Scatter root at p > 1): their steps copy it
  * after staging (fragment by fragment, after round 0, after the last
