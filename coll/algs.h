@@ -189,6 +189,16 @@ const char *nc__coll_name(nc__coll_t coll);
  * "k"), i.e. the key is a word of nc__algs[alg].keys; else 0. */
 int nc__alg_takes(int alg, const char *key);
 
+/* Whether alg copies straight between the ranks' buffers (alg=cma of
+ * Bcast, the gathers and Alltoall): a team without single copy runs such
+ * rules copy-in/copy-out (nc__tune_no_cma). */
+static inline int nc__alg_single_copy(int alg)
+{
+    return alg == NC_ALG_BCAST_CMA || alg == NC_ALG_ALLGATHER_CMA ||
+           alg == NC_ALG_GATHER_CMA || alg == NC_ALG_SCATTER_CMA ||
+           alg == NC_ALG_ALLTOALL_CMA;
+}
+
 /* Algorithm of `coll` called `name`, or -1. */
 int nc__alg_find(nc__coll_t coll, const char *name);
 

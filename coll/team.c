@@ -455,8 +455,7 @@ static int has_cma_rule(const numacoll_team_t *t)
 {
     for (int c = 0; c < NC_COLL_COUNT; c++)
         for (int i = 0; i < t->tune.n[c]; i++) {
-            const int alg = (int)t->tune.e[c][i].ch.alg;
-            if (alg == NC_ALG_BCAST_CMA || nc__ga_cma(alg))
+            if (nc__alg_single_copy((int)t->tune.e[c][i].ch.alg))
                 return 1;
         }
     return 0;

@@ -118,13 +118,12 @@ static void cands_at(int p, unsigned nodes, int strict)
             /* a team without single copy: no cma candidate (it would
              * run as copy-in/copy-out, which others measure); its default
              * is no cma rule either (the tuner's nc__tune_no_cma) */
-            if (strcmp(nc__algs[def.alg].name, "cma") != 0) {
+            if (!nc__alg_single_copy(def.alg)) {
                 x.cma_ok = 0;
                 tn_cand_t c3[TN_MAX_CANDS];
                 int n3 = tn_cands(&x, op, m, &def, TN_MAX_CANDS, c3);
                 for (int j = 0; j < n3; j++)
-                    CU_ASSERT(strcmp(nc__algs[c3[j].ch.alg].name, "cma") !=
-                              0);
+                    CU_ASSERT(!nc__alg_single_copy(c3[j].ch.alg));
                 x.cma_ok = 1;
             }
             for (int j = 0; j < n; j++) {

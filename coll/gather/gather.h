@@ -145,11 +145,10 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
  * the send side to the receive side: into its place among the received
  * blocks (Allgather, a Gather root), block me to itself (Alltoall), its
  * block out of the send buffer (a Scatter root); nothing in place.
- * nc__ga_begin
- * copies the whole block, except where it sets o->g.own_later (the staged
- * Allgather, Alltoall and Scatter root at p > 1): their steps copy it
- * after staging (fragment by fragment, after round 0, after the last
- * round), so the others do not wait for it. */
+ * nc__ga_begin copies the whole block, except where it sets
+ * o->g.own_later (the staged Allgather, Alltoall and Scatter root at
+ * p > 1): their steps copy it after staging (fragment by fragment, after
+ * round 0, after the last round), so the others do not wait for it. */
 void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n);
 
 /* Writer: publish fragment fr (n bytes at src) as its entry, in the slot

@@ -16,12 +16,13 @@
  *            (not in place) while the readers copy out their last
  *            fragments; it returns once every reader has released its
  *            last entries. (Own block first made every reader wait for
- *            that copy: on the VM, p = 2, the present order took
- *            0.55-0.7x the time at 4 KiB-1 MiB.) (Returning at once, as a Bcast root does, would
- *            leave a root whose call nobody matched -- two ranks each
- *            calling itself root -- with slots that nobody ever releases
- *            and its next call waiting for them forever; waiting here, it
- *            finds the other ranks in another call and fails instead.)
+ *            that copy: on the VM, p = 2, vCPUs far apart, this order
+ *            took 0.52-0.76x the time at 4 KiB-1 MiB.) (Returning at
+ *            once, as a Bcast root does, would leave a root whose call
+ *            nobody matched -- two ranks each calling itself root -- with
+ *            slots that nobody ever releases and its next call waiting
+ *            for them forever; waiting here, it finds the other ranks in
+ *            another call and fails instead.)
  *  non-root: for r = 0 .. n - 1: waits for the root's entry r (p - 1) + d
  *            (acquire), copies it to its receive buffer at r f, releases
  *            the slot. Entry 0 carries the block's size as the root counted

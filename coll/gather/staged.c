@@ -19,19 +19,17 @@ void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n)
         return;
     if (n > mine - off)
         n = mine - off;
-    /* this rank's block on the side that holds every block (both sides
-     * for Alltoall: this is the send side) */
-    const int sends = o->coll == NC_COLL_SCATTER || o->coll == NC_COLL_ALLTOALL;
-    const unsigned char *at =
-        nc__ga_at(sends ? o->ga.send : o->ga.recv,
-                  (o->coll == NC_COLL_ALLTOALL ? nc__ga_sdispl(o, me)
-                                               : nc__ga_displ(o, me)) + off);
-    if (o->coll == NC_COLL_SCATTER)
-        memcpy(o->ga.recv + off, at, n);
-    else if (o->coll == NC_COLL_ALLTOALL)   /* block me to itself */
-        memcpy(o->ga.recv + nc__ga_displ(o, me) + off, at, n);
-    else
-        memcpy((unsigned char *)at, o->ga.send + off, n);
+    /* Scatter: the root's block among the send blocks, to recv; Alltoall:
+     * block me of send to block me of recv; Allgather, Gather: send to
+     * this rank's place among the received blocks */
+    const unsigned char *from =
+        o->coll == NC_COLL_SCATTER    ? o->ga.send + nc__ga_displ(o, me)
+        : o->coll == NC_COLL_ALLTOALL ? o->ga.send + nc__ga_sdispl(o, me)
+                                      : o->ga.send;
+    unsigned char *to = o->coll == NC_COLL_SCATTER
+                            ? o->ga.recv
+                            : o->ga.recv + nc__ga_displ(o, me);
+    memcpy(to + off, from + off, n);
 }
 
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)

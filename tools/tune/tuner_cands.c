@@ -787,7 +787,7 @@ int tn_cands(tn_ctx_t *x, int op, size_t m, const nc__choice_t *def, int cap,
                 if ((int)nc__algs[al].coll != coll ||
                     m > nc__algs[al].max_bytes ||
                     (al == (int)def->alg) != (pass == 1) ||
-                    (!x->cma_ok && strcmp(nc__algs[al].name, "cma") == 0))
+                    (!x->cma_ok && nc__alg_single_copy(al)))
                     continue;   /* single copy would run as staged here */
                 per[na].n = 0;
                 table_list(x, al, vol, &per[na]);
