@@ -17,7 +17,7 @@
  *            fragments; it returns once every reader has released its
  *            last entries. (Own block first made every reader wait for
  *            that copy: on the VM, p = 2, vCPUs far apart, this order
- *            took 0.52-0.76x the time at 4 KiB-1 MiB.) (Returning at
+ *            took 0.52-0.85x the time at 4 KiB-1 MiB.) (Returning at
  *            once, as a Bcast root does, would leave a root whose call
  *            nobody matched -- two ranks each calling itself root -- with
  *            slots that nobody ever releases and its next call waiting
