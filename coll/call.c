@@ -32,32 +32,7 @@
 #include "coll/team.h"
 #include "coll/wait.h"
 
-/* A 64-bit mix of the call's fields, cheap because every call pays it:
- * each field times its own odd constant (a bijection, so a field that
- * differs alone always changes the sum), rotated apart and folded so the
- * high half (sig32) depends on every bit. Equal fields give equal
- * signatures on every rank; calls that differ in several fields collide
- * with probability about 2^-32. */
-static uint64_t call_hash(uint64_t seq, uint64_t desc, uint64_t nbytes,
-                          uint64_t count)
-{
-    uint64_t h = seq * 0x9e3779b97f4a7c15ULL + desc * 0xbf58476d1ce4e5b9ULL +
-                 nbytes * 0x94d049bb133111ebULL + count * 0xd6e8feb86659fd93ULL;
-    return h ^ (h << 32 | h >> 32);
-}
-
-/* desc: coll (8 bits) | root + 1 (24) | dtype + 1 (8) | op + 1 (8) |
- * commutative (1), so that -1 ("none", "user") packs as 0. */
-static uint64_t pack_desc(const nc__call_t *c)
-{
-    return (uint64_t)(c->coll & 0xff) |
-           (uint64_t)((unsigned)(c->root + 1) & 0xffffff) << 8 |
-           (uint64_t)((unsigned)(c->dtype + 1) & 0xff) << 32 |
-           (uint64_t)((unsigned)(c->op + 1) & 0xff) << 40 |
-           (uint64_t)(c->commutative != 0) << 48;
-}
-
-static nc__call_t unpack_desc(uint64_t d, uint64_t nbytes, uint64_t count)
+static nc__call_t unnc__call_desc(uint64_t d, uint64_t nbytes, uint64_t count)
 {
     return (nc__call_t){.coll = (int)(d & 0xff),
                         .root = (int)((d >> 8) & 0xffffff) - 1,
@@ -106,7 +81,7 @@ static int join_failed(numacoll_team_t *t);
 static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
 static int bcast_lost(numacoll_team_t *t, int peer, const char *what);
 
-int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
+int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c)
 {
     int rc = nc__team_check_abort(t);
     if (rc != NUMACOLL_OK)
@@ -134,19 +109,7 @@ int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
         if (!late && (rc = resync(t)) != NUMACOLL_OK)
             return rc;
     }
-    nc__sync_t *me = nc__sync(t, t->rank);
-    t->call_seq++;
-    t->call_desc = pack_desc(c);
-    t->call_nbytes = c->nbytes;
-    t->call_count = c->count;
-    t->call_sig = call_hash(t->call_seq, t->call_desc, c->nbytes, c->count);
-    /* never 0: a zero word means "empty" to every reader */
-    t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
-    atomic_store_explicit(&me->call_seq, t->call_seq, memory_order_relaxed);
-    atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
-    atomic_store_explicit(&me->call_nbytes, c->nbytes, memory_order_relaxed);
-    atomic_store_explicit(&me->call_count, c->count, memory_order_relaxed);
-    atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
+    nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
     /* decided on the epoch loaded above: a resync since may have spared
      * this call number, but the ranks ahead have already given it up */
     if (late)
@@ -184,7 +147,7 @@ int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
     nc__sync_t *me = nc__sync(t, t->rank);
     t->mm_failed = t->call_seq;  /* this rank knows its call failed */
     t->call_desc = (t->call_desc & ~(uint64_t)0xff) | NC_CALL_REFUSED;
-    t->call_sig = call_hash(t->call_seq, t->call_desc, t->call_nbytes,
+    t->call_sig = nc__call_hash(t->call_seq, t->call_desc, t->call_nbytes,
                             t->call_count);
     t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
     atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
@@ -231,7 +194,7 @@ static int read_call(const numacoll_team_t *t, int r, seen_call_t *out)
                                            memory_order_relaxed);
         out->count = atomic_load_explicit(&s->call_count, memory_order_relaxed);
         if (out->seq == 0 ||
-            call_hash(out->seq, out->desc, out->nbytes, out->count) == out->sig)
+            nc__call_hash(out->seq, out->desc, out->nbytes, out->count) == out->sig)
             return 1;
     }
     return 0;
@@ -244,7 +207,7 @@ static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
         snprintf(buf, len, "no call yet");
         return;
     }
-    nc__call_t c = unpack_desc(desc, nbytes, count);
+    nc__call_t c = unnc__call_desc(desc, nbytes, count);
     const char *name = c.coll >= 0 && c.coll < NC_COLL_COUNT
                            ? nc__coll_name((nc__coll_t)c.coll) : "?";
     if (c.coll == NC_CALL_REFUSED)
@@ -293,8 +256,8 @@ static int mismatch_text(numacoll_team_t *t, int peer, const seen_call_t *pc,
     if (pc)
         describe(theirs, sizeof theirs, pc->seq, pc->desc, pc->nbytes,
                  pc->count);
-    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count);
-    nc__call_t them = pc ? unpack_desc(pc->desc, pc->nbytes, pc->count)
+    nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes, t->call_count);
+    nc__call_t them = pc ? unnc__call_desc(pc->desc, pc->nbytes, pc->count)
                          : (nc__call_t){.coll = -1};
     int st = pc && me.coll == NC_COLL_BCAST && them.coll == NC_COLL_BCAST &&
                      me.root == them.root && me.root != t->rank &&
@@ -384,8 +347,8 @@ enum { NEITHER, SAME_SLOT, OTHER_KIND };
 
 static int bcast_pair(const numacoll_team_t *t, const seen_call_t *c)
 {
-    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count),
-               them = unpack_desc(c->desc, c->nbytes, c->count);
+    nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes, t->call_count),
+               them = unnc__call_desc(c->desc, c->nbytes, c->count);
     if (me.coll != NC_COLL_BCAST || them.coll != NC_COLL_BCAST ||
         me.root != them.root || me.root == t->rank)
         return NEITHER;
@@ -462,7 +425,7 @@ static int call_check(numacoll_team_t *t, int peer)
      * other kind (inline against pipelined) and forwarded it where this
      * rank does not wait, then stopped in a later call's resync: its call
      * line still matches ours, so only the root's announcement tells. */
-    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
+    const nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes,
                                       t->call_count);
     size_t rnb;
     uint32_t rsig;
@@ -489,7 +452,7 @@ static int call_check(numacoll_team_t *t, int peer)
             uint32_t sig;
             if (pair != OTHER_KIND)
                 return mismatch(t, r, "its call differs");
-            if (root_call(t, unpack_desc(c.desc, c.nbytes, c.count).root,
+            if (root_call(t, unnc__call_desc(c.desc, c.nbytes, c.count).root,
                           &nb, &sig))
                 return bcast_lost(t, r, "its bcast is of another kind");
         }
@@ -520,7 +483,7 @@ static int drain(numacoll_team_t *t, int root, size_t nb, uint32_t theirs,
 {
     nc__call_t rc_call = {.coll = NC_COLL_BCAST, .root = root,
                           .nbytes = nb, .dtype = -1, .op = -1};
-    seen_call_t pc = {.seq = t->call_seq, .desc = pack_desc(&rc_call),
+    seen_call_t pc = {.seq = t->call_seq, .desc = nc__call_desc(&rc_call),
                       .nbytes = nb};
     int st = mismatch_text(t, root, &pc, what);
     char msg[sizeof t->last_error];
@@ -622,7 +585,7 @@ static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig)
 
 static int bcast_lost(numacoll_team_t *t, int peer, const char *what)
 {
-    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
+    const nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes,
                                       t->call_count);
     size_t nb;
     uint32_t sig;
