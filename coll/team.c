@@ -662,7 +662,9 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
         if (n > mc)
             mc = n;
     }
-    t->children = malloc((size_t)(mc + 1) * sizeof *t->children);
+    t->kin_stride = mc + 1;
+    t->children = malloc((size_t)NC_KIN_WAYS * (size_t)t->kin_stride *
+                         sizeof *t->children);
     if (!t->children)
         return NUMACOLL_ERR_NOMEM;
     if (t->cfg.verbose >= 2 && t->rank == 0) {

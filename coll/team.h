@@ -50,6 +50,9 @@
  * would need 2^64 calls to wrap), fixing the paper's start at 1. */
 #define NC_OP_NONE UINT64_MAX
 #define NC_INL_PAYLOAD 56     /* payload bytes of an inline Bcast line */
+/* (rule, root) pairs whose tree place a team keeps (nc__bcast_kin): a
+ * fixed root, and the two of a p = 2 loop whose root alternates, hit */
+#define NC_KIN_WAYS 4
 
 /* Header block at offset 0; leaders[] follows at NC_HDR_FIXED. */
 typedef struct nc__seg_hdr {
@@ -204,7 +207,17 @@ struct numacoll_team {
     char tune_source[256];      /* the table they came from */
     nc__team_tree_t *trees;     /* [ntrees] */
     int ntrees;
-    int *children;              /* scratch, children of any tree above */
+    /* nc__bcast_kin's answers: for NC_KIN_WAYS (rule, root) pairs (ch
+     * NULL: none yet), the tree, this rank's parent, its child count and
+     * children (children + way * kin_stride); kin_next: the way the next
+     * new pair replaces */
+    struct nc__kin {
+        const nc__choice_t *ch;
+        const nc__tree_t *tree;
+        int root, parent, nchild;
+    } kin[NC_KIN_WAYS];
+    int *children;
+    int kin_stride, kin_next;
     /* Bcast bank geometry in force: f, s, q of the last pipelined Bcast.
      * Changing it drains every bank first (nc__bcast_geometry). */
     size_t geo_f;
@@ -579,6 +592,34 @@ static inline const nc__choice_t *nc__team_choice(const numacoll_team_t *t,
                                                   size_t nbytes)
 {
     return &nc__tune_lookup(&t->tune, coll, nbytes)->ch;
+}
+
+/* nc__bcast_kin for a pair it does not keep: finds the place and keeps
+ * it in way kin_next (round robin); the way's index. */
+int nc__bcast_kin_find(numacoll_team_t *t, const nc__choice_t *ch, int root);
+
+/* This rank's place in the tree of Bcast rule ch (a rule of t's table)
+ * for root: the tree (*tree, if tree), its parent there (*parent; -1 at
+ * the root) and its children (*kids, if kids; their count returned).
+ * Every Bcast asks at its start, a small one on its critical path, so
+ * the answers for a few pairs are kept: a team's rules do not change once
+ * it is made. (Computing a tree's children and parent costs 100-150
+ * instructions, as much as the rest of an inline Bcast's step.) */
+static inline int nc__bcast_kin(numacoll_team_t *t, const nc__choice_t *ch,
+                                int root, const nc__tree_t **tree,
+                                int *parent, const int **kids)
+{
+    int w = 0;
+    while (w < NC_KIN_WAYS && (t->kin[w].ch != ch || t->kin[w].root != root))
+        w++;
+    if (w == NC_KIN_WAYS)
+        w = nc__bcast_kin_find(t, ch, root);
+    if (tree)
+        *tree = t->kin[w].tree;
+    *parent = t->kin[w].parent;
+    if (kids)
+        *kids = t->children + (size_t)w * (size_t)t->kin_stride;
+    return t->kin[w].nchild;
 }
 
 /* Turn tt's single-copy rules into what a team without single copy runs:

@@ -72,6 +72,20 @@ const nc__tree_t *nc__team_tree(const numacoll_team_t *t, int kind, int k,
     return NULL;
 }
 
+int nc__bcast_kin_find(numacoll_team_t *t, const nc__choice_t *ch, int root)
+{
+    const int w = t->kin_next;
+    struct nc__kin *k = &t->kin[w];
+    int *kids = t->children + (size_t)w * (size_t)t->kin_stride;
+    t->kin_next = (w + 1) % NC_KIN_WAYS;
+    k->tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
+    k->nchild = nc__tree_children(k->tree, root, t->rank, kids);
+    k->parent = nc__tree_parent(k->tree, root, t->rank);
+    k->root = root;
+    k->ch = ch;
+    return w;
+}
+
 void nc__team_tree_key(int kind, int hier, const uint16_t *lt,
                        uint16_t key[NUMACOLL_LEVEL_END])
 {

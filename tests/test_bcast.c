@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "coll/cma.h"
+#include "coll/team.h"
+#include "coll/tree.h"
 #include "support/runner.h"
 #include "nct.h"
 #include "numacoll.h"
@@ -390,6 +392,52 @@ static void test_cma_verdict(void)
     CU_ASSERT(nc__cma_cost() > 0);
 }
 
+/* Three Bcast rules of three trees, for nc__bcast_kin's ways. */
+#define KIN_RULES                                                              \
+    "bcast p=1-* size=0-167 alg=inline tree=kary k=2\n"                        \
+    "bcast p=1-* size=168-4095 alg=pipelined f=1K s=4 q=1 tree=knomial k=3\n"  \
+    "bcast p=1-* size=4K-* alg=pipelined f=4K s=4 q=2 tree=flat\n"
+
+/* nc__bcast_kin against the tree's own answers, rules and roots in an
+ * order that keeps replacing its ways (and repeats pairs it keeps). */
+static int kin_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t;
+    int rc = nct_team_tuned(b, KIN_RULES, NULL, &t);
+    if (rc != NUMACOLL_OK)
+        return nct_say(NULL, b->rank, "team", rc);
+    static const size_t sizes[] = {8, 1000, 5000};
+    int kids[64], bad = 0;
+    uint64_t x = 12345;
+    for (int i = 0; i < 400 && !bad; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        const int root = (int)(x >> 33) % b->size;
+        const nc__choice_t *ch =
+            nc__team_choice(t, NC_COLL_BCAST, sizes[(x >> 20) % 3]);
+        const nc__tree_t *tree, *want = nc__team_tree(
+                                    t, ch->tree, (int)ch->k, 0, ch->lt);
+        const int *got;
+        int parent;
+        const int n = nc__bcast_kin(t, ch, root, &tree, &parent, &got);
+        const int m = nc__tree_children(want, root, b->rank, kids);
+        bad = tree != want || n != m ||
+              parent != nc__tree_parent(want, root, b->rank) ||
+              (n > 0 && memcmp(got, kids, (size_t)n * sizeof *kids) != 0);
+    }
+    numacoll_team_destroy(t);
+    if (bad)
+        fprintf(stderr, "rank %d: nc__bcast_kin differs from the tree\n",
+                b->rank);
+    return bad ? 6 : 0;
+}
+
+static void test_kin(void)
+{
+    for (int p = 2; p <= 7; p += 5)
+        CU_ASSERT_EQUAL(nct_run(p, kin_body, NULL), 0);
+}
+
 /* Every p, root and tree with pieces of 4 KiB around their boundaries, then
  * the same with single copy forced unavailable (the rules then run as the
  * pipelined copy-in/copy-out). */
@@ -469,6 +517,7 @@ int nct_register_bcast(void)
         {"bad arguments", test_bad_args},
         {"single copy: probed, timed, or off by parameter", test_cma_probe},
         {"single copy: the timed verdict", test_cma_verdict},
+        {"a rank's place in the tree, kept per rule and root", test_kin},
         {"single copy: every p, root, tree and boundary", test_cma_matrix},
         {"single copy forced off: the same on the fallback", test_cma_fallback},
         {"single copy: packed data through callbacks", test_cma_packed},

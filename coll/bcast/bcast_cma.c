@@ -44,11 +44,12 @@
 
 /* Wait until each tree child has counted this call in its fin (o->b.idx:
  * children seen so far). */
-static int wait_children(numacoll_team_t *t, nc__op_t *o, int nchild)
+static int wait_children(numacoll_team_t *t, nc__op_t *o, int nchild,
+                         const int *kids)
 {
     for (; (int)o->b.idx < nchild; o->b.idx++) {
         uint64_t seen;
-        const int c = t->children[o->b.idx];
+        const int c = kids[o->b.idx];
         nc__wait_why_t why = {c, "single-copy finish", 0, (long)o->b.call};
         int rc = nc__poll(t, &nc__sync(t, c)->fin, NC_WAIT_GE, o->b.call,
                           &seen, &why);
@@ -66,9 +67,9 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     const nc__choice_t *ch = o->bc.ch;
     const size_t nbytes = o->bc.nbytes;
     const int root = o->bc.root;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
-    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
-    const int parent = nc__tree_parent(tree, root, t->rank);
+    int parent;
+    const int *kids;
+    const int nchild = nc__bcast_kin(t, ch, root, NULL, &parent, &kids);
     const size_t f = ch->f;
     nc__bcast_pos_t *b = &o->b;
     nc__io_t *io = &o->bc.io;
@@ -103,7 +104,7 @@ static int step(numacoll_team_t *t, nc__op_t *o)
             atomic_store_explicit(&me->avail, b->base + nbytes,
                                   memory_order_release);
             o->phase = CHILDREN;
-            return wait_children(t, o, nchild);
+            return wait_children(t, o, nchild, kids);
         }
         o->phase = OFFER;
         /* fall through */
@@ -167,7 +168,7 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     }
         /* fall through */
     default:
-        return wait_children(t, o, nchild);
+        return wait_children(t, o, nchild, kids);
     }
 }
 

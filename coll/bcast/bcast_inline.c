@@ -128,8 +128,8 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned lines = nbytes ? (unsigned)((nbytes + NC_INL_PAYLOAD - 1) /
                                                NC_INL_PAYLOAD) : 1;
     const uint64_t want = (uint64_t)t->sig32 << 32 | (uint32_t)n;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
-    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
+    int parent;
+    const int nchild = nc__bcast_kin(t, ch, root, NULL, &parent, NULL);
     int rc;
 
     if (o->phase == 0 && io->buf && t->rank != root)
@@ -181,7 +181,6 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
             }
         }
     } else {
-        const int parent = nc__tree_parent(tree, root, t->rank);
         for (; o->b.k < lines; o->b.k += CHUNK) {
             const unsigned c0 = o->b.k;
             const unsigned c1 = c0 + CHUNK < lines ? c0 + CHUNK : lines;

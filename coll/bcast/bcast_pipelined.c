@@ -95,9 +95,10 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned q = ch->q, per_bank = ch->s / q;
     const size_t f = ch->f, nbytes = o->bc.nbytes;
     const int root = o->bc.root;
-    const nc__tree_t *tree = nc__team_tree(t, ch->tree, (int)ch->k, 0, ch->lt);
-    const int nchild = nc__tree_children(tree, root, t->rank, t->children);
-    const int parent = nc__tree_parent(tree, root, t->rank);
+    const nc__tree_t *tree;
+    int parent;
+    const int *kids;
+    const int nchild = nc__bcast_kin(t, ch, root, &tree, &parent, &kids);
     /* whose queue this rank reads; a relay (src = parent) copies into its
      * own first */
     const int src = ch->relay ? nc__tree_relay_source(tree, root, t->rank)
@@ -133,7 +134,7 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
                 nc__io_pack(io, b->sent, nc__buf(t, root, idx, f), n);
                 /* the fragment must be visible before its length */
                 for (int c = 0; c < nchild; c++)
-                    atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
+                    atomic_store_explicit(&nc__ctrl(t, kids[c], idx)->word,
                                           nc__dword(t, n), memory_order_release);
                 b->sent += n;
             }
@@ -163,7 +164,7 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
                 }
                 /* forward first: children start while we copy */
                 for (int c = 0; c < nchild; c++)
-                    atomic_store_explicit(&nc__ctrl(t, t->children[c], idx)->word,
+                    atomic_store_explicit(&nc__ctrl(t, kids[c], idx)->word,
                                           seen, memory_order_release);
                 nc__io_unpack(io, b->sent, from, want);
                 b->sent += want;
