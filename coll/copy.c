@@ -180,9 +180,10 @@ void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2])
     used[1] = a->used[1];
 }
 
-static void copy_adapt(int kind, void *dst, const void *src, size_t n)
+/* The choice for a's next sample: its current one, or now and then (or
+ * while it has none) the other. */
+static int adapt_arm(adapt_t *a)
 {
-    adapt_t *a = adapt_of(kind, n);
     if (!a->every)
         a->every = ADAPT_RETRY_MIN;
     int arm = a->cur;
@@ -190,15 +191,19 @@ static void copy_adapt(int kind, void *dst, const void *src, size_t n)
         arm ^= 1;
         a->since = 0;
     }
-    const uint64_t t0 = __rdtsc();
-    copy_vec(dst, src, n, arm);
-    const uint64_t dt = __rdtsc() - t0;
     a->used[arm]++;
+    return arm;
+}
+
+/* A sample of arm: dt cycles for n bytes, times weight. */
+static void adapt_note(adapt_t *a, int arm, uint64_t dt, size_t n,
+                       unsigned weight)
+{
     /* a counter that went backwards (another CPU's, unsynchronised) or a
      * copy stalled for long: no sample */
     if (dt >> 40)
         return;
-    uint64_t x = dt * 1024 / n * (arm && kind == NC_COPY_ADAPT_READ ? 2 : 1);
+    uint64_t x = dt * 1024 / n * weight;
     if (x == 0)
         x = 1;
     if (arm == a->cur) {
@@ -216,6 +221,49 @@ static void copy_adapt(int kind, void *dst, const void *src, size_t n)
     } else if (a->cost[a->cur] && a->every < ADAPT_RETRY_MAX) {
         a->every *= 2;
     }
+}
+
+static void copy_adapt(int kind, void *dst, const void *src, size_t n)
+{
+    adapt_t *a = adapt_of(kind, n);
+    const int arm = adapt_arm(a);
+    const uint64_t t0 = __rdtsc();
+    copy_vec(dst, src, n, arm);
+    adapt_note(a, arm, __rdtsc() - t0, n,
+               arm && kind == NC_COPY_ADAPT_READ ? 2 : 1);
+}
+
+/* Whole calls (nc__copy_call_pick): per power-of-two size from
+ * NC_COPY_CALL_MIN, the last class taking everything larger. */
+#define CALL_BUCKETS 8
+static _Thread_local adapt_t call_state[CALL_BUCKETS];
+
+static adapt_t *call_of(size_t nbytes)
+{
+    int b = 0;
+    for (size_t m = nbytes / NC_COPY_CALL_MIN; m > 1 && b < CALL_BUCKETS - 1;
+         m >>= 1)
+        b++;
+    return &call_state[b];
+}
+
+int nc__copy_call_pick(size_t nbytes)
+{
+    return adapt_arm(call_of(nbytes)) ? NC_COPY_NT : NC_COPY_VEC;
+}
+
+uint64_t nc__copy_clock(void) { return __rdtsc(); }
+
+void nc__copy_call_note(size_t nbytes, int kind, uint64_t cycles)
+{
+    adapt_note(call_of(nbytes), kind == NC_COPY_NT, cycles, nbytes, 1);
+}
+
+void nc__copy_call_count(size_t nbytes, unsigned long used[2])
+{
+    const adapt_t *a = call_of(nbytes);
+    used[0] = a->used[0];
+    used[1] = a->used[1];
 }
 
 #else /* not x86-64: the C library's copy is the portable fallback */
@@ -242,6 +290,29 @@ static void copy_adapt(int kind, void *dst, const void *src, size_t n)
 {
     adapt_used[kind == NC_COPY_ADAPT_READ]++;
     memcpy(dst, src, n);
+}
+
+static _Thread_local unsigned long call_used;
+
+int nc__copy_call_pick(size_t nbytes)
+{
+    (void)nbytes;
+    call_used++;
+    return NC_COPY_VEC;
+}
+
+uint64_t nc__copy_clock(void) { return 0; }
+
+void nc__copy_call_note(size_t nbytes, int kind, uint64_t cycles)
+{
+    (void)nbytes, (void)kind, (void)cycles;
+}
+
+void nc__copy_call_count(size_t nbytes, unsigned long used[2])
+{
+    (void)nbytes;
+    used[0] = call_used;
+    used[1] = 0;
 }
 
 #endif

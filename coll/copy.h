@@ -93,6 +93,28 @@ void nc__copy(int kind, void *dst, const void *src, size_t n);
  * (from 4 KiB; off x86-64 every such copy counts as vec). */
 void nc__copy_adapt_count(int kind, size_t n, unsigned long used[2]);
 
+/*
+ * Whole-call adapt, for a pipeline that writes the segment with adapt and
+ * moves many times its queue: there the writer's time for the call
+ * includes its readers' (it waits for them to free the queue), so it
+ * weighs what a copy's own time cannot: on the 2-vCPU VM, close together,
+ * streaming every copy made a 16 MiB Bcast 0.62-1.15x the time of
+ * copy-by-copy adapt (readers then load from memory, not from the
+ * writer's cache), while on a 16-core Intel machine streaming into the
+ * segment lost 1.2x. nc__copy_call_pick gives the variant of a
+ * call of nbytes (vec or nt, both into the segment: copy-in only), the
+ * other one now and then as adapt does; nc__copy_call_note takes the
+ * call's cycles (nc__copy_clock at its start and end). Per thread and per
+ * power-of-two size from NC_COPY_CALL_MIN; off x86-64 always vec.
+ */
+#define NC_COPY_CALL_MIN ((size_t)2 << 20)
+int nc__copy_call_pick(size_t nbytes);
+uint64_t nc__copy_clock(void);
+void nc__copy_call_note(size_t nbytes, int kind, uint64_t cycles);
+/* The calls of nbytes' class this thread made with vec (used[0]) and nt
+ * (used[1]). */
+void nc__copy_call_count(size_t nbytes, unsigned long used[2]);
+
 /* Ask for the cache lines of a user buffer that a call will write, its
  * first max bytes at most, at the call's start: with a buffer not in
  * cache (an application's loop between calls) its misses, its TLB miss

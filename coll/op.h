@@ -47,7 +47,10 @@ typedef struct nc__bcast_pos {
     unsigned idx;       /* pipelined: next buffer of the bank              */
     int in_bank;        /* pipelined: the bank of t->op is claimed / read  */
     unsigned k;         /* geometry: banks found drained; inline: chunk    */
-    uint64_t base, call, seen;   /* cma: this call's offer and number      */
+    uint64_t base, call, seen;   /* cma: this call's offer and number;
+                                  * pipelined root: the call's copy-in
+                                  * variant + 1 under whole-call adapt (0:
+                                  * none) and the clock at its start     */
     unsigned char *tmp; /* cma: packing buffer (freed when the op ends)    */
 } nc__bcast_pos_t;
 

@@ -352,6 +352,53 @@ static void test_adapt(void)
     arena_free(&a);
 }
 
+/* Whole-call adapt (nc__copy_call_pick) on synthetic call times: the
+ * variant whose calls cost less takes over and the other is still
+ * retried now and then; each power-of-two class keeps its own record;
+ * below NC_COPY_CALL_MIN the first class. */
+static void calls(size_t nbytes, int n, uint64_t vec_cycles,
+                  uint64_t nt_cycles, unsigned long used[2])
+{
+    unsigned long before[2];
+    nc__copy_call_count(nbytes, before);
+    for (int i = 0; i < n; i++) {
+        int k = nc__copy_call_pick(nbytes);
+        CU_ASSERT(k == NC_COPY_VEC || k == NC_COPY_NT);
+        nc__copy_call_note(nbytes, k, k == NC_COPY_NT ? nt_cycles : vec_cycles);
+    }
+    nc__copy_call_count(nbytes, used);
+    used[0] -= before[0];
+    used[1] -= before[1];
+}
+
+static void test_call_adapt(void)
+{
+    unsigned long a[2], b[2], c[2], d[2];
+    calls(16 * MiB, 400, 3000000, 1000000, a);   /* streaming wins */
+    CU_ASSERT_EQUAL(a[0] + a[1], 400);
+    nc__copy_call_count(16 * MiB, c);
+    calls(64 * MiB, 400, 1000000, 3000000, b);   /* plain wins */
+    CU_ASSERT_EQUAL(b[0] + b[1], 400);
+    nc__copy_call_count(16 * MiB, d);   /* untouched by the other class */
+    CU_ASSERT(c[0] == d[0] && c[1] == d[1]);
+    if (strcmp(nc__copy_isa(), "memcpy") != 0) {
+        CU_ASSERT(a[1] > 4 * a[0]);
+        CU_ASSERT(a[0] >= 2);   /* retried */
+        CU_ASSERT(b[0] > 4 * b[1]);
+        CU_ASSERT(b[1] >= 2);
+        /* the winner changes: the 16 MiB class turns to plain at its
+         * next retry, at most 512 calls on */
+        calls(16 * MiB, 1200, 1000000, 3000000, a);
+        CU_ASSERT(a[0] > a[1]);
+    } else {
+        CU_ASSERT_EQUAL(a[1] + b[1], 0);
+    }
+    /* 1 MiB (below the minimum) and 2 MiB share the first class */
+    nc__copy_call_count(MiB, c);
+    nc__copy_call_count(2 * MiB, d);
+    CU_ASSERT(c[0] == d[0] && c[1] == d[1]);
+}
+
 static void test_isa(void)
 {
     const char *isa = nc__copy_isa();
@@ -375,6 +422,8 @@ int nct_register_copy(void)
         {"names and lookup round trip", test_names},
         {"adapt and its Allreduce twin: exact, both stores, own records",
          test_adapt},
+        {"whole-call adapt: the cheaper calls' variant, per class",
+         test_call_adapt},
         {"instruction set reported", test_isa},
         {NULL, NULL},
     };

@@ -117,6 +117,17 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
          * this rank waits for the first fragment */
         if (io->buf && t->rank != root)
             nc__prefetch_w(io->buf, nbytes, NC_PREFETCH_MAX);
+        /* a root whose call is many times its queue long chooses its
+         * copy-in by whole calls (coll/copy.h), readers' time included;
+         * blocking calls only: a nonblocking one's time holds whatever
+         * the application did between its progress calls */
+        b->call = 0;
+        if (t->rank == root && t->blocking && io->cin == NC_COPY_ADAPT_READ &&
+            nbytes >= NC_COPY_CALL_MIN && nbytes >= 4 * (size_t)ch->s * f) {
+            io->cin = nc__copy_call_pick(nbytes);
+            b->call = (uint64_t)io->cin + 1;
+            b->seen = nc__copy_clock();
+        }
     }
     while (b->sent < nbytes) {
         const unsigned set = (unsigned)(t->op % q), first = set * per_bank;
@@ -175,5 +186,8 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         b->in_bank = 0;
         t->op++;
     }
+    if (b->call)
+        nc__copy_call_note(nbytes, (int)b->call - 1,
+                           nc__copy_clock() - b->seen);
     return NUMACOLL_OK;
 }
