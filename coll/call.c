@@ -32,7 +32,7 @@
 #include "coll/team.h"
 #include "coll/wait.h"
 
-static nc__call_t unnc__call_desc(uint64_t d, uint64_t nbytes, uint64_t count)
+static nc__call_t unpack_desc(uint64_t d, uint64_t nbytes, uint64_t count)
 {
     return (nc__call_t){.coll = (int)(d & 0xff),
                         .root = (int)((d >> 8) & 0xffffff) - 1,
@@ -86,8 +86,8 @@ int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c)
     int rc = nc__team_check_abort(t);
     if (rc != NUMACOLL_OK)
         return rc;
-    /* One load of a line nobody writes while calls match. After a
-     * mismatch, a rank that starts a call some rank has already failed or
+    /* After a mismatch (the epoch the fast path found moved), a rank
+     * that starts a call some rank has already failed or
      * finished (its number is at most the header's mm_call or another
      * rank's call number: this rank came late) fails it too, without a
      * meeting: the ranks ahead will not come back for it, and may wait for
@@ -148,7 +148,7 @@ int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
     t->mm_failed = t->call_seq;  /* this rank knows its call failed */
     t->call_desc = (t->call_desc & ~(uint64_t)0xff) | NC_CALL_REFUSED;
     t->call_sig = nc__call_hash(t->call_seq, t->call_desc, t->call_nbytes,
-                            t->call_count);
+                                t->call_count);
     t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
     atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
     atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
@@ -193,8 +193,8 @@ static int read_call(const numacoll_team_t *t, int r, seen_call_t *out)
         out->nbytes = atomic_load_explicit(&s->call_nbytes,
                                            memory_order_relaxed);
         out->count = atomic_load_explicit(&s->call_count, memory_order_relaxed);
-        if (out->seq == 0 ||
-            nc__call_hash(out->seq, out->desc, out->nbytes, out->count) == out->sig)
+        if (out->seq == 0 || nc__call_hash(out->seq, out->desc, out->nbytes,
+                                           out->count) == out->sig)
             return 1;
     }
     return 0;
@@ -207,7 +207,7 @@ static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
         snprintf(buf, len, "no call yet");
         return;
     }
-    nc__call_t c = unnc__call_desc(desc, nbytes, count);
+    nc__call_t c = unpack_desc(desc, nbytes, count);
     const char *name = c.coll >= 0 && c.coll < NC_COLL_COUNT
                            ? nc__coll_name((nc__coll_t)c.coll) : "?";
     if (c.coll == NC_CALL_REFUSED)
@@ -256,8 +256,8 @@ static int mismatch_text(numacoll_team_t *t, int peer, const seen_call_t *pc,
     if (pc)
         describe(theirs, sizeof theirs, pc->seq, pc->desc, pc->nbytes,
                  pc->count);
-    nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes, t->call_count);
-    nc__call_t them = pc ? unnc__call_desc(pc->desc, pc->nbytes, pc->count)
+    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count);
+    nc__call_t them = pc ? unpack_desc(pc->desc, pc->nbytes, pc->count)
                          : (nc__call_t){.coll = -1};
     int st = pc && me.coll == NC_COLL_BCAST && them.coll == NC_COLL_BCAST &&
                      me.root == them.root && me.root != t->rank &&
@@ -347,8 +347,8 @@ enum { NEITHER, SAME_SLOT, OTHER_KIND };
 
 static int bcast_pair(const numacoll_team_t *t, const seen_call_t *c)
 {
-    nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes, t->call_count),
-               them = unnc__call_desc(c->desc, c->nbytes, c->count);
+    nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes, t->call_count),
+               them = unpack_desc(c->desc, c->nbytes, c->count);
     if (me.coll != NC_COLL_BCAST || them.coll != NC_COLL_BCAST ||
         me.root != them.root || me.root == t->rank)
         return NEITHER;
@@ -425,7 +425,7 @@ static int call_check(numacoll_team_t *t, int peer)
      * other kind (inline against pipelined) and forwarded it where this
      * rank does not wait, then stopped in a later call's resync: its call
      * line still matches ours, so only the root's announcement tells. */
-    const nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes,
+    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
                                       t->call_count);
     size_t rnb;
     uint32_t rsig;
@@ -452,7 +452,7 @@ static int call_check(numacoll_team_t *t, int peer)
             uint32_t sig;
             if (pair != OTHER_KIND)
                 return mismatch(t, r, "its call differs");
-            if (root_call(t, unnc__call_desc(c.desc, c.nbytes, c.count).root,
+            if (root_call(t, unpack_desc(c.desc, c.nbytes, c.count).root,
                           &nb, &sig))
                 return bcast_lost(t, r, "its bcast is of another kind");
         }
@@ -585,7 +585,7 @@ static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig)
 
 static int bcast_lost(numacoll_team_t *t, int peer, const char *what)
 {
-    const nc__call_t me = unnc__call_desc(t->call_desc, t->call_nbytes,
+    const nc__call_t me = unpack_desc(t->call_desc, t->call_nbytes,
                                       t->call_count);
     size_t nb;
     uint32_t sig;

@@ -26,6 +26,19 @@
  * more than the choice could save */
 #define ADAPT_MIN_LOG 12
 
+/* Whole calls (nc__copy_call_pick): per power-of-two size from
+ * NC_COPY_CALL_MIN, the last class taking everything larger. */
+#define CALL_BUCKETS 8
+
+static int call_class(size_t nbytes)
+{
+    int b = 0;
+    for (size_t m = nbytes / NC_COPY_CALL_MIN; m > 1 && b < CALL_BUCKETS - 1;
+         m >>= 1)
+        b++;
+    return b;
+}
+
 const char *nc__copy_name(int kind)
 {
     static const char *const names[NC_COPY_COUNT] = {
@@ -233,18 +246,11 @@ static void copy_adapt(int kind, void *dst, const void *src, size_t n)
                arm && kind == NC_COPY_ADAPT_READ ? 2 : 1);
 }
 
-/* Whole calls (nc__copy_call_pick): per power-of-two size from
- * NC_COPY_CALL_MIN, the last class taking everything larger. */
-#define CALL_BUCKETS 8
 static _Thread_local adapt_t call_state[CALL_BUCKETS];
 
 static adapt_t *call_of(size_t nbytes)
 {
-    int b = 0;
-    for (size_t m = nbytes / NC_COPY_CALL_MIN; m > 1 && b < CALL_BUCKETS - 1;
-         m >>= 1)
-        b++;
-    return &call_state[b];
+    return &call_state[call_class(nbytes)];
 }
 
 int nc__copy_call_pick(size_t nbytes)
@@ -292,12 +298,11 @@ static void copy_adapt(int kind, void *dst, const void *src, size_t n)
     memcpy(dst, src, n);
 }
 
-static _Thread_local unsigned long call_used;
+static _Thread_local unsigned long call_used[CALL_BUCKETS];
 
 int nc__copy_call_pick(size_t nbytes)
 {
-    (void)nbytes;
-    call_used++;
+    call_used[call_class(nbytes)]++;
     return NC_COPY_VEC;
 }
 
@@ -310,8 +315,7 @@ void nc__copy_call_note(size_t nbytes, int kind, uint64_t cycles)
 
 void nc__copy_call_count(size_t nbytes, unsigned long used[2])
 {
-    (void)nbytes;
-    used[0] = call_used;
+    used[0] = call_used[call_class(nbytes)];
     used[1] = 0;
 }
 

@@ -420,10 +420,7 @@ int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c);
  * Returns OK or the team's abort status, or fails a call lost to a
  * mismatch. Inline, because every call pays it on its way in, the small
  * ones on their critical path: the common case is two loads of a line
- * nobody writes while all goes well, a compare, and the stores. (With
- * the division gone from the Barrier's partner, a Barrier at p = 2 on the
- * VM went from 0.093-0.097 us to 0.068-0.085 back to back, the vCPUs
- * close together.) */
+ * nobody writes while all goes well, a compare, and the stores. */
 static inline int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 {
     if (atomic_load_explicit(&t->hdr->abort_status, memory_order_acquire) ==

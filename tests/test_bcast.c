@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/cma.h"
+#include "coll/copy.h"
 #include "coll/team.h"
 #include "coll/tree.h"
 #include "support/runner.h"
@@ -331,6 +332,53 @@ static void test_packed(void)
     }
 }
 
+/* Whole-call adapt (coll/copy.h) at a 4 MiB root of the built-in table:
+ * a blocking contiguous call counts in the root's record, a packed one,
+ * a nonblocking one and the readers' parts do not; the data arrives
+ * either way. */
+static int call_adapt_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *team;
+    int rc = nct_team_tuned(b, NULL, NULL, &team);
+    if (rc != NUMACOLL_OK)
+        return nct_say(NULL, b->rank, "team", rc);
+    const size_t n = 4 * MiB, words = n / 8;
+    uint64_t *a = malloc(n);
+    int errors = !a;
+    unsigned long before[2], after[2];
+    nc__copy_call_count(n, before);
+    for (int way = 0; way < 3 && !errors; way++) {
+        for (size_t w = 0; w < words; w++)
+            a[w] = b->rank == 0 ? w * 7 + (uint64_t)way : 0;
+        strided_t s = {a, 1};
+        numacoll_request_t *req = NULL;
+        rc = way == 0 ? numacoll_bcast(team, a, n, 0)
+             : way == 1 ? numacoll_bcast_packed(team, n, 0, pack_strided,
+                                                unpack_strided, &s)
+                        : numacoll_ibcast(team, a, n, 0, &req);
+        if (rc == NUMACOLL_OK && req)
+            rc = numacoll_wait(&req);
+        errors += rc != NUMACOLL_OK;
+        for (size_t w = 0; w < words && !errors; w++)
+            errors += a[w] != w * 7 + (uint64_t)way;
+    }
+    nc__copy_call_count(n, after);
+    const unsigned long calls = after[0] + after[1] - before[0] - before[1];
+    errors += calls != (b->rank == 0 ? 1u : 0u);
+    free(a);
+    numacoll_team_destroy(team);
+    if (errors)
+        fprintf(stderr, "rank %d: whole-call adapt: %d errors, %lu calls "
+                "counted\n", b->rank, errors, calls);
+    return errors ? 1 : 0;
+}
+
+static void test_call_adapt(void)
+{
+    CU_ASSERT_EQUAL(nct_run(2, call_adapt_body, NULL), 0);
+}
+
 /* ---- single copy (alg=cma) ------------------------------------------------ */
 
 #define CMA_RULE(tree) "bcast p=1-* size=57-* alg=cma f=4K tree=" tree " k=2\n"
@@ -518,6 +566,7 @@ int nct_register_bcast(void)
         {"single copy: probed, timed, or off by parameter", test_cma_probe},
         {"single copy: the timed verdict", test_cma_verdict},
         {"a rank's place in the tree, kept per rule and root", test_kin},
+        {"whole-call adapt: blocking contiguous roots only", test_call_adapt},
         {"single copy: every p, root, tree and boundary", test_cma_matrix},
         {"single copy forced off: the same on the fallback", test_cma_fallback},
         {"single copy: packed data through callbacks", test_cma_packed},

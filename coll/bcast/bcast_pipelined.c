@@ -120,9 +120,12 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
         /* a root whose call is many times its queue long chooses its
          * copy-in by whole calls (coll/copy.h), readers' time included;
          * blocking calls only: a nonblocking one's time holds whatever
-         * the application did between its progress calls */
+         * the application did between its progress calls; and not for
+         * pack callbacks, whose copies are theirs and whose time would
+         * steer the contiguous calls' choice */
         b->call = 0;
-        if (t->rank == root && t->blocking && io->cin == NC_COPY_ADAPT_READ &&
+        if (t->rank == root && t->blocking && io->buf &&
+            io->cin == NC_COPY_ADAPT_READ &&
             nbytes >= NC_COPY_CALL_MIN && nbytes >= 4 * (size_t)ch->s * f) {
             io->cin = nc__copy_call_pick(nbytes);
             b->call = (uint64_t)io->cin + 1;
