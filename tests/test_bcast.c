@@ -335,12 +335,11 @@ static void test_packed(void)
 /* Whole-call adapt (coll/copy.h) at a 4 MiB root of the built-in table:
  * a blocking contiguous call counts in the root's record, a packed one,
  * a nonblocking one and the readers' parts do not; the data arrives
- * either way. */
+ * either way. arg: the tuning text (NULL: the built-in table). */
 static int call_adapt_body(const numacoll_bootstrap_t *b, void *arg)
 {
-    (void)arg;
     numacoll_team_t *team;
-    int rc = nct_team_tuned(b, NULL, NULL, &team);
+    int rc = nct_team_tuned(b, arg, NULL, &team);
     if (rc != NUMACOLL_OK)
         return nct_say(NULL, b->rank, "team", rc);
     const size_t n = 4 * MiB, words = n / 8;
@@ -450,9 +449,8 @@ static void test_cma_verdict(void)
  * order that keeps replacing its ways (and repeats pairs it keeps). */
 static int kin_body(const numacoll_bootstrap_t *b, void *arg)
 {
-    (void)arg;
     numacoll_team_t *t;
-    int rc = nct_team_tuned(b, KIN_RULES, NULL, &t);
+    const int rc = nct_team_tuned(b, arg, NULL, &t);
     if (rc != NUMACOLL_OK)
         return nct_say(NULL, b->rank, "team", rc);
     static const size_t sizes[] = {8, 1000, 5000};
@@ -483,7 +481,7 @@ static int kin_body(const numacoll_bootstrap_t *b, void *arg)
 static void test_kin(void)
 {
     for (int p = 2; p <= 7; p += 5)
-        CU_ASSERT_EQUAL(nct_run(p, kin_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, kin_body, KIN_RULES), 0);
 }
 
 /* Every p, root and tree with pieces of 4 KiB around their boundaries, then
