@@ -178,9 +178,7 @@ static int dissem_step(numacoll_team_t *t, nc__op_t *o)
              o->b.idx++) {
             /* rank - (idx+1)*d mod p, the offset below p (the loop's
              * test): no division, which costs tens of cycles on the way
-             * from one Barrier to the next (with nc__call_begin inline, a
-             * Barrier at p = 2 on the VM went from 0.093-0.097 us to
-             * 0.068-0.085 back to back, the vCPUs close together) */
+             * from one Barrier to the next */
             int j = t->rank - (int)((long long)(o->b.idx + 1) * d);
             if (j < 0)
                 j += p;

@@ -45,11 +45,11 @@
 #define NC_GA_INLINE 40
 _Static_assert(NC_GA_INLINE + 16 <= NC_RED_INLINE, "meta fits the line");
 
-/* Whether alg is a gather's single-copy algorithm (gather_cma.c). */
+/* Whether alg is a gather's single-copy algorithm (gather_cma.c): every
+ * single-copy algorithm but the Bcast's (coll/algs.h keeps the list). */
 static inline int nc__ga_cma(int alg)
 {
-    return alg == NC_ALG_ALLGATHER_CMA || alg == NC_ALG_GATHER_CMA ||
-           alg == NC_ALG_SCATTER_CMA || alg == NC_ALG_ALLTOALL_CMA;
+    return alg != NC_ALG_BCAST_CMA && nc__alg_single_copy(alg);
 }
 
 /* The staged algorithm of a gather-family collective. */
