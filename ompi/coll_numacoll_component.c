@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -396,16 +397,116 @@ static void nc_register_params(void)
 
 /* ---- MPI_T performance variables -------------------------------------- */
 
+/* The shards of the threads that counted since the component opened,
+ * and the counts of those that exited since (or found no memory for a
+ * shard); the list and its folding into done under the lock. A thread's
+ * shard leaves at its exit (the key's destructor) or at close. */
+static pthread_mutex_t nc_shard_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_shard_t *nc_shards;
+static _Atomic unsigned long long nc_shard_done[NC_CNT_N];
+static pthread_key_t nc_shard_key;
+static _Atomic bool nc_shard_keyed;
+_Thread_local nc_shard_t *nc_shard_mine;
+_Thread_local unsigned nc_shard_mine_gen;
+_Atomic unsigned nc_shard_gen;
+int nc_cnt_ids[NC_CNT_N];   /* i at i: the counters' MPI_T contexts */
+
+/* Under the lock: s's counts into done, s out of the list, freed. */
+static void nc_shard_fold(nc_shard_t *s)
+{
+    for (int i = 0; i < NC_CNT_N; i++)
+        atomic_fetch_add_explicit(
+            &nc_shard_done[i],
+            atomic_load_explicit(&s->v[i], memory_order_relaxed),
+            memory_order_relaxed);
+    nc_shard_t **pp = &nc_shards;
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = s->next;
+    free(s);
+}
+
+static void nc_shard_exit(void *v)
+{
+    pthread_mutex_lock(&nc_shard_lock);
+    nc_shard_fold(v);
+    pthread_mutex_unlock(&nc_shard_lock);
+    nc_shard_mine = NULL;
+    nc_shard_mine_gen = 0;
+}
+
+nc_shard_t *nc_shard_join(int id)
+{
+    const unsigned gen = atomic_load_explicit(&nc_shard_gen,
+                                              memory_order_relaxed);
+    nc_shard_t *s = gen && atomic_load_explicit(&nc_shard_keyed,
+                                                memory_order_relaxed)
+                         ? calloc(1, sizeof *s) : NULL;
+    if (s && pthread_setspecific(nc_shard_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    if (!s) {   /* no shard: this count, and the next ones, the slow way */
+        atomic_fetch_add_explicit(&nc_shard_done[id], 1ull,
+                                  memory_order_relaxed);
+        return NULL;
+    }
+    pthread_mutex_lock(&nc_shard_lock);
+    s->next = nc_shards;
+    nc_shards = s;
+    pthread_mutex_unlock(&nc_shard_lock);
+    nc_shard_mine = s;
+    nc_shard_mine_gen = gen;
+    return s;
+}
+
+/* Opening: shards from now on belong to this opening. */
+static void nc_shard_open(void)
+{
+    pthread_mutex_lock(&nc_shard_lock);
+    atomic_store_explicit(&nc_shard_keyed,
+                          pthread_key_create(&nc_shard_key, nc_shard_exit) == 0,
+                          memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&nc_shard_gen, memory_order_relaxed);
+    atomic_store_explicit(&nc_shard_gen, g + 1 ? g + 1 : 1,
+                          memory_order_relaxed);
+    pthread_mutex_unlock(&nc_shard_lock);
+}
+
+/* Closing (Open MPI unloads the .so after): every shard into done and
+ * freed, and no destructor left to call into the unloaded code. Living
+ * threads see another generation at their next count, after a reopen. */
+static void nc_shard_close(void)
+{
+    pthread_mutex_lock(&nc_shard_lock);
+    while (nc_shards)
+        nc_shard_fold(nc_shards);
+    if (atomic_load_explicit(&nc_shard_keyed, memory_order_relaxed))
+        pthread_key_delete(nc_shard_key);
+    atomic_store_explicit(&nc_shard_keyed, false, memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&nc_shard_gen, memory_order_relaxed);
+    atomic_store_explicit(&nc_shard_gen, g + 1 ? g + 1 : 1,
+                          memory_order_relaxed);
+    pthread_mutex_unlock(&nc_shard_lock);
+}
+
 int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
     (void)obj;  /* not bound to an object: process-wide totals */
-    if (pvar->type == MCA_BASE_VAR_TYPE_UNSIGNED_INT)
+    if (pvar->type == MCA_BASE_VAR_TYPE_UNSIGNED_INT) {
         *(unsigned *)value = atomic_load_explicit((_Atomic unsigned *)pvar->ctx,
                                                  memory_order_relaxed);
-    else
-        *(unsigned long long *)value =
-            atomic_load_explicit((_Atomic unsigned long long *)pvar->ctx,
-                                 memory_order_relaxed);
+        return OPAL_SUCCESS;
+    }
+    const int id = *(const int *)pvar->ctx;
+    pthread_mutex_lock(&nc_shard_lock);
+    unsigned long long n =
+        atomic_load_explicit(&nc_shard_done[id], memory_order_relaxed);
+    for (const nc_shard_t *s = nc_shards; s; s = s->next)
+        n += atomic_load_explicit(&s->v[id], memory_order_relaxed);
+    pthread_mutex_unlock(&nc_shard_lock);
+    *(unsigned long long *)value = n;
     return OPAL_SUCCESS;
 }
 
@@ -415,76 +516,76 @@ static void nc_register_pvars(void)
         const char *name;
         const char *doc;
         int var_class;
-        size_t offset;
+        void *ctx;
     } pv[] = {
         {"bcast_count", "Number of MPI_Bcast calls this process completed "
          "through numacoll's shared-memory broadcast, over all communicators.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_bcast)},
+         (void *)&nc_cnt_ids[NC_CNT_BCAST]},
         {"barrier_count", "Number of MPI_Barrier calls this process completed "
          "through numacoll's shared-memory barrier, over all communicators.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_barrier)},
+         (void *)&nc_cnt_ids[NC_CNT_BARRIER]},
         {"bcast_fallback_count", "Number of MPI_Bcast calls on communicators "
          "that selected numacoll which it handed to the previous component "
          "(setup failed, memory budget reached, or an unsupported case).",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_bcast_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_BCAST_FALLBACK]},
         {"barrier_fallback_count", "Number of MPI_Barrier calls on "
          "communicators that selected numacoll which it handed to the "
          "previous component.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_barrier_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_BARRIER_FALLBACK]},
         {"reduce_count", "Number of MPI_Reduce calls this process completed "
          "through numacoll's shared-memory reduction, over all communicators.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_reduce)},
+         (void *)&nc_cnt_ids[NC_CNT_REDUCE]},
         {"allreduce_count", "Number of MPI_Allreduce calls this process "
          "completed through numacoll's shared-memory reduction, over all "
          "communicators.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_allreduce)},
+         (void *)&nc_cnt_ids[NC_CNT_ALLREDUCE]},
         {"reduce_fallback_count", "Number of MPI_Reduce calls on "
          "communicators that selected numacoll which it handed to the "
          "previous component (a datatype or op numacoll does not map, setup "
          "failed, or an unsupported case).",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_reduce_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_REDUCE_FALLBACK]},
         {"allreduce_fallback_count", "Number of MPI_Allreduce calls on "
          "communicators that selected numacoll which it handed to the "
          "previous component.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_allreduce_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_ALLREDUCE_FALLBACK]},
         {"ibcast_count", "Number of MPI_Ibcast calls and starts of "
          "persistent Bcasts this process completed through numacoll, over "
          "all communicators.", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ibcast)},
+         (void *)&nc_cnt_ids[NC_CNT_IBCAST]},
         {"ibarrier_count", "Number of MPI_Ibarrier calls and starts of "
          "persistent Barriers this process completed through numacoll.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ibarrier)},
+         (void *)&nc_cnt_ids[NC_CNT_IBARRIER]},
         {"ireduce_count", "Number of MPI_Ireduce calls and starts of "
          "persistent Reduces this process completed through numacoll "
          "(count > 0).", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ireduce)},
+         (void *)&nc_cnt_ids[NC_CNT_IREDUCE]},
         {"iallreduce_count", "Number of MPI_Iallreduce calls and starts of "
          "persistent Allreduces this process completed through numacoll "
          "(count > 0).", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_iallreduce)},
+         (void *)&nc_cnt_ids[NC_CNT_IALLREDUCE]},
         {"ibcast_fallback_count", "Number of MPI_Ibcast calls and "
          "persistent Bcast inits on communicators that selected numacoll "
          "which it handed to the previous component.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ibcast_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_IBCAST_FALLBACK]},
         {"ibarrier_fallback_count", "The same for MPI_Ibarrier and "
          "persistent Barrier inits.", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ibarrier_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_IBARRIER_FALLBACK]},
         {"ireduce_fallback_count", "The same for MPI_Ireduce and "
          "persistent Reduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_ireduce_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_IREDUCE_FALLBACK]},
         {"iallreduce_fallback_count", "The same for MPI_Iallreduce and "
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_iallreduce_fallback)},
+         (void *)&nc_cnt_ids[NC_CNT_IALLREDUCE_FALLBACK]},
         {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce, "
          "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v), "
          "MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan and "
@@ -492,18 +593,20 @@ static void nc_register_pvars(void)
          "within the node, another component between the nodes' leaders) on "
          "communicators that span nodes or virtual nodes.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_two_level)},
+         (void *)&nc_cnt_ids[NC_CNT_TWO_LEVEL]},
         {"two_level_lanes_count", "Of two_level_count: the MPI_Allreduce "
          "calls that ran in lanes (coll_numacoll_hier_lanes_min): every "
          "node's first L processes each reduce one slice between the nodes.",
          MCA_BASE_PVAR_CLASS_COUNTER,
-         offsetof(mca_coll_numacoll_component_t, n_two_level_lanes)},
+         (void *)&nc_cnt_ids[NC_CNT_TWO_LEVEL_LANES]},
         {"teams", "Number of numacoll teams (shared-memory segments) this "
          "process has mapped right now; returns to 0 once their "
          "communicators are freed.",
          MCA_BASE_PVAR_CLASS_LEVEL,
-         offsetof(mca_coll_numacoll_component_t, n_teams)},
+         (void *)&nc_component.n_teams},
     };
+    for (int i = 0; i < NC_CNT_N; i++)
+        nc_cnt_ids[i] = i;
     for (size_t i = 0; i < sizeof pv / sizeof pv[0]; i++) {
         bool level = pv[i].var_class == MCA_BASE_PVAR_CLASS_LEVEL;
         (void)mca_base_component_pvar_register(
@@ -513,7 +616,7 @@ static void nc_register_pvars(void)
                   : MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
             NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
             MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-            nc_pvar_read, NULL, NULL, (char *)&nc_component + pv[i].offset);
+            nc_pvar_read, NULL, NULL, pv[i].ctx);
     }
 }
 
@@ -588,7 +691,10 @@ static int nc_register(void)
 static int nc_open(void)
 {
     /* Registration already printed why. */
-    return nc_component.config_ok ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
+    if (!nc_component.config_ok)
+        return OMPI_ERR_BAD_PARAM;
+    nc_shard_open();
+    return OMPI_SUCCESS;
 }
 
 /* The progress callback lives in this .so, which Open MPI unloads after
@@ -596,5 +702,6 @@ static int nc_open(void)
 static int nc_close(void)
 {
     nc_nb_close();
+    nc_shard_close();
     return OMPI_SUCCESS;
 }

@@ -114,11 +114,12 @@ static const char *const nc_ga_names[NC_GA_N][4] = {
 #undef NC_GA_NAME
 };
 
-/* MPI_T counters, process-wide: per kind, the calls the core completed
- * and those handed to the previous component, blocking and the
- * nonblocking calls with persistent starts (inits, for the fallbacks). */
-enum { NC_N_DONE, NC_N_FALLBACK, NC_N_IDONE, NC_N_IFALLBACK, NC_N_COUNTERS };
-static _Atomic unsigned long long nc_ga_n[NC_GA_N][NC_N_COUNTERS];
+/* Kind k's MPI_T counter c (coll_numacoll.h's NC_N_*). */
+_Static_assert(NC_GA_N == NC_GA_KINDS_N, "coll_numacoll.h counts the kinds");
+static inline int nc_ga_cnt(nc_ga_kind_t k, int c)
+{
+    return NC_CNT_GA + (int)k * NC_N_COUNTERS + c;
+}
 
 /* A call's arguments as MPI gave them; the v arrays NULL in the other
  * forms. The reductions: rcount their count (Reduce_scatter_block's
@@ -797,8 +798,8 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
     const char *name = nc_ga_names[k][form];
     const int rank = ompi_comm_rank(m->comm), p = ompi_comm_size(m->comm);
     const bool nothing = nc_ga_nothing(a, rank, p);
-    _Atomic unsigned long long *counter =
-        &nc_ga_n[k][form == NC_FORM_BLOCKING ? NC_N_DONE : NC_N_IDONE];
+    const int counter =
+        nc_ga_cnt(k, form == NC_FORM_BLOCKING ? NC_N_DONE : NC_N_IDONE);
     if (nothing && form == NC_FORM_BLOCKING)
         return MPI_SUCCESS;
     nc_red_plan_t red = {.kind = NC_RED_FALLBACK};
@@ -910,7 +911,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
     do {                                                                      \
         if (rc != NC_DECLINED)                                                \
             return rc;                                                        \
-        nc_count(&nc_ga_n[NC_GA_##ID][fb]);                                   \
+        nc_count(nc_ga_cnt(NC_GA_##ID, fb));                                  \
         return m->prev_##name call_prev;                                      \
     } while (0)
 
@@ -1007,7 +1008,7 @@ void nc_ga_count_fallback(const char *name)
 {
     for (int k = 0; k < NC_GA_N; k++)
         if (strcmp(nc_ga_names[k][3], name) == 0)
-            nc_count(&nc_ga_n[k][NC_N_FALLBACK]);
+            nc_count(nc_ga_cnt(k, NC_N_FALLBACK));
 }
 
 /* <name>_count, <name>_fallback_count, i<name>_count and
@@ -1045,6 +1046,6 @@ void nc_ga_register_pvars(void)
                 MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
                 MCA_BASE_VAR_BIND_NO_OBJECT,
                 MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-                nc_pvar_read, NULL, NULL, &nc_ga_n[k][c]);
+                nc_pvar_read, NULL, NULL, &nc_cnt_ids[nc_ga_cnt(k, c)]);
         }
 }

@@ -596,7 +596,7 @@ int nc_hier_done(nc_module_t *m, const char *what, int root, int count,
 {
     nc_hier_log(m, what, root, count, dtype, g, rc);
     if (rc == OMPI_SUCCESS)
-        nc_count(&nc_component.n_two_level);
+        nc_count(NC_CNT_TWO_LEVEL);
     return rc;
 }
 
@@ -713,7 +713,7 @@ static int nc_hier_bcast(void *buf, int count, ompi_datatype_t *dtype,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_hier_ready(m)) {
-        nc_count(&nc_component.n_bcast_fallback);
+        nc_count(NC_CNT_BCAST_FALLBACK);
         return m->prev_bcast(buf, count, dtype, root, comm,
                              m->prev_bcast_module);
     }
@@ -755,7 +755,7 @@ static int nc_hier_barrier(ompi_communicator_t *comm,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_hier_ready(m)) {
-        nc_count(&nc_component.n_barrier_fallback);
+        nc_count(NC_CNT_BARRIER_FALLBACK);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     nc_hier_t *h = m->hier;
@@ -807,7 +807,7 @@ static int nc_hier_reduce(const void *sbuf, void *rbuf, int count,
     if (count == 0)     /* as the one-level Reduce: nothing collective */
         return MPI_SUCCESS;
     if (!nc_hier_takes_op(m, op)) {
-        nc_count(&nc_component.n_reduce_fallback);
+        nc_count(NC_CNT_REDUCE_FALLBACK);
         return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                               m->prev_reduce_module);
     }
@@ -963,7 +963,7 @@ static int nc_hier_allreduce_lanes(nc_module_t *m, const void *sbuf,
     NC_LOW(rc, lo, iallgatherv, MPI_IN_PLACE, 0, dtype, rbuf, h->lane_cnt,
            h->lane_dsp, dtype);
     if (rc == OMPI_SUCCESS)
-        nc_count(&nc_component.n_two_level_lanes);
+        nc_count(NC_CNT_TWO_LEVEL_LANES);
     return nc_hier_done(m, "allreduce in lanes", -1, count, dtype, NULL, rc);
 }
 
@@ -976,7 +976,7 @@ static int nc_hier_allreduce(const void *sbuf, void *rbuf, int count,
     if (count == 0)
         return MPI_SUCCESS;
     if (!nc_hier_takes_op(m, op)) {
-        nc_count(&nc_component.n_allreduce_fallback);
+        nc_count(NC_CNT_ALLREDUCE_FALLBACK);
         return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                  m->prev_allreduce_module);
     }

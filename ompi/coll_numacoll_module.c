@@ -562,11 +562,11 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
         if (st != NUMACOLL_ERR_UNSUPPORTED) {
             nc_bc_log(m, "bcast", root, &p, st);
             if (st == NUMACOLL_OK)
-                nc_count(&nc_component.n_bcast);
+                nc_count(NC_CNT_BCAST);
             return nc_finish(m, "MPI_Bcast", st);
         }
     }
-    nc_count(&nc_component.n_bcast_fallback);
+    nc_count(NC_CNT_BCAST_FALLBACK);
     return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
 }
 
@@ -577,14 +577,14 @@ static int nc_barrier(ompi_communicator_t *comm,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_ready(m)) {
-        nc_count(&nc_component.n_barrier_fallback);
+        nc_count(NC_CNT_BARRIER_FALLBACK);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     if (nc_nb_inflight()) {
         int rc = nc_nb_blocking(m, NC_BARRIER, NULL, NULL, 0, NULL, NULL, -1);
         if (rc != NC_DECLINED)
             return rc;
-        nc_count(&nc_component.n_barrier_fallback);
+        nc_count(NC_CNT_BARRIER_FALLBACK);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     int st = numacoll_barrier(m->team);
@@ -594,7 +594,7 @@ static int nc_barrier(ompi_communicator_t *comm,
                             nc_comm_name(comm), nc_comm_cid(comm),
                             numacoll_strerror(st));
     if (st == NUMACOLL_OK)
-        nc_count(&nc_component.n_barrier);
+        nc_count(NC_CNT_BARRIER);
     return nc_finish(m, "MPI_Barrier", st);
 }
 
@@ -863,7 +863,7 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
     nc_red_log(comm, root >= 0 ? "reduce" : "allreduce", root, count, dtype,
                &p, st);
     if (st == NUMACOLL_OK)
-        nc_count(root >= 0 ? &nc_component.n_reduce : &nc_component.n_allreduce);
+        nc_count(root >= 0 ? NC_CNT_REDUCE : NC_CNT_ALLREDUCE);
     return nc_finish(m, root >= 0 ? "MPI_Reduce" : "MPI_Allreduce", st);
 }
 
@@ -881,7 +881,7 @@ static int nc_reduce(const void *sbuf, void *rbuf, int count,
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, root);
     if (rc != NC_DECLINED)
         return rc;
-    nc_count(&nc_component.n_reduce_fallback);
+    nc_count(NC_CNT_REDUCE_FALLBACK);
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                           m->prev_reduce_module);
 }
@@ -897,7 +897,7 @@ static int nc_allreduce(const void *sbuf, void *rbuf, int count,
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, -1);
     if (rc != NC_DECLINED)
         return rc;
-    nc_count(&nc_component.n_allreduce_fallback);
+    nc_count(NC_CNT_ALLREDUCE_FALLBACK);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                              m->prev_allreduce_module);
 }

@@ -89,8 +89,8 @@ struct mca_coll_numacoll_request_t {
     numacoll_request_t *core;   /* NULL: nothing for the core (count 0),
                                    or a nonblocking one that completed    */
     int status;                 /* the core's outcome, when completed     */
-    /* counts this call's successful completions (MPI_T); NULL: none */
-    _Atomic unsigned long long *counter;
+    /* counts this call's successful completions (MPI_T); -1: none */
+    int counter;
     /* the call's arguments, kept for restarts and log lines; comm, dtype
      * and op hold a reference until the request is freed */
     ompi_communicator_t *comm;
@@ -218,7 +218,7 @@ static void nc_complete(nc_req_t *r)
             nc_red_log(r->comm, what, r->kind == NC_REDUCE ? r->root : -1,
                        r->count, r->dtype, &r->red, st);
     }
-    if (st == NUMACOLL_OK && r->counter)
+    if (st == NUMACOLL_OK && r->counter >= 0)
         nc_count(r->counter);
     r->super.req.req_status.MPI_ERROR = nc_finish(r->m, r->name, st);
     ompi_request_complete(&r->super.req, true);
@@ -414,7 +414,7 @@ static int nc_req_start(size_t n, ompi_request_t **reqs)
 
 static nc_req_t *nc_req_new(nc_module_t *m, nc_kind_t kind, bool persistent,
                             const char *name,
-                            _Atomic unsigned long long *counter, void *buf,
+                            int counter, void *buf,
                             int count, ompi_datatype_t *dtype,
                             struct ompi_op_t *op, int root);
 static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
@@ -427,7 +427,7 @@ static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
  * call is started; persistent: made inactive, for MPI_Start.
  */
 static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
-                       const char *name, _Atomic unsigned long long *counter,
+                       const char *name, int counter,
                        const void *sbuf, void *buf, int count,
                        ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
                        ompi_request_t **out)
@@ -451,7 +451,7 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
     }
 
     nc_req_t *r = nc_req_new(m, kind, persistent, name,
-                             nothing ? NULL : counter, /* as the blocking calls */
+                             nothing ? -1 : counter, /* as the blocking calls */
                              buf, count, dtype, op, root);
     if (!r)
         return MPI_ERR_NO_MEM;
@@ -463,7 +463,7 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
 /* A request of m's communicator for a call, not yet started. */
 static nc_req_t *nc_req_new(nc_module_t *m, nc_kind_t kind, bool persistent,
                             const char *name,
-                            _Atomic unsigned long long *counter, void *buf,
+                            int counter, void *buf,
                             int count, ompi_datatype_t *dtype,
                             struct ompi_op_t *op, int root)
 {
@@ -558,11 +558,11 @@ int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
     static const char *const names[] = {
         [NC_BCAST] = "MPI_Bcast", [NC_BARRIER] = "MPI_Barrier",
         [NC_REDUCE] = "MPI_Reduce", [NC_ALLREDUCE] = "MPI_Allreduce"};
-    _Atomic unsigned long long *const counters[] = {
-        [NC_BCAST] = &nc_component.n_bcast,
-        [NC_BARRIER] = &nc_component.n_barrier,
-        [NC_REDUCE] = &nc_component.n_reduce,
-        [NC_ALLREDUCE] = &nc_component.n_allreduce};
+    const int counters[] = {
+        [NC_BCAST] = NC_CNT_BCAST,
+        [NC_BARRIER] = NC_CNT_BARRIER,
+        [NC_REDUCE] = NC_CNT_REDUCE,
+        [NC_ALLREDUCE] = NC_CNT_ALLREDUCE};
     ompi_request_t *req = MPI_REQUEST_NULL;
     int rc = nc_req_make(m, kind, false, names[kind], counters[kind], sbuf,
                          buf, count, dtype, op, root, &req);
@@ -570,11 +570,11 @@ int nc_nb_blocking(nc_module_t *m, nc_kind_t kind, const void *sbuf, void *buf,
 }
 
 int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
-             _Atomic unsigned long long *counter, nc_ga_t *g,
+             int counter, nc_ga_t *g,
              ompi_request_t **out)
 {
     nc_req_t *r = nc_req_new(m, NC_GATHERS, persistent, name,
-                             nothing ? NULL : counter, NULL, 0, NULL, NULL,
+                             nothing ? -1 : counter, NULL, 0, NULL, NULL,
                              -1);
     if (!r) {
         nc_ga_free(g);
@@ -593,7 +593,7 @@ int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
     do {                                                                      \
         if (rc != NC_DECLINED)                                                \
             return rc;                                                        \
-        nc_count(&nc_component.counter##_fallback);                           \
+        nc_count(NC_CNT_##counter##_FALLBACK);                                \
         return m->prev_##name call_prev;                                      \
     } while (0)
 
@@ -603,9 +603,9 @@ static int nc_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_BCAST, false, "MPI_Ibcast",
-                         &nc_component.n_ibcast, NULL, buf, count, dtype,
+                         NC_CNT_IBCAST, NULL, buf, count, dtype,
                          NULL, root, req);
-    NC_OR_PREV(ibcast, n_ibcast, (buf, count, dtype, root, comm, req,
+    NC_OR_PREV(ibcast, IBCAST, (buf, count, dtype, root, comm, req,
                                   m->prev_ibcast_module));
 }
 
@@ -614,9 +614,9 @@ static int nc_ibarrier(ompi_communicator_t *comm, ompi_request_t **req,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_BARRIER, false, "MPI_Ibarrier",
-                         &nc_component.n_ibarrier, NULL, NULL, 0, NULL, NULL,
+                         NC_CNT_IBARRIER, NULL, NULL, 0, NULL, NULL,
                          -1, req);
-    NC_OR_PREV(ibarrier, n_ibarrier, (comm, req, m->prev_ibarrier_module));
+    NC_OR_PREV(ibarrier, IBARRIER, (comm, req, m->prev_ibarrier_module));
 }
 
 static int nc_ireduce(const void *sbuf, void *rbuf, int count,
@@ -626,9 +626,9 @@ static int nc_ireduce(const void *sbuf, void *rbuf, int count,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_REDUCE, false, "MPI_Ireduce",
-                         &nc_component.n_ireduce, sbuf, rbuf, count, dtype,
+                         NC_CNT_IREDUCE, sbuf, rbuf, count, dtype,
                          op, root, req);
-    NC_OR_PREV(ireduce, n_ireduce, (sbuf, rbuf, count, dtype, op, root, comm,
+    NC_OR_PREV(ireduce, IREDUCE, (sbuf, rbuf, count, dtype, op, root, comm,
                                     req, m->prev_ireduce_module));
 }
 
@@ -639,9 +639,9 @@ static int nc_iallreduce(const void *sbuf, void *rbuf, int count,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_ALLREDUCE, false, "MPI_Iallreduce",
-                         &nc_component.n_iallreduce, sbuf, rbuf, count, dtype,
+                         NC_CNT_IALLREDUCE, sbuf, rbuf, count, dtype,
                          op, -1, req);
-    NC_OR_PREV(iallreduce, n_iallreduce, (sbuf, rbuf, count, dtype, op, comm,
+    NC_OR_PREV(iallreduce, IALLREDUCE, (sbuf, rbuf, count, dtype, op, comm,
                                           req, m->prev_iallreduce_module));
 }
 
@@ -654,9 +654,9 @@ static int nc_bcast_init(void *buf, int count, ompi_datatype_t *dtype,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_BCAST, true, "MPI_Bcast_init",
-                         &nc_component.n_ibcast, NULL, buf, count, dtype,
+                         NC_CNT_IBCAST, NULL, buf, count, dtype,
                          NULL, root, req);
-    NC_OR_PREV(bcast_init, n_ibcast, (buf, count, dtype, root, comm, info,
+    NC_OR_PREV(bcast_init, IBCAST, (buf, count, dtype, root, comm, info,
                                       req, m->prev_bcast_init_module));
 }
 
@@ -666,9 +666,9 @@ static int nc_barrier_init(ompi_communicator_t *comm, struct ompi_info_t *info,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_BARRIER, true, "MPI_Barrier_init",
-                         &nc_component.n_ibarrier, NULL, NULL, 0, NULL, NULL,
+                         NC_CNT_IBARRIER, NULL, NULL, 0, NULL, NULL,
                          -1, req);
-    NC_OR_PREV(barrier_init, n_ibarrier, (comm, info, req,
+    NC_OR_PREV(barrier_init, IBARRIER, (comm, info, req,
                                           m->prev_barrier_init_module));
 }
 
@@ -680,9 +680,9 @@ static int nc_reduce_init(const void *sbuf, void *rbuf, int count,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_REDUCE, true, "MPI_Reduce_init",
-                         &nc_component.n_ireduce, sbuf, rbuf, count, dtype,
+                         NC_CNT_IREDUCE, sbuf, rbuf, count, dtype,
                          op, root, req);
-    NC_OR_PREV(reduce_init, n_ireduce, (sbuf, rbuf, count, dtype, op, root,
+    NC_OR_PREV(reduce_init, IREDUCE, (sbuf, rbuf, count, dtype, op, root,
                                         comm, info, req,
                                         m->prev_reduce_init_module));
 }
@@ -695,9 +695,9 @@ static int nc_allreduce_init(const void *sbuf, void *rbuf, int count,
 {
     nc_module_t *m = (nc_module_t *)module;
     int rc = nc_req_make(m, NC_ALLREDUCE, true, "MPI_Allreduce_init",
-                         &nc_component.n_iallreduce, sbuf, rbuf, count, dtype,
+                         NC_CNT_IALLREDUCE, sbuf, rbuf, count, dtype,
                          op, -1, req);
-    NC_OR_PREV(allreduce_init, n_iallreduce,
+    NC_OR_PREV(allreduce_init, IALLREDUCE,
                (sbuf, rbuf, count, dtype, op, comm, info, req,
                 m->prev_allreduce_init_module));
 }
