@@ -29,7 +29,11 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/base/coll_base_functions.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
 #include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 static void nc_module_construct(nc_module_t *m);
@@ -235,23 +239,66 @@ static void nc_module_destruct(nc_module_t *m)
 /* ---- lazy setup ------------------------------------------------------- */
 
 /*
- * The bootstrap exchange. Open MPI's ring allgather talks point-to-point on
- * the communicator with the reserved collective tag, without going through
- * the communicator's function table: it cannot land back in our own
- * Bcast/Barrier (basic's allgather is gather + bcast, which would), does not
- * depend on which components were selected, and is legal inside the first
- * collective call, which every rank of the communicator is making.
+ * The bootstrap exchange: a ring allgather, point-to-point on the
+ * communicator with the reserved collective tag, without going through the
+ * communicator's function table: it cannot land back in our own
+ * Bcast/Barrier (basic's allgather is gather + bcast, which would), does
+ * not depend on which components were selected, and is legal inside the
+ * first collective call, which every rank of the communicator is making.
+ *
+ * Its waits turn opal_progress themselves instead of ompi_request_wait:
+ * under MPI_THREAD_MULTIPLE, Open MPI 4.1 agrees on a new communicator's
+ * id with an MPI_Iallreduce on the parent started from inside
+ * opal_progress, and a request wait nested there sleeps on a condition
+ * that only the outer progress loop, the one it is nested in, would signal
+ * (the first MPI_Comm_dup of such a program hung).
  */
+static int nc_boot_wait(ompi_request_t **req, int n)
+{
+    for (int i = 0; i < n; i++)
+        while (!REQUEST_COMPLETE(req[i]))
+            opal_progress();
+    int rc = OMPI_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        if (req[i]->req_status.MPI_ERROR != MPI_SUCCESS)
+            rc = req[i]->req_status.MPI_ERROR;
+        ompi_request_free(&req[i]);
+    }
+    return rc;
+}
+
 static int nc_boot_allgather(const void *send, void *recv, size_t nbytes,
                              void *ctx)
 {
     nc_module_t *m = ctx;
     if (nbytes > (size_t)INT_MAX)
         return -1;
-    int rc = ompi_coll_base_allgather_intra_ring(send, (int)nbytes, MPI_BYTE,
-                                                 recv, (int)nbytes, MPI_BYTE,
-                                                 m->comm, &m->super);
-    return rc == OMPI_SUCCESS ? 0 : -1;
+    const int p = ompi_comm_size(m->comm), r = ompi_comm_rank(m->comm);
+    const int to = (r + 1) % p, from = (r + p - 1) % p, n = (int)nbytes;
+    char *out = recv;
+    memcpy(out + (size_t)r * nbytes, send, nbytes);
+    /* step i: pass on the block of rank r - i, take that of r - i - 1 */
+    for (int i = 0; i + 1 < p; i++) {
+        const int sb = (r - i + p) % p, rb = (r - i - 1 + p) % p;
+        ompi_request_t *req[2];
+        int rc = MCA_PML_CALL(irecv(out + (size_t)rb * nbytes, n, MPI_BYTE,
+                                    from, MCA_COLL_BASE_TAG_ALLGATHER,
+                                    m->comm, &req[0]));
+        if (rc != OMPI_SUCCESS)
+            return -1;
+        rc = MCA_PML_CALL(isend(out + (size_t)sb * nbytes, n, MPI_BYTE, to,
+                                MCA_COLL_BASE_TAG_ALLGATHER,
+                                MCA_PML_BASE_SEND_STANDARD, m->comm,
+                                &req[1]));
+        if (rc != OMPI_SUCCESS) {
+            /* the receive cannot be left behind: its peer sends anyway */
+            (void)nc_boot_wait(req, 1);
+            return -1;
+        }
+        if (nc_boot_wait(req, 2) != OMPI_SUCCESS)
+            return -1;
+    }
+    return 0;
 }
 
 /* Bytes a new segment may take under coll_numacoll_node_budget, measured on

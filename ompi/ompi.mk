@@ -48,7 +48,7 @@ NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
 NC_MPI_TESTS = bcast_types bcast_derived barrier_order many_comms errors reduce_ops \
                nonblocking gathers rscan two_level \
-               mismatch
+               mismatch threads
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
 NC_MPI_COMMON = tests/mpi/mpit.c
 
@@ -109,7 +109,7 @@ $(NC_OMPI_SO): $(NC_OMPI_OBJS) $(LIB_OBJS) $(NC_OMPI_MAP)
 # built with mpicc; LDFLAGS carries the sanitizer under SANITIZE=1.
 $(NC_MPI_BINS): $(BUILD)/tests/mpi/%: tests/mpi/%.c $(NC_MPI_COMMON) tests/mpi/mpit.h
 	@mkdir -p $(dir $@)
-	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(LDFLAGS) \
+	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread $(LDFLAGS) \
 	  -o $@ $< $(NC_MPI_COMMON)
 
 check-mpi: ompi

@@ -176,8 +176,20 @@ void mpit_check_ran(const mpit_counters_t *b, const mpit_counters_t *a,
 
 void mpit_init(int *argc, char ***argv, const char *name)
 {
+    int provided;
+    mpit_init_thread(argc, argv, name, MPI_THREAD_SINGLE, &provided);
+}
+
+void mpit_init_thread(int *argc, char ***argv, const char *name,
+                      int required, int *provided)
+{
     test_name = name;
-    MPI_Init(argc, argv);
+    if (required == MPI_THREAD_SINGLE) {
+        MPI_Init(argc, argv);
+        *provided = MPI_THREAD_SINGLE;
+    } else {
+        MPI_Init_thread(argc, argv, required, provided);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &mpit_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpit_size);
     const char *e = getenv("NUMACOLL_EXPECT");

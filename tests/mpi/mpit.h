@@ -38,6 +38,9 @@ extern mpit_expect_t mpit_expect;
 
 /* MPI_Init, MPI_T and the counters; name is printed in the result line. */
 void mpit_init(int *argc, char ***argv, const char *name);
+/* The same with MPI_Init_thread (MPI_THREAD_SINGLE: MPI_Init). */
+void mpit_init_thread(int *argc, char ***argv, const char *name,
+                      int required, int *provided);
 
 /* Reduce the failures over MPI_COMM_WORLD, print the result line, finalize.
  * Returns the process exit status (0 when every rank passed). */

@@ -30,7 +30,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers rscan"
+TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers rscan threads"
 # Run at the shapes of its own section below.
 TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
