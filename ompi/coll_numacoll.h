@@ -195,26 +195,18 @@ typedef struct nc_shard {
 } nc_shard_t;
 
 #define nc_shard_mine mca_coll_numacoll_shard_mine
-#define nc_shard_mine_gen mca_coll_numacoll_shard_mine_gen
-#define nc_shard_gen mca_coll_numacoll_shard_gen
 #define nc_shard_join mca_coll_numacoll_shard_join
 extern _Thread_local nc_shard_t *nc_shard_mine;
-/* The component's opening a thread's shard belongs to: shards are freed
- * at close, and a later open starts new ones (0: none yet). */
-extern _Thread_local unsigned nc_shard_mine_gen;
-extern _Atomic unsigned nc_shard_gen;
-/* This thread's shard for the current opening, made on its first count;
- * NULL where none can be made (the count is then added to a shared
- * total with an atomic add). */
+/* This thread's shard, made on its first count; NULL where none can be
+ * made (the count is then added to a shared total with an atomic add). */
 nc_shard_t *nc_shard_join(int id);
 
 static inline void nc_count(int id)
 {
     nc_shard_t *s = nc_shard_mine;
-    if (nc_shard_mine_gen !=
-            atomic_load_explicit(&nc_shard_gen, memory_order_relaxed) &&
-        !(s = nc_shard_join(id)))
+    if (!s && !(s = nc_shard_join(id)))
         return;
+    /* one writer: a relaxed load and store (plain moves), no lock */
     atomic_store_explicit(
         &s->v[id], atomic_load_explicit(&s->v[id], memory_order_relaxed) + 1,
         memory_order_relaxed);

@@ -397,55 +397,60 @@ static void nc_register_params(void)
 
 /* ---- MPI_T performance variables -------------------------------------- */
 
-/* The shards of the threads that counted since the component opened,
- * and the counts of those that exited since (or found no memory for a
- * shard); the list and its folding into done under the lock. A thread's
- * shard leaves at its exit (the key's destructor) or at close. */
+/* The shards of the living threads that have counted, and the counts of
+ * those that exited (or found no memory for a shard); the list, and its
+ * folding into done, under the lock. A thread's shard leaves only at its
+ * exit, by the key's destructor, so a thread's pointer to its own shard
+ * is never stale. The key is never deleted and the .so is linked
+ * -z nodelete (ompi/ompi.mk): a thread may exit while, or after, Open MPI
+ * closes and unloads the component, and its destructor must still be
+ * there to run. */
 static pthread_mutex_t nc_shard_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_shard_t *nc_shards;
 static _Atomic unsigned long long nc_shard_done[NC_CNT_N];
+static pthread_once_t nc_shard_once = PTHREAD_ONCE_INIT;
 static pthread_key_t nc_shard_key;
-static _Atomic bool nc_shard_keyed;
+static bool nc_shard_keyed;   /* written once, under nc_shard_once */
 _Thread_local nc_shard_t *nc_shard_mine;
-_Thread_local unsigned nc_shard_mine_gen;
-_Atomic unsigned nc_shard_gen;
 int nc_cnt_ids[NC_CNT_N];   /* i at i: the counters' MPI_T contexts */
 
-/* Under the lock: s's counts into done, s out of the list, freed. */
-static void nc_shard_fold(nc_shard_t *s)
+static void nc_shard_exit(void *v)
 {
+    nc_shard_t *s = v;
+    pthread_mutex_lock(&nc_shard_lock);
     for (int i = 0; i < NC_CNT_N; i++)
         atomic_fetch_add_explicit(
             &nc_shard_done[i],
             atomic_load_explicit(&s->v[i], memory_order_relaxed),
             memory_order_relaxed);
     nc_shard_t **pp = &nc_shards;
-    while (*pp && *pp != s)
+    while (*pp != s)
         pp = &(*pp)->next;
-    if (*pp)
-        *pp = s->next;
+    *pp = s->next;
+    pthread_mutex_unlock(&nc_shard_lock);
+    nc_shard_mine = NULL;
     free(s);
 }
 
-static void nc_shard_exit(void *v)
+static void nc_shard_make_key(void)
 {
-    pthread_mutex_lock(&nc_shard_lock);
-    nc_shard_fold(v);
-    pthread_mutex_unlock(&nc_shard_lock);
-    nc_shard_mine = NULL;
-    nc_shard_mine_gen = 0;
+    nc_shard_keyed = pthread_key_create(&nc_shard_key, nc_shard_exit) == 0;
 }
 
 nc_shard_t *nc_shard_join(int id)
 {
-    const unsigned gen = atomic_load_explicit(&nc_shard_gen,
-                                              memory_order_relaxed);
-    nc_shard_t *s = gen && atomic_load_explicit(&nc_shard_keyed,
-                                                memory_order_relaxed)
-                         ? calloc(1, sizeof *s) : NULL;
-    if (s && pthread_setspecific(nc_shard_key, s) != 0) {
-        free(s);
-        s = NULL;
+    /* pthread_once orders the key's creation before its use here */
+    pthread_once(&nc_shard_once, nc_shard_make_key);
+    nc_shard_t *s = NULL;
+    if (nc_shard_keyed &&
+        posix_memalign((void **)&s, 64, sizeof *s) == 0) {
+        /* a line of its own: other threads' counts do not share it */
+        for (int i = 0; i < NC_CNT_N; i++)
+            atomic_init(&s->v[i], 0);
+        if (pthread_setspecific(nc_shard_key, s) != 0) {
+            free(s);
+            s = NULL;
+        }
     }
     if (!s) {   /* no shard: this count, and the next ones, the slow way */
         atomic_fetch_add_explicit(&nc_shard_done[id], 1ull,
@@ -457,38 +462,7 @@ nc_shard_t *nc_shard_join(int id)
     nc_shards = s;
     pthread_mutex_unlock(&nc_shard_lock);
     nc_shard_mine = s;
-    nc_shard_mine_gen = gen;
     return s;
-}
-
-/* Opening: shards from now on belong to this opening. */
-static void nc_shard_open(void)
-{
-    pthread_mutex_lock(&nc_shard_lock);
-    atomic_store_explicit(&nc_shard_keyed,
-                          pthread_key_create(&nc_shard_key, nc_shard_exit) == 0,
-                          memory_order_relaxed);
-    unsigned g = atomic_load_explicit(&nc_shard_gen, memory_order_relaxed);
-    atomic_store_explicit(&nc_shard_gen, g + 1 ? g + 1 : 1,
-                          memory_order_relaxed);
-    pthread_mutex_unlock(&nc_shard_lock);
-}
-
-/* Closing (Open MPI unloads the .so after): every shard into done and
- * freed, and no destructor left to call into the unloaded code. Living
- * threads see another generation at their next count, after a reopen. */
-static void nc_shard_close(void)
-{
-    pthread_mutex_lock(&nc_shard_lock);
-    while (nc_shards)
-        nc_shard_fold(nc_shards);
-    if (atomic_load_explicit(&nc_shard_keyed, memory_order_relaxed))
-        pthread_key_delete(nc_shard_key);
-    atomic_store_explicit(&nc_shard_keyed, false, memory_order_relaxed);
-    unsigned g = atomic_load_explicit(&nc_shard_gen, memory_order_relaxed);
-    atomic_store_explicit(&nc_shard_gen, g + 1 ? g + 1 : 1,
-                          memory_order_relaxed);
-    pthread_mutex_unlock(&nc_shard_lock);
 }
 
 int nc_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -691,10 +665,7 @@ static int nc_register(void)
 static int nc_open(void)
 {
     /* Registration already printed why. */
-    if (!nc_component.config_ok)
-        return OMPI_ERR_BAD_PARAM;
-    nc_shard_open();
-    return OMPI_SUCCESS;
+    return nc_component.config_ok ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
 }
 
 /* The progress callback lives in this .so, which Open MPI unloads after
@@ -702,6 +673,5 @@ static int nc_open(void)
 static int nc_close(void)
 {
     nc_nb_close();
-    nc_shard_close();
     return OMPI_SUCCESS;
 }

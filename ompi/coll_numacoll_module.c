@@ -258,6 +258,9 @@ static int nc_boot_wait(ompi_request_t **req, int n)
     for (int i = 0; i < n; i++)
         while (!REQUEST_COMPLETE(req[i]))
             opal_progress();
+    /* another thread's progress may have completed them: their data and
+     * status after the flag (as ompi_request_wait_completion orders) */
+    opal_atomic_rmb();
     int rc = OMPI_SUCCESS;
     for (int i = 0; i < n; i++) {
         if (req[i]->req_status.MPI_ERROR != MPI_SUCCESS)
@@ -291,7 +294,9 @@ static int nc_boot_allgather(const void *send, void *recv, size_t nbytes,
                                 MCA_PML_BASE_SEND_STANDARD, m->comm,
                                 &req[1]));
         if (rc != OMPI_SUCCESS) {
-            /* the receive cannot be left behind: its peer sends anyway */
+            /* the receive cannot be freed pending; a failed local send is
+             * a broken PML, and the ring then stalls as Open MPI's own
+             * ring allgather would (no rank can learn of it) */
             (void)nc_boot_wait(req, 1);
             return -1;
         }

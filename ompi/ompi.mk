@@ -99,10 +99,12 @@ ompi: $(NC_OMPI_SO) $(NC_MPI_BINS)
 
 # The core objects are -fPIC and linked in whole, so the .so needs nothing
 # but Open MPI's own libraries at load time; -z defs proves it. The map
-# exports only mca_coll_numacoll_component.
+# exports only mca_coll_numacoll_component. -z nodelete keeps it mapped
+# after Open MPI unloads the component: a thread that exits later still
+# runs the destructor of its MPI_T counter shard (coll_numacoll_component.c).
 $(NC_OMPI_SO): $(NC_OMPI_OBJS) $(LIB_OBJS) $(NC_OMPI_MAP)
 	$(CC) -shared $(LDFLAGS) -o $@ $(NC_OMPI_OBJS) $(LIB_OBJS) \
-	  -Wl,--version-script=$(NC_OMPI_MAP) -Wl,-z,defs \
+	  -Wl,--version-script=$(NC_OMPI_MAP) -Wl,-z,defs -Wl,-z,nodelete \
 	  $(addprefix -L,$(NC_OMPI_LIBDIRS)) -lmpi -lopen-pal $(LDLIBS)
 
 # Test programs are plain MPI (they must pass with the component absent),

@@ -10,6 +10,7 @@
  * read (ompi/coll_numacoll.h), and a count lost or counted twice fails.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,9 @@ typedef struct {
     int id, bad;
 } worker_t;
 
+/* workers of the round that finished their calls (and are exiting) */
+static atomic_int finished;
+
 static void *work(void *v)
 {
     worker_t *w = v;
@@ -45,6 +49,7 @@ static void *work(void *v)
         MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, w->comm);
         w->bad += out != p * (p - 1) / 2 + p * (i + w->id);
     }
+    atomic_fetch_add_explicit(&finished, 1, memory_order_release);
     return NULL;
 }
 
@@ -76,6 +81,7 @@ int main(int argc, char **argv)
         pthread_t th[WORKERS];
         worker_t w[WORKERS];
         int started = 0;
+        atomic_store_explicit(&finished, 0, memory_order_relaxed);
         for (int t = 0; t < WORKERS; t++) {
             w[t] = (worker_t){comms[t], t, 0};
             if (pthread_create(&th[t], NULL, work, &w[t]) == 0)
@@ -87,8 +93,11 @@ int main(int argc, char **argv)
                    round, started, WORKERS);
         if (started != WORKERS)
             MPI_Abort(MPI_COMM_WORLD, 2);   /* the peers' calls would hang */
-        /* readings while the workers count */
-        for (int k = 0; k < 50; k++) {
+        /* readings while the workers count, and on while they exit */
+        for (int k = 0; k < 50 || atomic_load_explicit(
+                                     &finished, memory_order_acquire) <
+                                     WORKERS;
+             k++) {
             mpit_named_read(&pv, now);
             for (int j = 0; j < NNAMES; j++)
                 down += now[j] < last[j];
