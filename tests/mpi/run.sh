@@ -181,6 +181,16 @@ shm_free=$(df -k --output=avail /dev/shm 2>/dev/null | tail -n 1)
 many_expect=core
 [ "${shm_free:-0}" -lt 2000000 ] && many_expect=mixed
 
+# Open MPI 5.0.7's own collectives crash under MPI_THREAD_MULTIPLE when
+# threads use different communicators at once (ob1's irecv, SIGSEGV, seen
+# at np 3 in the trixie chroot): threads runs there with numacoll only.
+OMPI_MAJOR=$(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\([0-9]*\)\..*/\1/p' | head -n 1)
+without_tests=$TESTS
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    without_tests=$(echo "$TESTS" | sed 's/ *threads//')
+    echo "NOTE  threads runs without numacoll under Open MPI 4 only: Open MPI $OMPI_MAJOR's ob1 crashes under MPI_THREAD_MULTIPLE with collectives on several communicators at once"
+fi
+
 for np in $NPS; do
     for t in $TESTS; do
         expect=core
@@ -189,7 +199,7 @@ for np in $NPS; do
         mpi "numacoll    np=$np $t" "$WITH_PATH" "$np" $FORCE \
             -x NUMACOLL_EXPECT=$expect $(extra_args "$t") "$BIN/$t"
     done
-    for t in $TESTS; do
+    for t in $without_tests; do
         # shellcheck disable=SC2046
         mpi "no numacoll np=$np $t" "$WITHOUT_PATH" "$np" \
             $(extra_args "$t") "$BIN/$t"
