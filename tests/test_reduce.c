@@ -964,6 +964,8 @@ typedef struct det_arg {
     rcase_t rc;
     size_t count;
     int alg;                 /* -1: numacoll_allreduce's choice */
+    int order;               /* 1: the result must be x_0 + x_1 + ... +
+                                x_(p-1) in rank order, bit for bit */
     uint64_t *hashes;        /* [DET_REPS][p], shared */
 } det_arg_t;
 
@@ -1030,6 +1032,14 @@ static int det_body(const numacoll_bootstrap_t *b, void *arg)
             fprintf(stderr, "rank %d: sum %zu off by %Lg\n", b->rank, i, err);
             bad++;
         }
+        double ordered = det_value(0, i);
+        for (int q = 1; q < b->size; q++)
+            ordered += det_value(q, i);
+        if (da->order && memcmp(&ordered, &r[i], sizeof ordered) != 0) {
+            fprintf(stderr, "rank %d: sum %zu is not the rank-order fold\n",
+                    b->rank, i);
+            bad++;
+        }
     }
     free(s);
     free(r);
@@ -1039,27 +1049,30 @@ static int det_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_determinism(void)
 {
-    static const struct { size_t count; int alg; } cases[] = {
-        {5, -1},                                  /* inline            */
-        {300, -1},                                /* reduce then bcast */
-        {5000, -1},                               /* rsag              */
-        {5000, NC_ALG_ALLREDUCE_REDUCE_BCAST},
-        {301, NC_ALG_ALLREDUCE_RSAG},
-        {301, NC_ALG_ALLREDUCE_ALLFOLD},
-        {5000, NC_ALG_ALLREDUCE_ALLFOLD},
+    static const struct { size_t count; int alg, order; } cases[] = {
+        {5, -1, 1},                               /* inline, one line  */
+        {20, -1, 1},                              /* inline, 3 lines   */
+        {300, -1, 0},                             /* reduce then bcast */
+        {5000, -1, 0},                            /* rsag              */
+        {5000, NC_ALG_ALLREDUCE_REDUCE_BCAST, 0},
+        {301, NC_ALG_ALLREDUCE_RSAG, 0},
+        {301, NC_ALG_ALLREDUCE_ALLFOLD, 1},
+        {5000, NC_ALG_ALLREDUCE_ALLFOLD, 1},
     };
     const int ps[] = {2, 3, 8};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         for (int pi = 0; pi < 3; pi++) {
             int p = ps[pi];
             size_t len = DET_REPS * (size_t)p * sizeof(uint64_t);
-            det_arg_t da = {.count = cases[k].count, .alg = cases[k].alg};
+            det_arg_t da = {.count = cases[k].count, .alg = cases[k].alg,
+                            .order = cases[k].order};
             small_cfg(&da.rc.cfg);
             da.rc.cfg.reduce_frag_size = 1024;
-            /* reduce_bcast below 4 KiB, rsag from there on */
+            /* inline to 256 bytes, reduce_bcast below 4 KiB, rsag from
+             * there on */
             da.rc.cfg.tuning_text =
-                "allreduce p=1-* size=0-56 alg=inline\n"
-                "allreduce p=1-* size=57-4095 alg=reduce_bcast f=1K s=4 k=2\n"
+                "allreduce p=1-* size=0-256 alg=inline\n"
+                "allreduce p=1-* size=257-4095 alg=reduce_bcast f=1K s=4 k=2\n"
                 "allreduce p=1-* size=4K-* alg=rsag f=1K s=4\n";
             da.hashes = nc__run_shared_alloc(len);
             CU_ASSERT_PTR_NOT_NULL_FATAL(da.hashes);

@@ -44,13 +44,22 @@
  * lines). After an inline call that read no one (a Gather's non-root) it
  * reads the readers' ack lines.
  *
- * Cost: t_l + (L - 1) * t_x + p * L * 64 bytes read + (p - 1) folds of L
- * lines, t_x what each further line adds: the per-line waits overlap its
- * misses only in part (measured on the 2-vCPU VM, vCPUs far apart: t_x
- * about 0.1 us, 0.4 t_l; prefetching every line first was slower, as
- * readers pulled lines the writers had not written yet). Shared lines:
- * writes its own 2 * al, reads every rank's. The largest inline rule of
- * the tuning table sets how far it is used.
+ * Reading: with L > 1 every other rank's last line is awaited first. Its
+ * word is stored (release) after all that rank's earlier lines, so when
+ * it reads seq + 1 they are all written: they are then fetched at once
+ * (their transfers overlap) and, for a predefined op, folded line by line
+ * with the kernels alone, in the same order and calls as nc__fold_step.
+ * (Prefetching every line before that wait was slower: readers pulled
+ * lines the writers had not written yet.) User ops fold through
+ * nc__fold_step's callbacks, line by line.
+ *
+ * Cost: about 2 t_l + p * L * 64 bytes read + (p - 1) folds of L lines,
+ * where t_l is one line transfer: the last line's, then the others'
+ * together. Waiting line by line cost t_l + (L - 1) t_x, with t_x about
+ * 0.4 t_l (the 2-vCPU VM, vCPUs far apart), and about 200 instructions a
+ * line at p = 2 in the callbacks. Shared lines: writes its own 2 * al,
+ * reads every rank's. The largest inline rule of the tuning table sets
+ * how far it is used.
  */
 #include <string.h>
 
@@ -150,6 +159,46 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         nc__ar_end(t, P->base);
         return NUMACOLL_OK;
+    }
+    if (lines > 1 && P->k == 0 && P->fold == 0) {
+        /* Every rank's last line first: its word is stored (release)
+         * after all the rank's earlier lines, so once it reads seq + 1
+         * they are all there, and fetching them at once overlaps their
+         * transfers, where waiting line by line pays one transfer after
+         * another. (Fetching before they were written was slower: it
+         * pulled lines the writer then had to take back.) A step that
+         * returns NC_AGAIN here redoes this on resuming, at no cost for
+         * the ranks already seen. */
+        const unsigned par = (unsigned)(P->base & 1);
+        for (int j = 0; j < t->p; j++) {
+            if (j == t->rank)
+                continue;
+            unsigned char *unused;
+            int rc = nc__ar_wait_line(t, j, P->base, lines - 1, &unused);
+            if (rc != NUMACOLL_OK)
+                return rc;
+            for (size_t k = 0; k + 1 < lines; k++)
+                __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
+        }
+        if (op->impl) {
+            /* every line is there: fold them with the kernels alone, in
+             * the order and with the calls nc__fold_step makes (x_0 op
+             * x_1, then op x_j), without its callbacks per line and rank
+             * (about 200 instructions a line at p = 2) */
+            for (size_t k = 0; k < lines; k++) {
+                const size_t n = count - k * epl < epl ? count - k * epl
+                                                       : epl;
+                nc__op_apply(op->impl, P->acc,
+                             nc__arline(t, 0, par, k)->data,
+                             nc__arline(t, 1, par, k)->data, n);
+                for (int j = 2; j < t->p; j++)
+                    op->impl->k2(P->acc, nc__arline(t, j, par, k)->data, n);
+                memcpy((unsigned char *)o->recv + k * lb, P->acc,
+                       nc__res_bytes(op, n));
+            }
+            nc__ar_end(t, P->base);
+            return NUMACOLL_OK;
+        }
     }
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
     for (; P->k < lines; P->k++, P->fold = 0) {
