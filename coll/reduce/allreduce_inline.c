@@ -14,11 +14,12 @@
  * at the worst element size (nc__red_init).
  *
  *  every rank: copy its contribution into its L lines of parity seq % 2,
- *          each line's word last (release); then line by line: wait for
- *          every other rank's line k of that parity to read seq + 1
- *          (acquire), fold x_0 op x_1 op ... op x_(p-1) of the line's
- *          elements into a private buffer; copy out (nc__res_bytes: no
- *          padding after the last element).
+ *          each line's word last (release); then wait for every other
+ *          rank's lines of that parity to read seq + 1 (acquire; its last
+ *          line first where L > 1, see Reading below); line by line, fold
+ *          x_0 op x_1 op ... op x_(p-1) of the line's elements into a
+ *          private buffer and copy it out (nc__res_bytes: no padding
+ *          after the last element).
  * There is no root, no inner rank and no leaf. Reduce and Allreduce of no
  * elements run it too (one line, no fold), so that a mismatch shows.
  *
@@ -29,11 +30,12 @@
  *          since read one of r's lines, else one look at r's ack line);
  *          write its L lines as above, store its ack, return.
  *  root:   write its own lines too (one operand source for all p);
- *          line by line: wait for every other rank's line k, fold
- *          x_0 op ... op x_(p-1) in rank order, copy out; store its ack.
+ *          wait for every other rank's lines as every rank does above,
+ *          fold x_0 op ... op x_(p-1) in rank order line by line, copy
+ *          out; store its ack.
  * Cost: non-root L line writes (+ t_l when its ack check must look);
- * root t_l + (L - 1) t_x + (p - 1) L lines read + (p - 1) folds of L
- * lines: one wave of line transfers towards the root, none back.
+ * root as an Allreduce rank below: one wave of line transfers towards
+ * the root, none back.
  *
  * Reuse without a release counter (reduce.h's nc__ar_begin): rank r
  * rewrites its parity-(seq % 2) lines at call seq + 2 only once it knows
@@ -53,13 +55,15 @@
  * lines the writers had not written yet.) User ops fold through
  * nc__fold_step's callbacks, line by line.
  *
- * Cost: about 2 t_l + p * L * 64 bytes read + (p - 1) folds of L lines,
- * where t_l is one line transfer: the last line's, then the others'
- * together. Waiting line by line cost t_l + (L - 1) t_x, with t_x about
- * 0.4 t_l (the 2-vCPU VM, vCPUs far apart), and about 200 instructions a
- * line at p = 2 in the callbacks. Shared lines: writes its own 2 * al,
- * reads every rank's. The largest inline rule of the tuning table sets
- * how far it is used.
+ * Cost: t_l + t_o + p * L * 64 bytes read + (p - 1) folds of L lines,
+ * t_l one line transfer (the last line's), t_o what the others' overlapped
+ * transfers add after it (up to t_l). Waiting line by line cost
+ * t_l + (L - 1) t_x with t_x about 0.4 t_l (the 2-vCPU VM, vCPUs far
+ * apart), so the transfers alone gain only from L = 4 on; at L = 2 the
+ * measured gain (64 B: 1.05 -> 0.78 us there) is the folding's, which no
+ * longer spends about 200 instructions a line at p = 2 in callbacks.
+ * Shared lines: writes its own 2 * al, reads every rank's. The largest
+ * inline rule of the tuning table sets how far it is used.
  */
 #include <string.h>
 
