@@ -158,7 +158,7 @@ typedef mca_coll_numacoll_module_t nc_module_t;
 
 /* ---- MPI_T counters ----------------------------------------------------
  * Every counter is an index into per-thread shards: a thread adds to its
- * own shard with a plain load and store, and a read sums the shards
+ * own shard with a relaxed load and store, and a read sums the shards
  * (coll_numacoll_component.c). A locked add (the process-wide atomic this
  * replaced) waits for the call's stores to drain, the misses on a cold
  * receive buffer included: on the 2-vCPU VM a locked add after the core's
