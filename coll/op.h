@@ -144,7 +144,15 @@ int nc__bcast_step(numacoll_team_t *t, nc__op_t *o);     /* by o->alg */
 int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__bcast_cma_step(numacoll_team_t *t, nc__op_t *o);
+/* A blocking Bcast of a contiguous buffer in one inline line
+ * (bcast_inline.c): 1 and the call's status in *status where it took the
+ * call, 0 where it did nothing (the call goes the general way). */
+int nc__bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
+                   int *status);
 int nc__barrier_step(numacoll_team_t *t, nc__op_t *o);
+/* The blocking Barrier without an op (barrier.c): 1 and its status in
+ * *status where it took the call, 0 where it did nothing. */
+int nc__barrier_fast(numacoll_team_t *t, int *status);
 int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o);

@@ -1017,6 +1017,9 @@ NC_INLINE int barrier_any(numacoll_team_t *t, int mode, numacoll_request_t **req
 
 int numacoll_bcast(numacoll_team_t *t, void *buf, size_t nbytes, int root)
 {
+    int fast;
+    if (t && nc__bcast_fast(t, buf, nbytes, root, &fast))
+        return fast;
     return bcast_any(t, buf, nbytes, root, BLOCKING, NULL);
 }
 
@@ -1056,6 +1059,9 @@ int numacoll_bcast_packed_init(numacoll_team_t *t, size_t nbytes, int root,
 
 int numacoll_barrier(numacoll_team_t *t)
 {
+    int fast;
+    if (t && nc__barrier_fast(t, &fast))
+        return fast;
     return barrier_any(t, BLOCKING, NULL);
 }
 
@@ -1158,6 +1164,10 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
                numacoll_op_t op reqparam)                                     \
     {                                                                         \
         nc__red_op_t o;                                                       \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            nc__allreduce_fast(t, sendbuf, recvbuf, count, dtype, op, &fast)) \
+            return fast;                                                      \
         return t ? allreduce_any(t, sendbuf, recvbuf, count, &o,              \
                                  predef(t, &o, dtype, op), mode, reqarg)      \
                  : NUMACOLL_ERR_ARG;                                          \

@@ -21,6 +21,7 @@
 #include "coll/config.h"
 #include "coll/gather/gather.h"
 #include "coll/op.h"
+#include "coll/reduce/reduce.h"
 #include "coll/team.h"
 #include "coll/wait.h"
 #include "shm_seg/seg.h"
@@ -903,6 +904,29 @@ out:
     return rc;
 }
 
+/* The sizes the blocking fast paths take, from the team's final rules
+ * (after cma_verdict): a Bcast's from 1 byte on while the rule is the
+ * 1-byte one and inline, within one line (nc__bcast_fast); an
+ * Allreduce's of one line whose rule is inline and stages nothing an
+ * element could exceed, as check_elem asks (nc__allreduce_fast). */
+static void fast_rules(numacoll_team_t *t)
+{
+    t->bc_fast_max = 0;
+    t->bc_fast_ch = nc__team_choice(t, NC_COLL_BCAST, 1);
+    for (size_t n = 1; t->p > 1 && t->bc_fast_ch->alg == NC_ALG_BCAST_INLINE &&
+                       n <= NC_INL_PAYLOAD && n <= t->inl_max &&
+                       nc__team_choice(t, NC_COLL_BCAST, n) == t->bc_fast_ch;
+         n++)
+        t->bc_fast_max = n;
+    t->red->ar_fast = 0;
+    for (size_t n = 1; t->p > 1 && n <= NC_RED_INLINE; n++) {
+        const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLREDUCE, n);
+        if (ch->alg == NC_ALG_ALLREDUCE_INLINE &&
+            (!ch->f || ch->f >= NC_RED_INLINE))
+            t->red->ar_fast |= (uint64_t)1 << n;
+    }
+}
+
 static int team_create(const numacoll_bootstrap_t *b,
                        const numacoll_config_t *cfg, numacoll_team_t **out)
 {
@@ -1130,6 +1154,7 @@ static int team_create(const numacoll_bootstrap_t *b,
         team_free(t);
         return rc;
     }
+    fast_rules(t);
     t->pool_ok = 1;
     *out = t;
     return NUMACOLL_OK;

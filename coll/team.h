@@ -289,6 +289,10 @@ struct numacoll_team {
     uint64_t inl_word[NC_INL_SLOTS];
     unsigned inl_lines;
     size_t inl_max;
+    /* nc__bcast_fast's sizes, 1 .. bc_fast_max (0: none), whose rule is
+     * bc_fast_ch, inline */
+    size_t bc_fast_max;
+    const struct nc__choice *bc_fast_ch;
     /* What the running step waits for (coll/wait.h nc__poll), and the
      * team's requests in the order they were started (coll/request.c):
      * only the head runs. */
@@ -416,6 +420,17 @@ static inline void nc__call_publish(numacoll_team_t *t, uint64_t desc,
  * last resynchronisation, a call number another rank gave up. */
 int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c);
 
+/* Whether the next call may begin without nc__call_begin_slow: no abort,
+ * no mismatch since the last resynchronisation, no lost call number. */
+static inline int nc__call_quiet(const numacoll_team_t *t)
+{
+    return atomic_load_explicit(&t->hdr->abort_status,
+                                memory_order_acquire) == 0 &&
+           atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) ==
+               t->mm_done &&
+           (int64_t)(t->resume_seq - (t->call_seq + 1)) <= 0;
+}
+
 /* Start a call: number it, publish its signature (nc__call_publish).
  * Returns OK or the team's abort status, or fails a call lost to a
  * mismatch. Inline, because every call pays it on its way in, the small
@@ -423,11 +438,7 @@ int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c);
  * nobody writes while all goes well, a compare, and the stores. */
 static inline int nc__call_begin(numacoll_team_t *t, const nc__call_t *c)
 {
-    if (atomic_load_explicit(&t->hdr->abort_status, memory_order_acquire) ==
-            0 &&
-        atomic_load_explicit(&t->hdr->mm_epoch, memory_order_acquire) ==
-            t->mm_done &&
-        (int64_t)(t->resume_seq - (t->call_seq + 1)) <= 0) {
+    if (nc__call_quiet(t)) {
         nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
         return NUMACOLL_OK;
     }

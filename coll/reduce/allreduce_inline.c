@@ -106,6 +106,51 @@ static void put_line(void *vp, int j)
     (void)vp, (void)j;   /* reuse: reduce.h's nc__ar_begin (above) */
 }
 
+/* This rank's lines of call base (its parity's): each line's payload,
+ * then its word (release: the payload is visible before the number). */
+static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
+                      size_t nbytes, size_t lb, size_t lines)
+{
+    const unsigned par = (unsigned)(base & 1);
+    const uint64_t word = nc__dword(t, base + 1);
+    for (size_t k = 0; k < lines; k++) {
+        nc__rline_t *mine = nc__arline(t, t->rank, par, k);
+        const size_t off = k * lb;
+        if (off < nbytes)
+            memcpy(mine->data, (const unsigned char *)own + off,
+                   nbytes - off < lb ? nbytes - off : lb);
+        atomic_store_explicit(&mine->word, word, memory_order_release);
+    }
+}
+
+/* Every rank's lines of parity par are there: fold them line by line with
+ * the predefined op's kernels alone, in the order and with the calls
+ * nc__fold_step makes (x_0 op x_1, then op x_j), without its callbacks
+ * per line and rank (about 200 instructions a line at p = 2), and copy
+ * each line's result out. */
+static void fold_lines(const numacoll_team_t *t, const nc__red_op_t *op,
+                       unsigned par, void *acc, void *recv, size_t count,
+                       size_t lines)
+{
+    const size_t epl = nc__ar_per_line(op->elem), lb = epl * op->elem;
+    for (size_t k = 0; k < lines; k++) {
+        const size_t n = count - k * epl < epl ? count - k * epl : epl;
+        nc__op_apply(op->impl, acc, nc__arline(t, 0, par, k)->data,
+                     nc__arline(t, 1, par, k)->data, n);
+        for (int j = 2; j < t->p; j++)
+            op->impl->k2(acc, nc__arline(t, j, par, k)->data, n);
+        memcpy((unsigned char *)recv + k * lb, acc, nc__res_bytes(op, n));
+    }
+}
+
+/* The end of inline call base, where this rank saw every rank's lines. */
+static int end_all(numacoll_team_t *t, uint64_t base)
+{
+    nc__ar_all(t, base);
+    nc__ar_end(t, base);
+    return NUMACOLL_OK;
+}
+
 /* As steps (o->r): base the call's number, k the line being folded (i
  * the rank awaited in a call of no data), fold the operands of line k
  * folded into acc so far. A step returns NC_AGAIN at another rank's line
@@ -134,17 +179,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         P->k = 0;
         P->i = 0;
         P->fold = 0;
-        const unsigned par = (unsigned)(P->base & 1);
-        const uint64_t word = nc__dword(t, P->base + 1);
-        for (size_t k = 0; k < lines; k++) {
-            nc__rline_t *mine = nc__arline(t, t->rank, par, k);
-            const size_t off = k * lb;
-            if (off < nbytes)
-                memcpy(mine->data, (const unsigned char *)o->own + off,
-                       nbytes - off < lb ? nbytes - off : lb);
-            /* the payload must be visible before its sequence number */
-            atomic_store_explicit(&mine->word, word, memory_order_release);
-        }
+        put_lines(t, P->base, o->own, nbytes, lb, lines);
         o->phase = 1;
         if (root >= 0 && t->rank != root) {
             nc__ar_end(t, P->base);
@@ -161,8 +196,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
         }
-        nc__ar_end(t, P->base);
-        return NUMACOLL_OK;
+        return end_all(t, P->base);
     }
     if (lines > 1 && P->k == 0 && P->fold == 0) {
         /* Every rank's last line first: its word is stored (release)
@@ -185,23 +219,9 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
                 __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
         }
         if (op->impl) {
-            /* every line is there: fold them with the kernels alone, in
-             * the order and with the calls nc__fold_step makes (x_0 op
-             * x_1, then op x_j), without its callbacks per line and rank
-             * (about 200 instructions a line at p = 2) */
-            for (size_t k = 0; k < lines; k++) {
-                const size_t n = count - k * epl < epl ? count - k * epl
-                                                       : epl;
-                nc__op_apply(op->impl, P->acc,
-                             nc__arline(t, 0, par, k)->data,
-                             nc__arline(t, 1, par, k)->data, n);
-                for (int j = 2; j < t->p; j++)
-                    op->impl->k2(P->acc, nc__arline(t, j, par, k)->data, n);
-                memcpy((unsigned char *)o->recv + k * lb, P->acc,
-                       nc__res_bytes(op, n));
-            }
-            nc__ar_end(t, P->base);
-            return NUMACOLL_OK;
+            /* every line is there: fold them with the kernels alone */
+            fold_lines(t, op, par, P->acc, o->recv, count, lines);
+            return end_all(t, P->base);
         }
     }
     nc__fold_t f = {t->p, get_line, put_line, &e, NC_COPY_VEC};
@@ -215,6 +235,55 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         memcpy((unsigned char *)o->recv + k * lb, P->acc,
                nc__res_bytes(op, n));
     }
-    nc__ar_end(t, P->base);
-    return NUMACOLL_OK;
+    return end_all(t, P->base);
+}
+
+/*
+ * The blocking Allreduce of a predefined op in one line, where the team
+ * has nothing else in flight and its last calls went well: the same
+ * protocol as the step above (the same signature, call number, lines and
+ * fold, so ranks on either path meet), without making an nc__op_t, asking
+ * the tuning table or folding through callbacks. The op's verdict, the
+ * argument checks, the rule lookup, nc__op_t and the step cost about 600
+ * instructions there. Whether the size's rule is inline was asked once,
+ * at team creation (team.c's fast_rules).
+ */
+int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
+                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                       numacoll_op_t opn, int *status)
+{
+    const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
+    const size_t elem = numacoll_dtype_size(dtype);
+    /* count first, so that count * elem cannot wrap */
+    if (!impl || count == 0 || count > NC_RED_INLINE ||
+        count * elem > NC_RED_INLINE ||
+        !(t->red->ar_fast >> (count * elem) & 1) || t->rq_head || !sendbuf ||
+        !recvbuf || !nc__call_quiet(t))
+        return 0;
+    const nc__red_op_t op = {.elem = elem, .impl = impl, .dtype = (int)dtype,
+                             .opn = (int)opn, .commutative = 1};
+    const nc__call_t c = {.coll = NC_COLL_ALLREDUCE, .root = -1,
+                          .nbytes = count * elem, .count = count,
+                          .dtype = (int)dtype, .op = (int)opn,
+                          .commutative = 1};
+    nc__call_publish(t, nc__call_desc(&c), c.nbytes, count);
+    t->blocking = 1;   /* the waits below wait in place (nc__poll) */
+    uint64_t base;
+    int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &base);
+    if (rc == NUMACOLL_OK) {
+        put_lines(t, base, sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
+                  c.nbytes, NC_RED_INLINE, 1);
+        unsigned char *unused;
+        for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++)
+            rc = nc__ar_wait_line(t, j, base, 0, &unused);
+    }
+    if (rc == NUMACOLL_OK) {
+        _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
+        fold_lines(t, &op, (unsigned)(base & 1), acc, recvbuf, count, 1);
+        end_all(t, base);
+        t->calls[NC_COLL_ALLREDUCE]++;
+    }
+    t->blocking = 0;
+    *status = rc;
+    return 1;
 }

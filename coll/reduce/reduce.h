@@ -64,12 +64,18 @@ struct nc__red {
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
+    uint64_t ar_fast;     /* bit n: n bytes take nc__allreduce_fast's rule */
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
      * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
      * call that wrote them */
     uint64_t *ar_known;
     struct nc__ar_last { int kind, who; uint64_t seq; } ar_last[2];
+    /* s + 1 after an inline call s in which this rank saw every rank's
+     * lines (an Allreduce's): then every rank had finished call s - 1,
+     * so call s + 1 may rewrite its lines without looking (nc__ar_all);
+     * 0: none such */
+    uint64_t ar_all;
     int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */
     int my_slice;         /* the slice this rank owns                     */
 };
@@ -138,6 +144,12 @@ static inline void nc__ar_saw(numacoll_team_t *t, int j, uint64_t seq)
         *k = seq;
 }
 
+/* Reader: every rank's lines of inline call seq were there. */
+static inline void nc__ar_all(numacoll_team_t *t, uint64_t seq)
+{
+    t->red->ar_all = seq + 1;
+}
+
 /* End of an inline call: this rank reads no more of call base's lines. */
 static inline void nc__ar_end(numacoll_team_t *t, uint64_t base)
 {
@@ -186,6 +198,13 @@ static inline size_t nc__ag_inline_lines(size_t n)
     return n <= NC_AG_FIRST
                ? 1 : 1 + (n - NC_AG_FIRST + NC_RED_INLINE - 1) / NC_RED_INLINE;
 }
+
+/* A blocking Allreduce of a predefined op in one line (allreduce_inline.c):
+ * 1 and the call's status in *status where it took the call, 0 where it
+ * did nothing (the call goes the general way). */
+int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
+                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                       numacoll_op_t opn, int *status);
 
 /* Whether this team's inline Allreduce lines take count elements of elem
  * bytes (every rank answers alike). */
