@@ -89,6 +89,16 @@ typedef enum {
     X(exscan_init)
 #define NC_GA_LIST(X) NC_GA_BLOCKING_LIST(X) NC_GA_NB_LIST(X)
 
+/* How a Reduce/Allreduce's (datatype, op) reaches the core. */
+typedef enum { NC_RED_FALLBACK = 0, NC_RED_PREDEF, NC_RED_USER } nc_red_kind_t;
+typedef struct nc_red_plan {
+    nc_red_kind_t kind;
+    numacoll_dtype_t dt;        /* NC_RED_PREDEF */
+    numacoll_op_t op;           /* NC_RED_PREDEF */
+    size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
+    ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
+} nc_red_plan_t;
+
 /* One module per communicator that selected us. */
 typedef struct mca_coll_numacoll_module_t {
     mca_coll_base_module_t super;
@@ -130,6 +140,13 @@ typedef struct mca_coll_numacoll_module_t {
     struct mca_coll_numacoll_module_t *nb_next;
     bool nb_listed;
     _Atomic bool nb_lock;
+
+    /* The plan of the last Reduce/Allreduce whose (datatype, op) the core
+     * takes as predefined: both handles are Open MPI's own, never freed,
+     * so the pair names the plan for good (nc_red_call). */
+    ompi_datatype_t *red_dt;
+    struct ompi_op_t *red_op;
+    nc_red_plan_t red_plan;
 
     /* Non-NULL on a communicator that spans nodes (or virtual nodes):
      * its node-local and leaders' sub-communicators, created on the first
@@ -267,15 +284,6 @@ void nc_dt_end(nc_dt_ctx_t *c);
 int nc_pack(void *ctx, size_t offset, void *dst, size_t n);
 int nc_unpack(void *ctx, size_t offset, const void *src, size_t n);
 
-/* How a Reduce/Allreduce's (datatype, op) reaches the core. */
-typedef enum { NC_RED_FALLBACK = 0, NC_RED_PREDEF, NC_RED_USER } nc_red_kind_t;
-typedef struct nc_red_plan {
-    nc_red_kind_t kind;
-    numacoll_dtype_t dt;        /* NC_RED_PREDEF */
-    numacoll_op_t op;           /* NC_RED_PREDEF */
-    size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
-    ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
-} nc_red_plan_t;
 /* A user op's context for nc_user_op; must live until the call completes. */
 typedef struct nc_user_ctx {
     struct ompi_op_t *op;

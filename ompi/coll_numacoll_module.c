@@ -201,6 +201,8 @@ static void nc_module_construct(nc_module_t *m)
     m->prev_allreduce = NULL;
     m->prev_allreduce_module = NULL;
     m->hier = NULL;
+    m->red_dt = NULL;   /* no plan yet: no datatype handle is NULL */
+    m->red_op = NULL;
     nc_nb_construct(m);
     nc_ga_construct(m);
 }
@@ -903,7 +905,18 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
                        const void *sbuf, void *rbuf, int count,
                        ompi_datatype_t *dtype, struct ompi_op_t *op, int root)
 {
-    nc_red_plan_t p = nc_red_plan(count, dtype, op);
+    nc_red_plan_t p;
+    if (dtype == m->red_dt && op == m->red_op && count >= 0) {
+        p = m->red_plan;   /* the chain of handle compares, about 100
+                            * instructions, once per pair */
+    } else {
+        p = nc_red_plan(count, dtype, op);
+        if (p.kind == NC_RED_PREDEF) {
+            m->red_dt = dtype;
+            m->red_op = op;
+            m->red_plan = p;
+        }
+    }
     if (!nc_red_takes(m, &p, count, root))
         return NC_DECLINED;
     if (nc_nb_inflight())
