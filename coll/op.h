@@ -161,6 +161,11 @@ int nc__allreduce_allfold_step(numacoll_team_t *t, nc__op_t *o);
 /* The gathers' (coll/gather/) read ch and ga. */
 int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);
+/* A blocking uniform Allgather of blocks of one inline line
+ * (allgather_inline.c): 1 and its status in *status where it took the
+ * call, 0 where it did nothing. */
+int nc__allgather_fast(numacoll_team_t *t, const void *sendbuf,
+                       void *recvbuf, size_t nbytes, int *status);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);

@@ -1222,6 +1222,10 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
     int ag(numacoll_team_t *t, const void *sendbuf, void *recvbuf,            \
            size_t nbytes reqparam)                                            \
     {                                                                         \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            nc__allgather_fast(t, sendbuf, recvbuf, nbytes, &fast))           \
+            return fast;                                                      \
         ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1,                 \
                        .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
                        .each = nbytes};                                       \

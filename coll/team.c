@@ -908,7 +908,9 @@ out:
  * (after cma_verdict): a Bcast's from 1 byte on while the rule is the
  * 1-byte one and inline, within one line (nc__bcast_fast); an
  * Allreduce's of one line whose rule is inline and stages nothing an
- * element could exceed, as check_elem asks (nc__allreduce_fast). */
+ * element could exceed, as check_elem asks (nc__allreduce_fast); an
+ * Allgather's blocks of one line whose rule is inline (one line always
+ * fits the team's lines: nc__allgather_fast). */
 static void fast_rules(numacoll_team_t *t)
 {
     t->bc_fast_max = 0;
@@ -925,6 +927,11 @@ static void fast_rules(numacoll_team_t *t)
             (!ch->f || ch->f >= NC_RED_INLINE))
             t->red->ar_fast |= (uint64_t)1 << n;
     }
+    t->red->ag_fast = 0;
+    for (size_t n = 1; t->p > 1 && n <= NC_AG_FIRST; n++)
+        if (nc__team_choice(t, NC_COLL_ALLGATHER, n)->alg ==
+            NC_ALG_ALLGATHER_INLINE)
+            t->red->ag_fast |= (uint64_t)1 << n;
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

@@ -691,6 +691,24 @@ int nc_ga_core(nc_ga_t *g, numacoll_team_t *t, bool persistent,
                      req);
 }
 
+/* The log line of a call that moves bytes (coll_base_verbose from
+ * NC_CALL_VERBOSITY on). */
+static void nc_ga_log(nc_module_t *m, nc_ga_kind_t k, const char *what,
+                      int root, size_t nbytes, bool convertor, int st)
+{
+    if (!nc_call_verbose())
+        return;
+    const bool v = k == NC_GA_ALLGATHERV || k == NC_GA_GATHERV ||
+                   k == NC_GA_SCATTERV || k == NC_GA_ALLTOALLV;
+    opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
+                        "coll:numacoll:%s: %s (cid %u) root %d, %zu bytes "
+                        "%s, %s: %s", what, nc_comm_name(m->comm),
+                        nc_comm_cid(m->comm), root, nbytes,
+                        v ? "of this rank" : "per block",
+                        convertor ? "through the convertor" : "contiguous",
+                        numacoll_strerror(st));
+}
+
 int nc_ga_done(nc_ga_t *g, int st, const char *what)
 {
     for (int i = 0; i < g->nseg && st == NUMACOLL_OK; i++)
@@ -700,17 +718,8 @@ int nc_ga_done(nc_ga_t *g, int st, const char *what)
         if (g->user.dtype)  /* planned: not a call of no elements */
             nc_red_log(g->m->comm, what, -1, g->logged, g->user.dtype, &g->red,
                    st);
-    } else if (nc_call_verbose()) {
-        const bool v = g->kind == NC_GA_ALLGATHERV ||
-                       g->kind == NC_GA_GATHERV ||
-                       g->kind == NC_GA_SCATTERV || g->kind == NC_GA_ALLTOALLV;
-        opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
-                            "coll:numacoll:%s: %s (cid %u) root %d, %zu bytes "
-                            "%s, %s: %s", what, nc_comm_name(g->m->comm),
-                            nc_comm_cid(g->m->comm), g->root, g->nbytes,
-                            v ? "of this rank" : "per block",
-                            g->nseg ? "through the convertor" : "contiguous",
-                            numacoll_strerror(st));
+    } else {
+        nc_ga_log(g->m, g->kind, what, g->root, g->nbytes, g->nseg > 0, st);
     }
     return st;
 }
@@ -787,6 +796,41 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
 }
 
 /*
+ * A blocking Allgather or Alltoall of one datatype on both sides, equal
+ * counts, contiguous, not in place, while no request is in flight:
+ * straight to the core, without nc_ga_t's plan and its release (about 350
+ * instructions a call, as much as the core's inline Allgather of a
+ * line). Every argument it reads is significant on every rank and alike
+ * there (MPI), so all ranks take it or none. NC_DECLINED where it does
+ * not apply: nc_ga_entry's general way then.
+ */
+static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
+{
+    const nc_ga_kind_t k = a->kind;
+    if ((k != NC_GA_ALLGATHER && k != NC_GA_ALLTOALL) ||
+        m->state != MCA_COLL_NUMACOLL_READY || a->sbuf == MPI_IN_PLACE ||
+        a->rbuf == MPI_IN_PLACE || a->sdt != a->rdt ||
+        a->scount != a->rcount || a->rcount <= 0 || nc_nb_inflight())
+        return NC_DECLINED;
+    const size_t p = (size_t)ompi_comm_size(m->comm);
+    const size_t nb = (size_t)a->rcount * nc_dt_size(a->rdt);
+    if (nb == 0 || !nc_dense(a->rdt, (size_t)a->rcount * p))
+        return NC_DECLINED;
+    const ptrdiff_t lb = a->rdt->super.true_lb;
+    const char *send = (const char *)a->sbuf + lb;
+    char *recv = (char *)a->rbuf + lb;
+    const int st = k == NC_GA_ALLGATHER
+                       ? numacoll_allgather(m->team, send, recv, nb)
+                       : numacoll_alltoall(m->team, send, recv, nb);
+    if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
+        return NC_DECLINED;
+    nc_ga_log(m, k, nc_ga_names[k][3], -1, nb, false, st);
+    if (st == NUMACOLL_OK)
+        nc_count(nc_ga_cnt(k, NC_N_DONE));
+    return nc_finish(m, nc_ga_names[k][NC_FORM_BLOCKING], st);
+}
+
+/*
  * A call of any form: the MPI status, or NC_DECLINED for the previous
  * component. Blocking calls run in the core right here unless requests
  * are in flight (then through one, as coll_numacoll_nb.c explains).
@@ -795,6 +839,11 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
                        ompi_request_t **req)
 {
     const nc_ga_kind_t k = a->kind;
+    if (form == NC_FORM_BLOCKING) {
+        const int st = nc_ga_direct(m, a);
+        if (st != NC_DECLINED)
+            return st;
+    }
     const char *name = nc_ga_names[k][form];
     const int rank = ompi_comm_rank(m->comm), p = ompi_comm_size(m->comm);
     const bool nothing = nc_ga_nothing(a, rank, p);

@@ -65,6 +65,7 @@ struct nc__red {
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
     uint64_t ar_fast;     /* bit n: n bytes take nc__allreduce_fast's rule */
+    uint64_t ag_fast;     /* bit n: blocks of n bytes, nc__allgather_fast's */
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
      * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
