@@ -585,6 +585,97 @@ static void test_mismatch(void)
     }
 }
 
+/* ---- fast and general paths meet ------------------------------------ */
+
+/* Call c's kind and size (bytes; int64 elements for Allreduce) */
+static const size_t fg_sizes[] = {1, 8, 40, 48, 56, 13};
+
+/* One call of the mix, through the blocking fast path where fast, else
+ * as a nonblocking call waited for at once (op, begin(), the step): both
+ * must publish the same signature, or the call fails as mismatched. */
+static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
+{
+    const int kind = (int)(c % 4);
+    const size_t n = fg_sizes[c / 4 % (sizeof fg_sizes / sizeof *fg_sizes)];
+    const int root = (int)(c % (unsigned)p);
+    numacoll_request_t *r = NULL;
+    int rc = NUMACOLL_OK, bad = 0;
+    if (kind == 0) {
+        unsigned char buf[64];
+        for (size_t i = 0; i < n; i++)
+            buf[i] = rank == root ? pattern(c, i) : 0;
+        rc = fast ? numacoll_bcast(t, buf, n, root)
+                  : numacoll_ibcast(t, buf, n, root, &r);
+        if (rc == NUMACOLL_OK && r)
+            rc = numacoll_wait(&r);
+        for (size_t i = 0; rc == NUMACOLL_OK && i < n; i++)
+            bad |= buf[i] != pattern(c, i);
+    } else if (kind == 1) {
+        /* up to 13 elements: one line or two (56-byte lines of 7) */
+        int64_t in[16], out[16];
+        const size_t m = n % 14 ? n % 14 : 1;
+        for (size_t i = 0; i < m; i++)
+            in[i] = contrib(c, rank, i);
+        rc = fast ? numacoll_allreduce(t, in, out, m, NUMACOLL_DTYPE_INT64,
+                                       NUMACOLL_OP_SUM)
+                  : numacoll_iallreduce(t, in, out, m, NUMACOLL_DTYPE_INT64,
+                                        NUMACOLL_OP_SUM, &r);
+        if (rc == NUMACOLL_OK && r)
+            rc = numacoll_wait(&r);
+        for (size_t i = 0; rc == NUMACOLL_OK && i < m; i++) {
+            int64_t want = 0;
+            for (int j = 0; j < p; j++)
+                want += contrib(c, j, i);
+            bad |= out[i] != want;
+        }
+    } else if (kind == 2) {
+        rc = fast ? numacoll_barrier(t) : numacoll_ibarrier(t, &r);
+        if (rc == NUMACOLL_OK && r)
+            rc = numacoll_wait(&r);
+    } else {
+        unsigned char mine[64], all[8 * 64];
+        for (size_t i = 0; i < n; i++)
+            mine[i] = pattern(c + (unsigned)rank, i);
+        rc = fast ? numacoll_allgather(t, mine, all, n)
+                  : numacoll_iallgather(t, mine, all, n, &r);
+        if (rc == NUMACOLL_OK && r)
+            rc = numacoll_wait(&r);
+        for (int j = 0; rc == NUMACOLL_OK && j < p; j++)
+            for (size_t i = 0; i < n; i++)
+                bad |= all[(size_t)j * n + i] != pattern(c + (unsigned)j, i);
+    }
+    if (rc != NUMACOLL_OK)
+        return say(t, rank, fast ? "fast path" : "general path", rc);
+    if (bad) {
+        fprintf(stderr, "rank %d: call %u (kind %d, %zu): wrong data\n",
+                rank, c, kind, n);
+        return 2;
+    }
+    return 0;
+}
+
+static int fast_general_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = team_of(b);
+    if (!t)
+        return 2;
+    int bad = 0;
+    /* each rank switches paths on its own rhythm, so every pair of paths
+     * meets in every kind and size */
+    for (unsigned c = 0; c < 600 && !bad; c++)
+        bad = fg_call(t, b->rank, b->size, c,
+                      (int)((c / (unsigned)(b->rank + 1)) % 2));
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_fast_general(void)
+{
+    for (int p = 2; p <= 5; p++)
+        CU_ASSERT_EQUAL(nct_run(p, fast_general_body, NULL), 0);
+}
+
 int nct_register_request(void)
 {
     static const nct_test_t tests[] = {
@@ -601,6 +692,8 @@ int nct_register_request(void)
          test_user_op},
         {"mismatched nonblocking calls fail in test loops and waits",
          test_mismatch},
+        {"blocking fast paths and the general path meet in one call",
+         test_fast_general},
         {NULL, NULL}};
     return nct_add_suite("request", tests);
 }

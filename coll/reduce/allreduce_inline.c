@@ -239,7 +239,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
 }
 
 /*
- * The blocking Allreduce of a predefined op in one line, where the team
+ * The blocking inline Allreduce of a predefined op, where the team
  * has nothing else in flight and its last calls went well: the same
  * protocol as the step above (the same signature, call number, lines and
  * fold, so ranks on either path meet), without making an nc__op_t, asking
@@ -255,11 +255,13 @@ int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
     const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
     const size_t elem = numacoll_dtype_size(dtype);
     /* count first, so that count * elem cannot wrap */
-    if (!impl || count == 0 || count > NC_RED_INLINE ||
-        count * elem > NC_RED_INLINE ||
-        !(t->red->ar_fast >> (count * elem) & 1) || t->rq_head || !sendbuf ||
-        !recvbuf || !nc__call_quiet(t))
+    if (!impl || count == 0 || count > t->red->ar_fast_max ||
+        count * elem > t->red->ar_fast_max || t->rq_head || !sendbuf ||
+        !recvbuf)
         return 0;
+    const size_t lines = nc__ar_lines(count, nc__ar_per_line(elem));
+    if (lines > t->red->ar_al || !nc__call_quiet(t))
+        return 0;   /* as allreduce_make: reduce_bcast then */
     const nc__red_op_t op = {.elem = elem, .impl = impl, .dtype = (int)dtype,
                              .opn = (int)opn, .commutative = 1};
     const nc__call_t c = {.coll = NC_COLL_ALLREDUCE, .root = -1,
@@ -270,16 +272,21 @@ int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
     t->blocking = 1;   /* the waits below wait in place (nc__poll) */
     uint64_t base;
     int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &base);
+    const unsigned par = (unsigned)(base & 1);
     if (rc == NUMACOLL_OK) {
         put_lines(t, base, sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
-                  c.nbytes, NC_RED_INLINE, 1);
+                  c.nbytes, nc__ar_per_line(elem) * elem, lines);
+        /* every rank's last line, then the rest at once (as the step) */
         unsigned char *unused;
-        for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++)
-            rc = nc__ar_wait_line(t, j, base, 0, &unused);
+        for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++) {
+            rc = nc__ar_wait_line(t, j, base, lines - 1, &unused);
+            for (size_t k = 0; j != t->rank && k + 1 < lines; k++)
+                __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
+        }
     }
     if (rc == NUMACOLL_OK) {
         _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
-        fold_lines(t, &op, (unsigned)(base & 1), acc, recvbuf, count, 1);
+        fold_lines(t, &op, par, acc, recvbuf, count, lines);
         end_all(t, base);
         t->calls[NC_COLL_ALLREDUCE]++;
     }

@@ -80,6 +80,7 @@ int nc__red_init(numacoll_team_t *t)
     for (size_t i = 0; i < sizeof more / sizeof *more; i++)
         if (more[i] > r->ar_al)
             r->ar_al = (unsigned)more[i];
+    r->ar_all = UINT64_MAX;   /* as nc__red_reset */
     r->ar_known = calloc((size_t)p, sizeof *r->ar_known);
     /* the trees themselves are the team's (built for every k the rules
      * name); kids must hold the children of any of them */
@@ -128,7 +129,7 @@ void nc__red_reset(numacoll_team_t *t)
     /* the ack lines were zeroed with the control lines */
     memset(r->ar_known, 0, (size_t)t->p * sizeof *r->ar_known);
     memset(r->ar_last, 0, sizeof r->ar_last);
-    r->ar_all = 0;
+    r->ar_all = UINT64_MAX;   /* none: no call n is that */
 }
 
 /* ---- inline line reuse (reduce.h) --------------------------------------- */

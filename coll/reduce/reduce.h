@@ -64,7 +64,7 @@ struct nc__red {
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
-    uint64_t ar_fast;     /* bit n: n bytes take nc__allreduce_fast's rule */
+    size_t ar_fast_max;   /* 1 .. this many bytes: nc__allreduce_fast's  */
     uint64_t ag_fast;     /* bit n: blocks of n bytes, nc__allgather_fast's */
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
@@ -75,7 +75,7 @@ struct nc__red {
     /* s + 1 after an inline call s in which this rank saw every rank's
      * lines (an Allreduce's): then every rank had finished call s - 1,
      * so call s + 1 may rewrite its lines without looking (nc__ar_all);
-     * 0: none such */
+     * UINT64_MAX: none such */
     uint64_t ar_all;
     int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */
     int my_slice;         /* the slice this rank owns                     */
@@ -200,7 +200,7 @@ static inline size_t nc__ag_inline_lines(size_t n)
                ? 1 : 1 + (n - NC_AG_FIRST + NC_RED_INLINE - 1) / NC_RED_INLINE;
 }
 
-/* A blocking Allreduce of a predefined op in one line (allreduce_inline.c):
+/* A blocking inline Allreduce of a predefined op (allreduce_inline.c):
  * 1 and the call's status in *status where it took the call, 0 where it
  * did nothing (the call goes the general way). */
 int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
