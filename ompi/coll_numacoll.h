@@ -141,9 +141,10 @@ typedef struct mca_coll_numacoll_module_t {
     bool nb_listed;
     _Atomic bool nb_lock;
 
-    /* The plan of the last Reduce/Allreduce whose (datatype, op) the core
+    /* The plan of the last reduction (Reduce, Allreduce, and the blocking
+     * Reduce_scatter_block, Scan, Exscan) whose (datatype, op) the core
      * takes as predefined: both handles are Open MPI's own, never freed,
-     * so the pair names the plan for good (nc_red_call). */
+     * so the pair names the plan for good (nc_red_plan_kept). */
     ompi_datatype_t *red_dt;
     struct ompi_op_t *red_op;
     nc_red_plan_t red_plan;
@@ -292,6 +293,7 @@ typedef struct nc_user_ctx {
 } nc_user_ctx_t;
 #define nc_red_plan mca_coll_numacoll_red_plan
 #define nc_red_takes mca_coll_numacoll_red_takes
+#define nc_red_plan_kept mca_coll_numacoll_red_plan_kept
 #define nc_red_bufs mca_coll_numacoll_red_bufs
 #define nc_op_commutes mca_coll_numacoll_op_commutes
 #define nc_user_op mca_coll_numacoll_user_op
@@ -302,6 +304,9 @@ nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
  * use; every rank decides alike. */
 bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
                   int root);
+/* nc_red_plan, through the module's plan of its last predefined pair. */
+nc_red_plan_t nc_red_plan_kept(nc_module_t *m, int count,
+                               ompi_datatype_t *dtype, struct ompi_op_t *op);
 /* The core's send and receive pointers of a Reduce (root >= 0) or
  * Allreduce (root < 0). */
 void nc_red_bufs(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,

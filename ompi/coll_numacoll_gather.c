@@ -451,7 +451,15 @@ static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
     const int me = ompi_comm_rank(g->m->comm);
     const int p = ompi_comm_size(g->m->comm);
     const bool root = me == a->root;
-    const bool in_place = a->sbuf == MPI_IN_PLACE || a->rbuf == MPI_IN_PLACE;
+    /* MPI_IN_PLACE in an argument insignificant on this rank (a
+     * non-root's receive buffer of Gather, send buffer of Scatter) is
+     * no in-place call: never read */
+    const bool gathers = a->kind == NC_GA_GATHER || a->kind == NC_GA_GATHERV,
+               scatters = a->kind == NC_GA_SCATTER ||
+                          a->kind == NC_GA_SCATTERV;
+    const bool in_place =
+        (a->sbuf == MPI_IN_PLACE && (root || !scatters)) ||
+        (a->rbuf == MPI_IN_PLACE && (root || !gathers));
     int st = NUMACOLL_OK;
     char *own = NULL;       /* in place: where the own block goes in rtmp */
     const char *from = NULL;    /* ... and where it is in rbuf */
@@ -796,35 +804,92 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
 }
 
 /*
- * A blocking Allgather or Alltoall of one datatype on both sides, equal
- * counts, contiguous, not in place, while no request is in flight:
- * straight to the core, without nc_ga_t's plan and its release (about 350
- * instructions a call, as much as the core's inline Allgather of a
- * line). Every argument it reads is significant on every rank and alike
- * there (MPI), so all ranks take it or none. NC_DECLINED where it does
- * not apply: nc_ga_entry's general way then.
+ * The blocking calls whose arguments go to the core as they are, while no
+ * request is in flight: straight there, without nc_ga_t's plan and its
+ * release (about 350 instructions a call, as much as the core's inline
+ * Allgather of a line):
+ *  - Allgather, Alltoall: one datatype and count on both sides,
+ *    contiguous, not in place;
+ *  - Gather (Scatter): a non-root's send (receive) side contiguous; the
+ *    root's as Allgather's;
+ *  - Reduce_scatter_block, Scan, Exscan: a predefined op on a predefined
+ *    datatype, no configured staging slot (nc_ga_declines' checks).
+ * It reads only what MPI makes significant on the rank, and takes the
+ * core call the general way would make with the same arguments, so a
+ * rank may go either way. NC_DECLINED where it does not apply:
+ * nc_ga_entry's general way then.
  */
 static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
 {
     const nc_ga_kind_t k = a->kind;
-    if ((k != NC_GA_ALLGATHER && k != NC_GA_ALLTOALL) ||
-        m->state != MCA_COLL_NUMACOLL_READY || a->sbuf == MPI_IN_PLACE ||
-        a->rbuf == MPI_IN_PLACE || a->sdt != a->rdt ||
-        a->scount != a->rcount || a->rcount <= 0 || nc_nb_inflight())
+    if (m->state != MCA_COLL_NUMACOLL_READY || nc_nb_inflight())
         return NC_DECLINED;
     const size_t p = (size_t)ompi_comm_size(m->comm);
-    const size_t nb = (size_t)a->rcount * nc_dt_size(a->rdt);
-    if (nb == 0 || !nc_dense(a->rdt, (size_t)a->rcount * p))
-        return NC_DECLINED;
-    const ptrdiff_t lb = a->rdt->super.true_lb;
-    const char *send = (const char *)a->sbuf + lb;
-    char *recv = (char *)a->rbuf + lb;
-    const int st = k == NC_GA_ALLGATHER
-                       ? numacoll_allgather(m->team, send, recv, nb)
-                       : numacoll_alltoall(m->team, send, recv, nb);
-    if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
-        return NC_DECLINED;
-    nc_ga_log(m, k, nc_ga_names[k][3], -1, nb, false, st);
+    const bool root = ompi_comm_rank(m->comm) == a->root;
+    int st;
+    if (nc_ga_is_red(k)) {
+        if (k == NC_GA_REDUCE_SCATTER || a->rcount <= 0 ||
+            numacoll_team_config(m->team)->reduce_frag_size != 0)
+            return NC_DECLINED;
+        const nc_red_plan_t red = nc_red_plan_kept(m, a->rcount, a->rdt,
+                                                   a->op);
+        if (red.kind != NC_RED_PREDEF)
+            return NC_DECLINED;
+        const void *send;
+        void *recv;
+        nc_red_bufs(m, &red, a->sbuf, a->rbuf, -1, &send, &recv);
+        const size_t n = (size_t)a->rcount;
+        st = k == NC_GA_SCAN
+                 ? numacoll_scan(m->team, send, recv, n, red.dt, red.op)
+             : k == NC_GA_EXSCAN
+                 ? numacoll_exscan(m->team, send, recv, n, red.dt, red.op)
+                 : numacoll_reduce_scatter_block(m->team, send, recv, n,
+                                                 red.dt, red.op);
+        if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
+            return NC_DECLINED;
+        const size_t total = k == NC_GA_REDUCE_SCATTER_BLOCK ? p * n : n;
+        nc_red_log(m->comm, nc_ga_names[k][3], -1,
+                   total > INT_MAX ? INT_MAX : (int)total, a->rdt, &red, st);
+    } else {
+        /* the side(s) this rank reads and writes: one block of the
+         * other side's type, or p of one type on both */
+        const bool all = k == NC_GA_ALLGATHER || k == NC_GA_ALLTOALL ||
+                         ((k == NC_GA_GATHER || k == NC_GA_SCATTER) && root);
+        const bool has_send = k != NC_GA_SCATTER || root,
+                   has_recv = k != NC_GA_GATHER || root;
+        ompi_datatype_t *dt = has_send ? a->sdt : a->rdt;
+        const int count = has_send ? a->scount : a->rcount;
+        /* in place, and MPI_IN_PLACE where MPI forbids it, the general way */
+        if ((k != NC_GA_ALLGATHER && k != NC_GA_ALLTOALL &&
+             k != NC_GA_GATHER && k != NC_GA_SCATTER) ||
+            count <= 0 || (has_send && a->sbuf == MPI_IN_PLACE) ||
+            (has_recv && a->rbuf == MPI_IN_PLACE) ||
+            (all && (a->sdt != a->rdt || a->scount != a->rcount)))
+            return NC_DECLINED;
+        const size_t nb = (size_t)count * nc_dt_size(dt);
+        if (nb == 0 || !nc_dense(dt, (size_t)count * (all ? p : 1)))
+            return NC_DECLINED;
+        const ptrdiff_t lb = dt->super.true_lb;
+        const char *send = has_send ? (const char *)a->sbuf + lb : NULL;
+        char *recv = has_recv ? (char *)a->rbuf + lb : NULL;
+        switch (k) {
+        case NC_GA_ALLGATHER:
+            st = numacoll_allgather(m->team, send, recv, nb);
+            break;
+        case NC_GA_ALLTOALL:
+            st = numacoll_alltoall(m->team, send, recv, nb);
+            break;
+        case NC_GA_GATHER:
+            st = numacoll_gather(m->team, send, recv, nb, a->root);
+            break;
+        default:
+            st = numacoll_scatter(m->team, send, recv, nb, a->root);
+            break;
+        }
+        if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
+            return NC_DECLINED;
+        nc_ga_log(m, k, nc_ga_names[k][3], a->root, nb, false, st);
+    }
     if (st == NUMACOLL_OK)
         nc_count(nc_ga_cnt(k, NC_N_DONE));
     return nc_finish(m, nc_ga_names[k][NC_FORM_BLOCKING], st);

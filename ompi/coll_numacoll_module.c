@@ -806,6 +806,21 @@ nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
     return p;
 }
 
+nc_red_plan_t nc_red_plan_kept(nc_module_t *m, int count,
+                               ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    if (dtype == m->red_dt && op == m->red_op && count >= 0)
+        return m->red_plan;   /* the chain of handle compares, about 100
+                               * instructions, once per pair */
+    nc_red_plan_t p = nc_red_plan(count, dtype, op);
+    if (p.kind == NC_RED_PREDEF) {
+        m->red_dt = dtype;
+        m->red_op = op;
+        m->red_plan = p;
+    }
+    return p;
+}
+
 /* numacoll_user_op_fn over an MPI op: inout = in op inout, with `in` the
  * lower-ranked operand, exactly MPI_User_function(invec, inoutvec), which
  * is what MPI_Reduce_local(inbuf, inoutbuf) computes. The core never
@@ -905,18 +920,7 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
                        const void *sbuf, void *rbuf, int count,
                        ompi_datatype_t *dtype, struct ompi_op_t *op, int root)
 {
-    nc_red_plan_t p;
-    if (dtype == m->red_dt && op == m->red_op && count >= 0) {
-        p = m->red_plan;   /* the chain of handle compares, about 100
-                            * instructions, once per pair */
-    } else {
-        p = nc_red_plan(count, dtype, op);
-        if (p.kind == NC_RED_PREDEF) {
-            m->red_dt = dtype;
-            m->red_op = op;
-            m->red_plan = p;
-        }
-    }
+    nc_red_plan_t p = nc_red_plan_kept(m, count, dtype, op);
     if (!nc_red_takes(m, &p, count, root))
         return NC_DECLINED;
     if (nc_nb_inflight())

@@ -232,6 +232,17 @@ static int post(const call_t *c, int f, MPI_Request *req)
                                                          : c->sbuf;
     void *rb = c->in_place && scatters(c->k) && c->k != K_ALLTOALL
                    ? MPI_IN_PLACE : c->rbuf;
+    /* The buffer MPI ignores on a non-root (Gather's receive, Scatter's
+     * send side) as MPI_IN_PLACE on odd ranks: numacoll must read it as
+     * nothing, on every path (with numacoll only: Open MPI's own
+     * algorithms are not under test here). */
+    if (rooted(c->k) && c->me != c->root && c->me % 2 &&
+        mpit_expect == MPIT_EXPECT_CORE) {
+        if (scatters(c->k))
+            sb = MPI_IN_PLACE;
+        else
+            rb = MPI_IN_PLACE;
+    }
     MPI_Datatype st = c->sl->dt, rt = c->rl->dt;
     int sc = c->scnt[c->smulti ? 0 : c->me], rc = c->rcnt[c->rmulti ? 0 : c->me];
     MPI_Comm comm = c->comm;
