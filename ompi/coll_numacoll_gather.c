@@ -806,8 +806,8 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
 /*
  * The blocking calls whose arguments go to the core as they are, while no
  * request is in flight: straight there, without nc_ga_t's plan and its
- * release (about 350 instructions a call, as much as the core's inline
- * Allgather of a line):
+ * release (about 300 instructions of an 8-byte Allgather, measured: 460
+ * there, 170 here):
  *  - Allgather, Alltoall: one datatype and count on both sides,
  *    contiguous, not in place;
  *  - Gather (Scatter): a non-root's send (receive) side contiguous; the
