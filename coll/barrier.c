@@ -220,8 +220,7 @@ int nc__barrier_fast(numacoll_team_t *t, int *status)
 {
     if (t->rq_head || !nc__call_quiet(t))
         return 0;
-    const nc__call_t c = {.coll = NC_COLL_BARRIER, .root = -1, .dtype = -1,
-                          .op = -1};
+    const nc__call_t c = nc__call_of(NC_COLL_BARRIER, -1, 0, 0);
     nc__call_publish(t, nc__call_desc(&c), 0, 0);
     nc__op_t o;
     o.phase = 0;

@@ -571,23 +571,21 @@ static inline int is_ga(nc__coll_t c)
  * others learn of it (nc__call_refuse). */
 NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
 {
-    nc__call_t c = {.coll = o->coll, .root = o->root, .dtype = -1, .op = -1};
-    if (o->coll == NC_COLL_BCAST) {
-        c.nbytes = o->bc.nbytes;
-    } else if (is_ga(o->coll)) {
-        c.nbytes = o->ga.sig_bytes;
+    nc__call_t c;
+    if (o->coll == NC_COLL_BCAST)
+        c = nc__call_of(o->coll, o->root, o->bc.nbytes, 0);
+    else if (is_ga(o->coll))
         /* ranks whose sizes picked different kinds of algorithm (a
          * uniform Gather or Scatter whose block sizes differ, Allgatherv
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
-        c.count = nc__ga_cma(o->alg) ? 1 : nc__ga_inline(o->alg) ? 2 : 0;
-    } else if (o->coll != NC_COLL_BARRIER) {
-        c.nbytes = o->count * o->rop.elem;
-        c.count = o->count;
-        c.dtype = o->rop.dtype;
-        c.op = o->rop.opn;
-        c.commutative = o->rop.commutative;
-    }
+        c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
+                        nc__ga_sig_kind(o->alg));
+    else if (o->coll == NC_COLL_BARRIER)
+        c = nc__call_of(o->coll, o->root, 0, 0);
+    else
+        c = nc__call_of_red(o->coll, o->root, o->count, o->rop.elem,
+                            o->rop.dtype, o->rop.opn, o->rop.commutative);
     if (o->bad == NUMACOLL_OK)
         return nc__call_begin(t, &c);
     /* a refusal says more than a lost or aborted call: keep its sentence */

@@ -384,6 +384,27 @@ static inline uint64_t nc__call_hash(uint64_t seq, uint64_t desc,
     return h ^ (h << 32 | h >> 32);
 }
 
+/* A call's signature, as begin() (coll/request.c) and the blocking fast
+ * paths make it, so that ranks on either path meet: of bytes (Bcast,
+ * Barrier; the gathers, count then saying the kind of algorithm), ... */
+static inline nc__call_t nc__call_of(int coll, int root, size_t nbytes,
+                                     size_t count)
+{
+    return (nc__call_t){.coll = coll, .root = root, .nbytes = nbytes,
+                        .count = count, .dtype = -1, .op = -1};
+}
+
+/* ... and of a reduction: count elements of elem bytes, its type and op
+ * (-1: a user op) and whether the op commutes. */
+static inline nc__call_t nc__call_of_red(int coll, int root, size_t count,
+                                         size_t elem, int dtype, int op,
+                                         int commutative)
+{
+    return (nc__call_t){.coll = coll, .root = root, .nbytes = count * elem,
+                        .count = count, .dtype = dtype, .op = op,
+                        .commutative = commutative};
+}
+
 /* desc: coll (8 bits) | root + 1 (24) | dtype + 1 (8) | op + 1 (8) |
  * commutative (1), so that -1 ("none", "user") packs as 0. */
 static inline uint64_t nc__call_desc(const nc__call_t *c)

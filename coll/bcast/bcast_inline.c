@@ -246,9 +246,8 @@ int nc__bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
     if (nbytes - 1 >= t->bc_fast_max || !buf || t->rq_head ||
         (unsigned)root >= (unsigned)t->p || !nc__call_quiet(t))
         return 0;
-    const nc__call_t c = {.coll = NC_COLL_BCAST, .root = root,
-                          .nbytes = nbytes, .dtype = -1, .op = -1};
-    nc__call_publish(t, nc__call_desc(&c), nbytes, 0);
+    const nc__call_t c = nc__call_of(NC_COLL_BCAST, root, nbytes, 0);
+    nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
     nc__op_t o;
     o.bc.ch = t->bc_fast_ch;
     o.bc.nbytes = nbytes;

@@ -171,10 +171,10 @@ int nc__allgather_fast(numacoll_team_t *t, const void *sendbuf,
     const unsigned char *src = sendbuf == NUMACOLL_IN_PLACE
                                    ? recv + (size_t)me * nbytes
                                    : sendbuf;
-    /* ga_make's: the blocks' total, and 2 for an inline algorithm */
-    const nc__call_t c = {.coll = NC_COLL_ALLGATHER, .root = -1,
-                          .nbytes = (size_t)t->p * nbytes, .count = 2,
-                          .dtype = -1, .op = -1};
+    /* ga_make's: the blocks' total, and the algorithm's kind */
+    const nc__call_t c = nc__call_of(NC_COLL_ALLGATHER, -1,
+                                     (size_t)t->p * nbytes,
+                                     nc__ga_sig_kind(NC_ALG_ALLGATHER_INLINE));
     nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
     t->blocking = 1;   /* the waits wait in place (nc__poll) */
     uint64_t base;

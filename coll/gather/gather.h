@@ -79,6 +79,13 @@ static inline int nc__ga_inline(int alg)
            alg == NC_ALG_SCATTER_INLINE || alg == NC_ALG_ALLTOALL_INLINE;
 }
 
+/* The kind of algorithm a gather's call signature carries (its count):
+ * single copy 1, inline 2, staged 0 (request.c's begin()). */
+static inline size_t nc__ga_sig_kind(int alg)
+{
+    return nc__ga_cma(alg) ? 1 : nc__ga_inline(alg) ? 2 : 0;
+}
+
 /* Block j's bytes and offset in the call (uniform or v form). */
 static inline size_t nc__ga_count(const nc__op_t *o, int j)
 {

@@ -264,11 +264,9 @@ int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
         return 0;   /* as allreduce_make: reduce_bcast then */
     const nc__red_op_t op = {.elem = elem, .impl = impl, .dtype = (int)dtype,
                              .opn = (int)opn, .commutative = 1};
-    const nc__call_t c = {.coll = NC_COLL_ALLREDUCE, .root = -1,
-                          .nbytes = count * elem, .count = count,
-                          .dtype = (int)dtype, .op = (int)opn,
-                          .commutative = 1};
-    nc__call_publish(t, nc__call_desc(&c), c.nbytes, count);
+    const nc__call_t c = nc__call_of_red(NC_COLL_ALLREDUCE, -1, count, elem,
+                                         op.dtype, op.opn, op.commutative);
+    nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
     t->blocking = 1;   /* the waits below wait in place (nc__poll) */
     uint64_t base;
     int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &base);
