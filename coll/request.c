@@ -1153,6 +1153,11 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
             int root reqparam)                                                \
     {                                                                         \
         nc__red_op_t o;                                                       \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            nc__reduce_fast(t, sendbuf, recvbuf, count, dtype, op, root,      \
+                            &fast))                                           \
+            return fast;                                                      \
         return t ? reduce_any(t, sendbuf, recvbuf, count, &o,                 \
                               predef(t, &o, dtype, op), root, mode, reqarg)   \
                  : NUMACOLL_ERR_ARG;                                          \

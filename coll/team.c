@@ -904,12 +904,29 @@ out:
     return rc;
 }
 
+/* The sizes from 1 byte on whose rule is coll's inline alg and stages
+ * nothing an element of a line could exceed (check_elem). */
+static size_t red_fast_max(const numacoll_team_t *t, nc__coll_t coll,
+                           nc__alg_t alg)
+{
+    const size_t max = nc__team_rule_max(t, coll, alg);
+    size_t n = 0;
+    while (t->p > 1 && n < max) {
+        const nc__choice_t *ch = nc__team_choice(t, coll, n + 1);
+        if (ch->alg != alg || (ch->f && ch->f < NC_RED_INLINE))
+            break;
+        n++;
+    }
+    return n;
+}
+
 /* The sizes the blocking fast paths take, from the team's final rules
  * (after cma_verdict): a Bcast's from 1 byte on while the rule is the
  * 1-byte one and inline, within one line (nc__bcast_fast); an
  * Allreduce's from 1 byte on while the rule is inline and stages nothing
  * an element could exceed, as check_elem asks (nc__allreduce_fast, which
- * checks the lines per call, as allreduce_make); an
+ * checks the lines per call, as allreduce_make), and a Reduce's alike
+ * (nc__reduce_fast); an
  * Allgather's blocks of one line whose rule is inline (one line always
  * fits the team's lines: nc__allgather_fast). */
 static void fast_rules(numacoll_team_t *t)
@@ -921,16 +938,10 @@ static void fast_rules(numacoll_team_t *t)
                        nc__team_choice(t, NC_COLL_BCAST, n) == t->bc_fast_ch;
          n++)
         t->bc_fast_max = n;
-    t->red->ar_fast_max = 0;
-    const size_t amax = nc__team_rule_max(t, NC_COLL_ALLREDUCE,
-                                          NC_ALG_ALLREDUCE_INLINE);
-    for (size_t n = 1; t->p > 1 && n <= amax; n++) {
-        const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLREDUCE, n);
-        if (ch->alg != NC_ALG_ALLREDUCE_INLINE ||
-            (ch->f && ch->f < NC_RED_INLINE))
-            break;
-        t->red->ar_fast_max = n;
-    }
+    t->red->ar_fast_max = red_fast_max(t, NC_COLL_ALLREDUCE,
+                                       NC_ALG_ALLREDUCE_INLINE);
+    t->red->rd_fast_max = red_fast_max(t, NC_COLL_REDUCE,
+                                       NC_ALG_REDUCE_INLINE);
     t->red->ag_fast = 0;
     for (size_t n = 1; t->p > 1 && n <= NC_AG_FIRST; n++)
         if (nc__team_choice(t, NC_COLL_ALLGATHER, n)->alg ==

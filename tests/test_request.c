@@ -595,8 +595,8 @@ static const size_t fg_sizes[] = {1, 8, 40, 48, 56, 13};
  * must publish the same signature, or the call fails as mismatched. */
 static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
 {
-    const int kind = (int)(c % 4);
-    const size_t n = fg_sizes[c / 4 % (sizeof fg_sizes / sizeof *fg_sizes)];
+    const int kind = (int)(c % 5);
+    const size_t n = fg_sizes[c / 5 % (sizeof fg_sizes / sizeof *fg_sizes)];
     const int root = (int)(c % (unsigned)p);
     numacoll_request_t *r = NULL;
     int rc = NUMACOLL_OK, bad = 0;
@@ -610,19 +610,33 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
             rc = numacoll_wait(&r);
         for (size_t i = 0; rc == NUMACOLL_OK && i < n; i++)
             bad |= buf[i] != pattern(c, i);
-    } else if (kind == 1) {
-        /* up to 13 elements: one line or two (56-byte lines of 7) */
+    } else if (kind == 1 || kind == 4) {
+        /* up to 13 elements: one line or two (56-byte lines of 7); an
+         * Allreduce, or a Reduce to root (in place there every other
+         * time) */
         int64_t in[16], out[16];
         const size_t m = n % 14 ? n % 14 : 1;
+        const int all = kind == 1, mine = all || rank == root;
+        const int in_place = !all && mine && c % 2;
         for (size_t i = 0; i < m; i++)
-            in[i] = contrib(c, rank, i);
-        rc = fast ? numacoll_allreduce(t, in, out, m, NUMACOLL_DTYPE_INT64,
-                                       NUMACOLL_OP_SUM)
-                  : numacoll_iallreduce(t, in, out, m, NUMACOLL_DTYPE_INT64,
-                                        NUMACOLL_OP_SUM, &r);
+            (in_place ? out : in)[i] = contrib(c, rank, i);
+        const void *send = in_place ? NUMACOLL_IN_PLACE : in;
+        if (all)
+            rc = fast ? numacoll_allreduce(t, send, out, m,
+                                           NUMACOLL_DTYPE_INT64,
+                                           NUMACOLL_OP_SUM)
+                      : numacoll_iallreduce(t, send, out, m,
+                                            NUMACOLL_DTYPE_INT64,
+                                            NUMACOLL_OP_SUM, &r);
+        else
+            rc = fast ? numacoll_reduce(t, send, out, m, NUMACOLL_DTYPE_INT64,
+                                        NUMACOLL_OP_SUM, root)
+                      : numacoll_ireduce(t, send, out, m,
+                                         NUMACOLL_DTYPE_INT64,
+                                         NUMACOLL_OP_SUM, root, &r);
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
-        for (size_t i = 0; rc == NUMACOLL_OK && i < m; i++) {
+        for (size_t i = 0; rc == NUMACOLL_OK && mine && i < m; i++) {
             int64_t want = 0;
             for (int j = 0; j < p; j++)
                 want += contrib(c, j, i);

@@ -239,56 +239,110 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
 }
 
 /*
- * The blocking inline Allreduce of a predefined op, where the team
- * has nothing else in flight and its last calls went well: the same
- * protocol as the step above (the same signature, call number, lines and
- * fold, so ranks on either path meet), without making an nc__op_t, asking
- * the tuning table or folding through callbacks. The op's verdict, the
- * argument checks, the rule lookup, nc__op_t and the step cost about 600
- * instructions there. Whether the size's rule is inline was asked once,
- * at team creation (team.c's fast_rules).
+ * The blocking inline Allreduce (root -1) or Reduce of a predefined op,
+ * where the team has nothing else in flight and its last calls went well:
+ * the same protocol as the step above (the same signature, call number,
+ * lines and fold, so ranks on either path meet), without making an
+ * nc__op_t, asking the tuning table or folding through callbacks. The
+ * op's verdict, the argument checks, the rule lookup, nc__op_t and the
+ * step cost about 600 instructions there. Which sizes take it was asked
+ * once, at team creation (team.c's fast_rules); the lines, per call, as
+ * allreduce_make and reduce_make do.
  */
-int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
-                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
-                       numacoll_op_t opn, int *status)
+static int red_fast(numacoll_team_t *t, int root, const void *own,
+                    void *recv, size_t count, const nc__red_op_t *op,
+                    size_t lines)
+{
+    const nc__call_t c = nc__call_of_red(
+        root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, root, count, op->elem,
+        op->dtype, op->opn, op->commutative);
+    nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
+    t->blocking = 1;   /* the waits below wait in place (nc__poll) */
+    if (t->rank == root)   /* as the step */
+        nc__prefetch_w(recv, c.nbytes, NC_PREFETCH_SMALL);
+    uint64_t base;
+    int rc = nc__ar_begin(t, root < 0 ? NC_AR_RD_ALL : NC_AR_RD_ONE, root,
+                          &base);
+    if (rc == NUMACOLL_OK) {
+        const unsigned par = (unsigned)(base & 1);
+        put_lines(t, base, own, c.nbytes, nc__ar_per_line(op->elem) * op->elem,
+                  lines);
+        if (root >= 0 && t->rank != root) {
+            nc__ar_end(t, base);   /* a Reduce's lines are the root's */
+        } else {
+            /* every rank's last line, then the rest at once (as the step) */
+            unsigned char *unused;
+            for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++) {
+                rc = nc__ar_wait_line(t, j, base, lines - 1, &unused);
+                for (size_t k = 0; j != t->rank && k + 1 < lines; k++)
+                    __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
+            }
+            if (rc == NUMACOLL_OK) {
+                _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
+                fold_lines(t, op, par, acc, recv, count, lines);
+                end_all(t, base);
+            }
+        }
+    }
+    if (rc == NUMACOLL_OK)
+        t->calls[c.coll]++;
+    t->blocking = 0;
+    return rc;
+}
+
+/* The op of a predefined (dtype, op) and the lines of count elements,
+ * where both fit a fast call up to max bytes (0: none). */
+static size_t red_fast_op(numacoll_team_t *t, size_t count,
+                          numacoll_dtype_t dtype, numacoll_op_t opn,
+                          size_t max, nc__red_op_t *op)
 {
     const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
     const size_t elem = numacoll_dtype_size(dtype);
     /* count first, so that count * elem cannot wrap */
-    if (!impl || count == 0 || count > t->red->ar_fast_max ||
-        count * elem > t->red->ar_fast_max || t->rq_head || !sendbuf ||
-        !recvbuf)
+    if (!impl || count == 0 || count > max || count * elem > max)
         return 0;
     const size_t lines = nc__ar_lines(count, nc__ar_per_line(elem));
-    if (lines > t->red->ar_al || !nc__call_quiet(t))
-        return 0;   /* as allreduce_make: reduce_bcast then */
-    const nc__red_op_t op = {.elem = elem, .impl = impl, .dtype = (int)dtype,
-                             .opn = (int)opn, .commutative = 1};
-    const nc__call_t c = nc__call_of_red(NC_COLL_ALLREDUCE, -1, count, elem,
-                                         op.dtype, op.opn, op.commutative);
-    nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
-    t->blocking = 1;   /* the waits below wait in place (nc__poll) */
-    uint64_t base;
-    int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &base);
-    const unsigned par = (unsigned)(base & 1);
-    if (rc == NUMACOLL_OK) {
-        put_lines(t, base, sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
-                  c.nbytes, nc__ar_per_line(elem) * elem, lines);
-        /* every rank's last line, then the rest at once (as the step) */
-        unsigned char *unused;
-        for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++) {
-            rc = nc__ar_wait_line(t, j, base, lines - 1, &unused);
-            for (size_t k = 0; j != t->rank && k + 1 < lines; k++)
-                __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
-        }
-    }
-    if (rc == NUMACOLL_OK) {
-        _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
-        fold_lines(t, &op, par, acc, recvbuf, count, lines);
-        end_all(t, base);
-        t->calls[NC_COLL_ALLREDUCE]++;
-    }
-    t->blocking = 0;
-    *status = rc;
+    if (lines > t->red->ar_al)
+        return 0;   /* as allreduce_make / reduce_make: not inline then */
+    *op = (nc__red_op_t){.elem = elem, .impl = impl, .dtype = (int)dtype,
+                         .opn = (int)opn, .commutative = 1};
+    return lines;
+}
+
+int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
+                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                       numacoll_op_t opn, int *status)
+{
+    nc__red_op_t op;
+    if (t->rq_head || !sendbuf || !recvbuf)
+        return 0;
+    const size_t lines = red_fast_op(t, count, dtype, opn,
+                                     t->red->ar_fast_max, &op);
+    if (!lines || !nc__call_quiet(t))
+        return 0;
+    *status = red_fast(t, -1,
+                       sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
+                       recvbuf, count, &op, lines);
+    return 1;
+}
+
+int nc__reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                    size_t count, numacoll_dtype_t dtype, numacoll_op_t opn,
+                    int root, int *status)
+{
+    nc__red_op_t op;
+    const int mine = t->rank == root;
+    /* what check_args refuses goes the general way, to be refused there */
+    if (t->rq_head || (unsigned)root >= (unsigned)t->p || !sendbuf ||
+        (mine ? !recvbuf : sendbuf == NUMACOLL_IN_PLACE))
+        return 0;
+    const size_t lines = red_fast_op(t, count, dtype, opn,
+                                     t->red->rd_fast_max, &op);
+    if (!lines || !nc__call_quiet(t))
+        return 0;
+    *status = red_fast(t, root,
+                       mine && sendbuf == NUMACOLL_IN_PLACE ? recvbuf
+                                                            : sendbuf,
+                       recvbuf, count, &op, lines);
     return 1;
 }

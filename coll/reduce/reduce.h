@@ -65,6 +65,7 @@ struct nc__red {
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
     size_t ar_fast_max;   /* 1 .. this many bytes: nc__allreduce_fast's  */
+    size_t rd_fast_max;   /* ... and nc__reduce_fast's                    */
     uint64_t ag_fast;     /* bit n: blocks of n bytes, nc__allgather_fast's */
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
@@ -206,6 +207,10 @@ static inline size_t nc__ag_inline_lines(size_t n)
 int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
                        void *recvbuf, size_t count, numacoll_dtype_t dtype,
                        numacoll_op_t opn, int *status);
+/* The same for a blocking inline Reduce to root. */
+int nc__reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                    size_t count, numacoll_dtype_t dtype, numacoll_op_t opn,
+                    int root, int *status);
 
 /* Whether this team's inline Allreduce lines take count elements of elem
  * bytes (every rank answers alike). */
