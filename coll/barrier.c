@@ -208,27 +208,3 @@ int nc__barrier_step(numacoll_team_t *t, nc__op_t *o)
     return t->barrier_alg == NC_ALG_BARRIER_DISSEM ? dissem_step(t, o)
                                                    : tree_step(t, o);
 }
-
-/*
- * The blocking Barrier where the team has nothing else in flight and its
- * last calls went well: the step on an op of its phase alone, after the
- * same signature as nc__call_begin's (ranks on either path meet). Making
- * the op and the generic driver cost about 100 instructions there, a
- * third of a p = 2 Barrier's own, which is one line transfer.
- */
-int nc__barrier_fast(numacoll_team_t *t, int *status)
-{
-    if (t->rq_head || !nc__call_quiet(t))
-        return 0;
-    const nc__call_t c = nc__call_of(NC_COLL_BARRIER, -1, 0, 0);
-    nc__call_publish(t, nc__call_desc(&c), 0, 0);
-    nc__op_t o;
-    o.phase = 0;
-    t->blocking = 1;   /* the step waits in place (nc__poll) */
-    int rc = t->p > 1 ? nc__barrier_step(t, &o) : NUMACOLL_OK;
-    t->blocking = 0;
-    if (rc == NUMACOLL_OK)
-        t->calls[NC_COLL_BARRIER]++;
-    *status = rc;
-    return 1;
-}

@@ -833,6 +833,22 @@ NC_INLINE int blocking(numacoll_team_t *t, nc__op_t *o)
     return rc == NC_AGAIN ? nc__drive(t, nc__op_step, o) : rc;
 }
 
+/* A blocking fast path's run (op.h): begin()'s signature without its
+ * checks (the caller made them, nc__call_quiet among them), then the step
+ * waiting in place, as blocking() would. */
+int nc__fast_run(numacoll_team_t *t, const nc__call_t *c,
+                 int (*step)(numacoll_team_t *, nc__op_t *), nc__op_t *o)
+{
+    nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
+    o->phase = 0;
+    t->blocking = 1;
+    int rc = step(t, o);   /* p > 1: the fast sizes are none at p = 1 */
+    t->blocking = 0;
+    if (rc == NUMACOLL_OK)
+        t->calls[c->coll]++;
+    return rc;
+}
+
 /* A nonblocking call of the op o made on the stack: refused arguments
  * return at once, and a detached request makes the refusal in turn. */
 static int start_nb(numacoll_team_t *t, const nc__op_t *o,
@@ -1057,9 +1073,6 @@ int numacoll_bcast_packed_init(numacoll_team_t *t, size_t nbytes, int root,
 
 int numacoll_barrier(numacoll_team_t *t)
 {
-    int fast;
-    if (t && nc__barrier_fast(t, &fast))
-        return fast;
     return barrier_any(t, BLOCKING, NULL);
 }
 

@@ -904,16 +904,20 @@ out:
     return rc;
 }
 
-/* The sizes from 1 byte on whose rule is coll's inline alg and stages
- * nothing an element of a line could exceed (check_elem). */
-static size_t red_fast_max(const numacoll_team_t *t, nc__coll_t coll,
-                           nc__alg_t alg)
+/* A blocking fast path's sizes: from 1 byte on, up to cap, while the
+ * size's rule is coll's alg, the 1-byte rule itself where the rule's
+ * other keys matter (same: a Bcast's tree), and, where elements count
+ * (elems: the reductions, as check_elem asks), with no staging slot an
+ * element of a line could exceed. */
+static size_t fast_max(const numacoll_team_t *t, nc__coll_t coll,
+                       nc__alg_t alg, size_t cap, int same, int elems)
 {
-    const size_t max = nc__team_rule_max(t, coll, alg);
+    const nc__choice_t *one = nc__team_choice(t, coll, 1);
     size_t n = 0;
-    while (t->p > 1 && n < max) {
+    while (t->p > 1 && n < cap) {
         const nc__choice_t *ch = nc__team_choice(t, coll, n + 1);
-        if (ch->alg != alg || (ch->f && ch->f < NC_RED_INLINE))
+        if (ch->alg != alg || (same && ch != one) ||
+            (elems && ch->f && ch->f < NC_RED_INLINE))
             break;
         n++;
     }
@@ -921,32 +925,29 @@ static size_t red_fast_max(const numacoll_team_t *t, nc__coll_t coll,
 }
 
 /* The sizes the blocking fast paths take, from the team's final rules
- * (after cma_verdict): a Bcast's from 1 byte on while the rule is the
- * 1-byte one and inline, within one line (nc__bcast_fast); an
- * Allreduce's from 1 byte on while the rule is inline and stages nothing
- * an element could exceed, as check_elem asks (nc__allreduce_fast, which
- * checks the lines per call, as allreduce_make), and a Reduce's alike
- * (nc__reduce_fast); an
- * Allgather's blocks of one line whose rule is inline (one line always
- * fits the team's lines: nc__allgather_fast). */
+ * (after cma_verdict): a Bcast's within one line (nc__bcast_fast); an
+ * Allreduce's and a Reduce's as far as their inline rules go (whose
+ * largest size nc__red_init sized the lines for, at any element size);
+ * an
+ * Allgather's blocks of one line (one line always fits the team's
+ * lines: nc__allgather_fast). */
 static void fast_rules(numacoll_team_t *t)
 {
-    t->bc_fast_max = 0;
     t->bc_fast_ch = nc__team_choice(t, NC_COLL_BCAST, 1);
-    for (size_t n = 1; t->p > 1 && t->bc_fast_ch->alg == NC_ALG_BCAST_INLINE &&
-                       n <= NC_INL_PAYLOAD && n <= t->inl_max &&
-                       nc__team_choice(t, NC_COLL_BCAST, n) == t->bc_fast_ch;
-         n++)
-        t->bc_fast_max = n;
-    t->red->ar_fast_max = red_fast_max(t, NC_COLL_ALLREDUCE,
-                                       NC_ALG_ALLREDUCE_INLINE);
-    t->red->rd_fast_max = red_fast_max(t, NC_COLL_REDUCE,
-                                       NC_ALG_REDUCE_INLINE);
-    t->red->ag_fast = 0;
-    for (size_t n = 1; t->p > 1 && n <= NC_AG_FIRST; n++)
-        if (nc__team_choice(t, NC_COLL_ALLGATHER, n)->alg ==
-            NC_ALG_ALLGATHER_INLINE)
-            t->red->ag_fast |= (uint64_t)1 << n;
+    t->bc_fast_max = fast_max(t, NC_COLL_BCAST, NC_ALG_BCAST_INLINE,
+                              t->inl_max < NC_INL_PAYLOAD ? t->inl_max
+                                                          : NC_INL_PAYLOAD,
+                              1, 0);
+    t->red->ar_fast_max = fast_max(
+        t, NC_COLL_ALLREDUCE, NC_ALG_ALLREDUCE_INLINE,
+        nc__team_rule_max(t, NC_COLL_ALLREDUCE, NC_ALG_ALLREDUCE_INLINE), 0,
+        1);
+    t->red->rd_fast_max = fast_max(
+        t, NC_COLL_REDUCE, NC_ALG_REDUCE_INLINE,
+        nc__team_rule_max(t, NC_COLL_REDUCE, NC_ALG_REDUCE_INLINE), 0, 1);
+    t->red->ag_fast_max = fast_max(t, NC_COLL_ALLGATHER,
+                                   NC_ALG_ALLGATHER_INLINE, NC_AG_FIRST, 0,
+                                   0);
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

@@ -130,9 +130,9 @@ static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
  * each line's result out. */
 static void fold_lines(const numacoll_team_t *t, const nc__red_op_t *op,
                        unsigned par, void *acc, void *recv, size_t count,
-                       size_t lines)
+                       size_t epl, size_t lines)
 {
-    const size_t epl = nc__ar_per_line(op->elem), lb = epl * op->elem;
+    const size_t lb = epl * op->elem;
     for (size_t k = 0; k < lines; k++) {
         const size_t n = count - k * epl < epl ? count - k * epl : epl;
         nc__op_apply(op->impl, acc, nc__arline(t, 0, par, k)->data,
@@ -198,7 +198,8 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         return end_all(t, P->base);
     }
-    if (lines > 1 && P->k == 0 && P->fold == 0) {
+    const unsigned par = (unsigned)(P->base & 1);
+    if (op->impl || (lines > 1 && P->k == 0 && P->fold == 0)) {
         /* Every rank's last line first: its word is stored (release)
          * after all the rank's earlier lines, so once it reads seq + 1
          * they are all there, and fetching them at once overlaps their
@@ -207,7 +208,6 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
          * pulled lines the writer then had to take back.) A step that
          * returns NC_AGAIN here redoes this on resuming, at no cost for
          * the ranks already seen. */
-        const unsigned par = (unsigned)(P->base & 1);
         for (int j = 0; j < t->p; j++) {
             if (j == t->rank)
                 continue;
@@ -220,7 +220,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         if (op->impl) {
             /* every line is there: fold them with the kernels alone */
-            fold_lines(t, op, par, P->acc, o->recv, count, lines);
+            fold_lines(t, op, par, P->acc, o->recv, count, epl, lines);
             return end_all(t, P->base);
         }
     }
@@ -241,108 +241,62 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
 /*
  * The blocking inline Allreduce (root -1) or Reduce of a predefined op,
  * where the team has nothing else in flight and its last calls went well:
- * the same protocol as the step above (the same signature, call number,
- * lines and fold, so ranks on either path meet), without making an
- * nc__op_t, asking the tuning table or folding through callbacks. The
- * op's verdict, the argument checks, the rule lookup, nc__op_t and the
- * step cost about 600 instructions there. Which sizes take it was asked
- * once, at team creation (team.c's fast_rules); the lines, per call, as
- * allreduce_make and reduce_make do.
+ * the step above on an op of the fields it reads, after the signature
+ * begin() would publish (ranks on either path meet), without the op's
+ * verdict, the argument checks, the rule lookup and the generic driver.
+ * With the component's plan cache and the step's kernel fold of one line
+ * (no callbacks), an 8-byte MPI_Allreduce at p = 2 went from 1176 to 839
+ * instructions, an MPI_Reduce from 1193 to 865 at the root and 998 to
+ * 781 elsewhere (callgrind). Which sizes take it was asked once, at team
+ * creation (team.c's fast_rules).
  */
-static int red_fast(numacoll_team_t *t, int root, const void *own,
-                    void *recv, size_t count, const nc__red_op_t *op,
-                    size_t lines)
-{
-    const nc__call_t c = nc__call_of_red(
-        root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, root, count, op->elem,
-        op->dtype, op->opn, op->commutative);
-    nc__call_publish(t, nc__call_desc(&c), c.nbytes, c.count);
-    t->blocking = 1;   /* the waits below wait in place (nc__poll) */
-    if (t->rank == root)   /* as the step */
-        nc__prefetch_w(recv, c.nbytes, NC_PREFETCH_SMALL);
-    uint64_t base;
-    int rc = nc__ar_begin(t, root < 0 ? NC_AR_RD_ALL : NC_AR_RD_ONE, root,
-                          &base);
-    if (rc == NUMACOLL_OK) {
-        const unsigned par = (unsigned)(base & 1);
-        put_lines(t, base, own, c.nbytes, nc__ar_per_line(op->elem) * op->elem,
-                  lines);
-        if (root >= 0 && t->rank != root) {
-            nc__ar_end(t, base);   /* a Reduce's lines are the root's */
-        } else {
-            /* every rank's last line, then the rest at once (as the step) */
-            unsigned char *unused;
-            for (int j = 0; j < t->p && rc == NUMACOLL_OK; j++) {
-                rc = nc__ar_wait_line(t, j, base, lines - 1, &unused);
-                for (size_t k = 0; j != t->rank && k + 1 < lines; k++)
-                    __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
-            }
-            if (rc == NUMACOLL_OK) {
-                _Alignas(NC_CACHE_LINE) unsigned char acc[NC_RED_INLINE];
-                fold_lines(t, op, par, acc, recv, count, lines);
-                end_all(t, base);
-            }
-        }
-    }
-    if (rc == NUMACOLL_OK)
-        t->calls[c.coll]++;
-    t->blocking = 0;
-    return rc;
-}
-
-/* The op of a predefined (dtype, op) and the lines of count elements,
- * where both fit a fast call up to max bytes (0: none). */
-static size_t red_fast_op(numacoll_team_t *t, size_t count,
-                          numacoll_dtype_t dtype, numacoll_op_t opn,
-                          size_t max, nc__red_op_t *op)
+static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
+                    numacoll_op_t opn, const void *own, void *recv,
+                    size_t count, size_t max, int *status)
 {
     const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
     const size_t elem = numacoll_dtype_size(dtype);
-    /* count first, so that count * elem cannot wrap */
-    if (!impl || count == 0 || count > max || count * elem > max)
+    /* count first, so that count * elem cannot wrap; the lines take any
+     * elements up to the largest inline rule (nc__red_init sizes them so),
+     * which max does not pass, so no nc__ar_inline_fits here */
+    if (!impl || count == 0 || count > max || count * elem > max ||
+        !nc__call_quiet(t))
         return 0;
-    const size_t lines = nc__ar_lines(count, nc__ar_per_line(elem));
-    if (lines > t->red->ar_al)
-        return 0;   /* as allreduce_make / reduce_make: not inline then */
-    *op = (nc__red_op_t){.elem = elem, .impl = impl, .dtype = (int)dtype,
-                         .opn = (int)opn, .commutative = 1};
-    return lines;
+    nc__op_t o;
+    o.rop = (nc__red_op_t){.elem = elem, .impl = impl, .dtype = (int)dtype,
+                           .opn = (int)opn, .commutative = 1};
+    o.own = own;
+    o.recv = recv;
+    o.count = count;
+    o.root = root;
+    o.alg = root < 0 ? NC_ALG_ALLREDUCE_INLINE : NC_ALG_REDUCE_INLINE;
+    const nc__call_t c = nc__call_of_red(
+        root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, root, count, elem,
+        o.rop.dtype, o.rop.opn, o.rop.commutative);
+    *status = nc__fast_run(t, &c, nc__allreduce_inline_step, &o);
+    return 1;
 }
 
 int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
                        void *recvbuf, size_t count, numacoll_dtype_t dtype,
                        numacoll_op_t opn, int *status)
 {
-    nc__red_op_t op;
-    if (t->rq_head || !sendbuf || !recvbuf)
-        return 0;
-    const size_t lines = red_fast_op(t, count, dtype, opn,
-                                     t->red->ar_fast_max, &op);
-    if (!lines || !nc__call_quiet(t))
-        return 0;
-    *status = red_fast(t, -1,
-                       sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
-                       recvbuf, count, &op, lines);
-    return 1;
+    return !t->rq_head && sendbuf && recvbuf &&
+           red_fast(t, -1, dtype, opn,
+                    sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                    count, t->red->ar_fast_max, status);
 }
 
 int nc__reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
                     size_t count, numacoll_dtype_t dtype, numacoll_op_t opn,
                     int root, int *status)
 {
-    nc__red_op_t op;
     const int mine = t->rank == root;
     /* what check_args refuses goes the general way, to be refused there */
     if (t->rq_head || (unsigned)root >= (unsigned)t->p || !sendbuf ||
         (mine ? !recvbuf : sendbuf == NUMACOLL_IN_PLACE))
         return 0;
-    const size_t lines = red_fast_op(t, count, dtype, opn,
-                                     t->red->rd_fast_max, &op);
-    if (!lines || !nc__call_quiet(t))
-        return 0;
-    *status = red_fast(t, root,
-                       mine && sendbuf == NUMACOLL_IN_PLACE ? recvbuf
-                                                            : sendbuf,
-                       recvbuf, count, &op, lines);
-    return 1;
+    return red_fast(t, root, dtype, opn,
+                    mine && sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
+                    recvbuf, count, t->red->rd_fast_max, status);
 }

@@ -65,8 +65,8 @@ struct nc__red {
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
     size_t ar_fast_max;   /* 1 .. this many bytes: nc__allreduce_fast's  */
-    size_t rd_fast_max;   /* ... and nc__reduce_fast's                    */
-    uint64_t ag_fast;     /* bit n: blocks of n bytes, nc__allgather_fast's */
+    size_t rd_fast_max;   /* ... nc__reduce_fast's                        */
+    size_t ag_fast_max;   /* ... and nc__allgather_fast's (blocks)        */
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
      * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
