@@ -138,26 +138,12 @@ int nc__op_step(numacoll_team_t *t, nc__op_t *o);
 int nc__drive(numacoll_team_t *t, int (*step)(numacoll_team_t *, nc__op_t *),
               nc__op_t *o);
 
-/* A blocking fast path (the *_fast functions below): publish c, the
- * call's signature as begin() makes it, run step on o (the fields it
- * reads set; phase is set here) waiting in place, count the call if it
- * succeeds; its status (coll/request.c). The caller has checked what
- * begin() and the op's making would: the arguments, no request in flight
- * (t->rq_head), nc__call_quiet. */
-int nc__fast_run(numacoll_team_t *t, const nc__call_t *c,
-                 int (*step)(numacoll_team_t *, nc__op_t *), nc__op_t *o);
-
 /* Algorithm steps (coll/bcast/, coll/barrier.c, coll/reduce/). The Bcast
  * ones read o->bc; the reduce ones ch, rop, own, recv, count, root. */
 int nc__bcast_step(numacoll_team_t *t, nc__op_t *o);     /* by o->alg */
 int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__bcast_cma_step(numacoll_team_t *t, nc__op_t *o);
-/* A blocking Bcast of a contiguous buffer in one inline line
- * (bcast_inline.c): 1 and the call's status in *status where it took the
- * call, 0 where it did nothing (the call goes the general way). */
-int nc__bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
-                   int *status);
 int nc__barrier_step(numacoll_team_t *t, nc__op_t *o);
 int nc__reduce_pipelined_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o);
@@ -167,11 +153,6 @@ int nc__allreduce_allfold_step(numacoll_team_t *t, nc__op_t *o);
 /* The gathers' (coll/gather/) read ch and ga. */
 int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o);
-/* A blocking uniform Allgather of blocks of one inline line
- * (allgather_inline.c): 1 and its status in *status where it took the
- * call, 0 where it did nothing. */
-int nc__allgather_fast(numacoll_team_t *t, const void *sendbuf,
-                       void *recvbuf, size_t nbytes, int *status);
 int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);

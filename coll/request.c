@@ -833,22 +833,6 @@ NC_INLINE int blocking(numacoll_team_t *t, nc__op_t *o)
     return rc == NC_AGAIN ? nc__drive(t, nc__op_step, o) : rc;
 }
 
-/* A blocking fast path's run (op.h): begin()'s signature without its
- * checks (the caller made them, nc__call_quiet among them), then the step
- * waiting in place, as blocking() would. */
-int nc__fast_run(numacoll_team_t *t, const nc__call_t *c,
-                 int (*step)(numacoll_team_t *, nc__op_t *), nc__op_t *o)
-{
-    nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
-    o->phase = 0;
-    t->blocking = 1;
-    int rc = step(t, o);   /* p > 1: the fast sizes are none at p = 1 */
-    t->blocking = 0;
-    if (rc == NUMACOLL_OK)
-        t->calls[c->coll]++;
-    return rc;
-}
-
 /* A nonblocking call of the op o made on the stack: refused arguments
  * return at once, and a detached request makes the refusal in turn. */
 static int start_nb(numacoll_team_t *t, const nc__op_t *o,
@@ -981,6 +965,150 @@ int numacoll_progress(numacoll_team_t *t)
     return n;
 }
 
+/* ---- the blocking fast paths -------------------------------------------- */
+
+/* A blocking fast path: publish c, the call's signature as begin() makes
+ * it, run the algorithm's step on o (the fields it reads set; phase set
+ * here) waiting in place as blocking() does, count the call if it
+ * succeeds; its status. The caller has checked what begin() and the
+ * op's making would: the arguments, no request in flight (t->rq_head),
+ * nc__call_quiet, a size of the team's fast sizes (team.c's fast_rules:
+ * none at p = 1). */
+static int fast_run(numacoll_team_t *t, const nc__call_t *c,
+                    int (*step)(numacoll_team_t *, nc__op_t *), nc__op_t *o)
+{
+    nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
+    o->phase = 0;
+    t->blocking = 1;
+    int rc = step(t, o);   /* p > 1: the fast sizes are none at p = 1 */
+    t->blocking = 0;
+    if (rc == NUMACOLL_OK)
+        t->calls[c->coll]++;
+    return rc;
+}
+
+/*
+ * The blocking Bcast of a contiguous buffer in one line, where the team
+ * has nothing else in flight and its last calls went well: the inline
+ * step (bcast_inline.c) on an op of the four fields it reads, after the
+ * signature begin() would publish (ranks on either path meet), without
+ * the op's making, the rule lookup, the copy layer's picks and the
+ * generic driver: an 8-byte MPI_Bcast at p = 2 went from 632 to 518
+ * instructions at the root and 570 to 459 at the reader (callgrind). The
+ * size's rule was asked once, at team creation (team.c's fast_rules).
+ */
+static int bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
+                      int *status)
+{
+    /* nbytes - 1 wraps for 0 bytes, which go the general way */
+    if (nbytes - 1 >= t->bc_fast_max || !buf || t->rq_head ||
+        (unsigned)root >= (unsigned)t->p || !nc__call_quiet(t))
+        return 0;
+    const nc__call_t c = nc__call_of(NC_COLL_BCAST, root, nbytes, 0);
+    nc__op_t o;
+    o.bc.ch = t->bc_fast_ch;
+    o.bc.nbytes = nbytes;
+    o.bc.root = root;
+    o.bc.io = (nc__io_t){.buf = buf};
+    *status = fast_run(t, &c, nc__bcast_inline_step, &o);
+    return 1;
+}
+
+/*
+ * The blocking Allgather of blocks of one line (1 to 48 bytes) where the
+ * team has nothing else in flight and its last calls went well: the
+ * inline step (allgather_inline.c) on an op of the fields it reads, after
+ * the signature ga_make and begin() would publish (ranks on either path
+ * meet), without checking p
+ * blocks' offsets, looking the rule up or driving steps: with the
+ * component's direct path, an 8-byte MPI_Allgather at p = 2 went from
+ * 1177 to 597 instructions (callgrind). The sizes were fixed at team
+ * creation (team.c's fast_rules).
+ */
+static int allgather_fast(numacoll_team_t *t, const void *sendbuf,
+                          void *recvbuf, size_t nbytes, int *status)
+{
+    /* nbytes - 1 wraps for 0 bytes, which go the general way */
+    if (nbytes - 1 >= t->red->ag_fast_max || t->rq_head || !sendbuf ||
+        !recvbuf || !nc__call_quiet(t))
+        return 0;
+    const int in_place = sendbuf == NUMACOLL_IN_PLACE;
+    /* ga_make's: the blocks' total, and the algorithm's kind */
+    const nc__call_t c = nc__call_of(NC_COLL_ALLGATHER, -1,
+                                     (size_t)t->p * nbytes,
+                                     nc__ga_sig_kind(NC_ALG_ALLGATHER_INLINE));
+    nc__op_t o;
+    o.ga = (struct nc__ga_call){.send = in_place ? NULL : sendbuf,
+                                .recv = recvbuf, .each = nbytes,
+                                .own = nbytes, .in_place = in_place};
+    *status = fast_run(t, &c, nc__allgather_inline_step, &o);
+    return 1;
+}
+
+/*
+ * The blocking inline Allreduce (root -1) or Reduce of a predefined op,
+ * where the team has nothing else in flight and its last calls went well:
+ * the inline step (allreduce_inline.c) on an op of the fields it reads,
+ * after the signature begin() would publish (ranks on either path meet),
+ * without the op's
+ * verdict, the argument checks, the rule lookup and the generic driver.
+ * With the component's plan cache and the step's kernel fold of one line
+ * (no callbacks), an 8-byte MPI_Allreduce at p = 2 went from 1176 to 839
+ * instructions, an MPI_Reduce from 1193 to 865 at the root and 998 to
+ * 781 elsewhere (callgrind). Which sizes take it was asked once, at team
+ * creation (team.c's fast_rules).
+ */
+static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
+                    numacoll_op_t opn, const void *own, void *recv,
+                    size_t count, size_t max, int *status)
+{
+    const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
+    const size_t elem = numacoll_dtype_size(dtype);
+    /* count first, so that count * elem cannot wrap; the lines take any
+     * elements up to the largest inline rule (nc__red_init sizes them so),
+     * which max does not pass, so no nc__ar_inline_fits here */
+    if (!impl || count == 0 || count > max || count * elem > max ||
+        !nc__call_quiet(t))
+        return 0;
+    nc__op_t o;
+    o.rop = (nc__red_op_t){.elem = elem, .impl = impl, .dtype = (int)dtype,
+                           .opn = (int)opn, .commutative = 1};
+    o.own = own;
+    o.recv = recv;
+    o.count = count;
+    o.root = root;
+    o.alg = root < 0 ? NC_ALG_ALLREDUCE_INLINE : NC_ALG_REDUCE_INLINE;
+    const nc__call_t c = nc__call_of_red(
+        root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, root, count, elem,
+        o.rop.dtype, o.rop.opn, o.rop.commutative);
+    *status = fast_run(t, &c, nc__allreduce_inline_step, &o);
+    return 1;
+}
+
+static int allreduce_fast(numacoll_team_t *t, const void *sendbuf,
+                          void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                          numacoll_op_t opn, int *status)
+{
+    return !t->rq_head && sendbuf && recvbuf &&
+           red_fast(t, -1, dtype, opn,
+                    sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                    count, t->red->ar_fast_max, status);
+}
+
+static int reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                       size_t count, numacoll_dtype_t dtype, numacoll_op_t opn,
+                       int root, int *status)
+{
+    const int mine = t->rank == root;
+    /* what check_args refuses goes the general way, to be refused there */
+    if (t->rq_head || (unsigned)root >= (unsigned)t->p || !sendbuf ||
+        (mine ? !recvbuf : sendbuf == NUMACOLL_IN_PLACE))
+        return 0;
+    return red_fast(t, root, dtype, opn,
+                    mine && sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
+                    recvbuf, count, t->red->rd_fast_max, status);
+}
+
 /* ---- public: Bcast and Barrier ------------------------------------------- */
 
 /* Every public collective is made as an op, then run one of three ways. */
@@ -1032,7 +1160,7 @@ NC_INLINE int barrier_any(numacoll_team_t *t, int mode, numacoll_request_t **req
 int numacoll_bcast(numacoll_team_t *t, void *buf, size_t nbytes, int root)
 {
     int fast;
-    if (t && nc__bcast_fast(t, buf, nbytes, root, &fast))
+    if (t && bcast_fast(t, buf, nbytes, root, &fast))
         return fast;
     return bcast_any(t, buf, nbytes, root, BLOCKING, NULL);
 }
@@ -1168,8 +1296,8 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
         nc__red_op_t o;                                                       \
         int fast;                                                             \
         if (mode == BLOCKING && t &&                                          \
-            nc__reduce_fast(t, sendbuf, recvbuf, count, dtype, op, root,      \
-                            &fast))                                           \
+            reduce_fast(t, sendbuf, recvbuf, count, dtype, op, root,         \
+                        &fast))                                           \
             return fast;                                                      \
         return t ? reduce_any(t, sendbuf, recvbuf, count, &o,                 \
                               predef(t, &o, dtype, op), root, mode, reqarg)   \
@@ -1182,7 +1310,7 @@ int nc__allreduce_with(numacoll_team_t *t, int alg, const void *sendbuf,
         nc__red_op_t o;                                                       \
         int fast;                                                             \
         if (mode == BLOCKING && t &&                                          \
-            nc__allreduce_fast(t, sendbuf, recvbuf, count, dtype, op, &fast)) \
+            allreduce_fast(t, sendbuf, recvbuf, count, dtype, op, &fast))     \
             return fast;                                                      \
         return t ? allreduce_any(t, sendbuf, recvbuf, count, &o,              \
                                  predef(t, &o, dtype, op), mode, reqarg)      \
@@ -1240,7 +1368,7 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
     {                                                                         \
         int fast;                                                             \
         if (mode == BLOCKING && t &&                                          \
-            nc__allgather_fast(t, sendbuf, recvbuf, nbytes, &fast))           \
+            allgather_fast(t, sendbuf, recvbuf, nbytes, &fast))               \
             return fast;                                                      \
         ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1,                 \
                        .send = sendbuf, .recv = recvbuf, .own = nbytes,       \

@@ -924,13 +924,11 @@ static size_t fast_max(const numacoll_team_t *t, nc__coll_t coll,
     return n;
 }
 
-/* The sizes the blocking fast paths take, from the team's final rules
- * (after cma_verdict): a Bcast's within one line (nc__bcast_fast); an
+/* The sizes the blocking fast paths (request.c) take, from the team's
+ * final rules (after cma_verdict): a Bcast's within one line; an
  * Allreduce's and a Reduce's as far as their inline rules go (whose
  * largest size nc__red_init sized the lines for, at any element size);
- * an
- * Allgather's blocks of one line (one line always fits the team's
- * lines: nc__allgather_fast). */
+ * an Allgather's blocks of one line (one line always fits the lines). */
 static void fast_rules(numacoll_team_t *t)
 {
     t->bc_fast_ch = nc__team_choice(t, NC_COLL_BCAST, 1);

@@ -289,8 +289,8 @@ struct numacoll_team {
     uint64_t inl_word[NC_INL_SLOTS];
     unsigned inl_lines;
     size_t inl_max;
-    /* nc__bcast_fast's sizes, 1 .. bc_fast_max (0: none), whose rule is
-     * bc_fast_ch, inline */
+    /* the blocking fast Bcast's sizes (request.c), 1 .. bc_fast_max
+     * (0: none), whose rule is bc_fast_ch, inline */
     size_t bc_fast_max;
     const struct nc__choice *bc_fast_ch;
     /* What the running step waits for (coll/wait.h nc__poll), and the

@@ -229,30 +229,3 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     t->inl_seq = n;
     return NUMACOLL_OK;
 }
-
-/*
- * The blocking Bcast of a contiguous buffer in one line, where the team
- * has nothing else in flight and its last calls went well: the step
- * above on an op made of the four fields it reads, after the same
- * signature as nc__call_begin's (so ranks on either path meet), without
- * the op's making, the rule lookup, the copy layer's picks and the
- * generic driver: an 8-byte MPI_Bcast at p = 2 went from 632 to 518
- * instructions at the root and 570 to 459 at the reader (callgrind). The
- * size's rule was asked once, at team creation (team.c's fast_rules).
- */
-int nc__bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
-                   int *status)
-{
-    /* nbytes - 1 wraps for 0 bytes, which go the general way */
-    if (nbytes - 1 >= t->bc_fast_max || !buf || t->rq_head ||
-        (unsigned)root >= (unsigned)t->p || !nc__call_quiet(t))
-        return 0;
-    const nc__call_t c = nc__call_of(NC_COLL_BCAST, root, nbytes, 0);
-    nc__op_t o;
-    o.bc.ch = t->bc_fast_ch;
-    o.bc.nbytes = nbytes;
-    o.bc.root = root;
-    o.bc.io = (nc__io_t){.buf = buf};
-    *status = nc__fast_run(t, &c, nc__bcast_inline_step, &o);
-    return 1;
-}

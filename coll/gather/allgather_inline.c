@@ -150,33 +150,3 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o)
     nc__ar_end(t, P->base);
     return NUMACOLL_OK;
 }
-
-/*
- * The blocking Allgather of blocks of one line (1 to 48 bytes) where the
- * team has nothing else in flight and its last calls went well: the step
- * above on an op of the fields it reads, after the signature ga_make and
- * begin() would publish (ranks on either path meet), without checking p
- * blocks' offsets, looking the rule up or driving steps: with the
- * component's direct path, an 8-byte MPI_Allgather at p = 2 went from
- * 1177 to 597 instructions (callgrind). The sizes were fixed at team
- * creation (team.c's fast_rules).
- */
-int nc__allgather_fast(numacoll_team_t *t, const void *sendbuf,
-                       void *recvbuf, size_t nbytes, int *status)
-{
-    /* nbytes - 1 wraps for 0 bytes, which go the general way */
-    if (nbytes - 1 >= t->red->ag_fast_max || t->rq_head || !sendbuf ||
-        !recvbuf || !nc__call_quiet(t))
-        return 0;
-    const int in_place = sendbuf == NUMACOLL_IN_PLACE;
-    /* ga_make's: the blocks' total, and the algorithm's kind */
-    const nc__call_t c = nc__call_of(NC_COLL_ALLGATHER, -1,
-                                     (size_t)t->p * nbytes,
-                                     nc__ga_sig_kind(NC_ALG_ALLGATHER_INLINE));
-    nc__op_t o;
-    o.ga = (struct nc__ga_call){.send = in_place ? NULL : sendbuf,
-                                .recv = recvbuf, .each = nbytes,
-                                .own = nbytes, .in_place = in_place};
-    *status = nc__fast_run(t, &c, nc__allgather_inline_step, &o);
-    return 1;
-}

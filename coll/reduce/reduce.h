@@ -64,9 +64,9 @@ struct nc__red {
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per call parity       */
-    size_t ar_fast_max;   /* 1 .. this many bytes: nc__allreduce_fast's  */
-    size_t rd_fast_max;   /* ... nc__reduce_fast's                        */
-    size_t ag_fast_max;   /* ... and nc__allgather_fast's (blocks)        */
+    /* the blocking fast paths' sizes (request.c), 1 .. this many bytes:
+     * Allreduce's, Reduce's, an Allgather's blocks (team.c's fast_rules) */
+    size_t ar_fast_max, rd_fast_max, ag_fast_max;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per parity, who reads this rank's lines of its
      * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
@@ -200,17 +200,6 @@ static inline size_t nc__ag_inline_lines(size_t n)
     return n <= NC_AG_FIRST
                ? 1 : 1 + (n - NC_AG_FIRST + NC_RED_INLINE - 1) / NC_RED_INLINE;
 }
-
-/* A blocking inline Allreduce of a predefined op (allreduce_inline.c):
- * 1 and the call's status in *status where it took the call, 0 where it
- * did nothing (the call goes the general way). */
-int nc__allreduce_fast(numacoll_team_t *t, const void *sendbuf,
-                       void *recvbuf, size_t count, numacoll_dtype_t dtype,
-                       numacoll_op_t opn, int *status);
-/* The same for a blocking inline Reduce to root. */
-int nc__reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
-                    size_t count, numacoll_dtype_t dtype, numacoll_op_t opn,
-                    int root, int *status);
 
 /* Whether this team's inline Allreduce lines take count elements of elem
  * bytes (every rank answers alike). */
