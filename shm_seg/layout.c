@@ -66,7 +66,7 @@ int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
                        unsigned q, size_t f, unsigned rs, size_t rf,
                        unsigned il, unsigned al)
 {
-    if (!al || al > INT_MAX / NC_AR_LINES)
+    if (!al || al > INT_MAX / NC_AR_SLOTS)
         return -1;
     nc__layout_params_t prm = {
         .p = p, .page = page, .s = s, .q = q, .f = f,
@@ -74,7 +74,7 @@ int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
         .bank_stride = 2 * NC_CACHE_LINE,  /* op and nreaders apart */
         .sync_lines = NC_SYNC_LINES,
         .page_per_buffer = 0,
-        .ar_lines = NC_AR_LINES * (int)al,
+        .ar_lines = NC_AR_SLOTS * (int)al,
         .rs = rs, .rf = rf, .il = il,
     };
     return nc__layout_plan_params(l, &prm);

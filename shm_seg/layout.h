@@ -12,7 +12,7 @@
  *                     | rank 0 controls: s slots (ctrl_stride apart)|  node of
  *                     |   + sync lines (barrier arrive / release,   |  rank 0
  *                     |     single-copy Bcast post / finish)        |
- *                     |   + 2*al inline Allreduce lines (parity)    |
+ *                     |   + 4*al inline Allreduce lines (slots)     |
  *                     |   + inline Bcast: 1 ack line, NC_INL_SLOTS  |
  *                     |     record lines, NC_INL_SLOTS slots of il  |
  *                     |     self-validating lines each              |
@@ -36,10 +36,10 @@
  * control slot, one page per bank, each buffer rounded up to pages, no sync
  * lines) is available as nc__layout_paper() for comparison:
  *   ours : S = H + ceil(q*128/w)*w
- *              + p*(ceil(64*(s + 7 + I + 3rs)/w)*w + ceil(s*f/w)*w
+ *              + p*(ceil(64*(s + 5 + 4al + I + 3rs)/w)*w + ceil(s*f/w)*w
  *                   + ceil(rs*ceil64(rf)/w)*w)
- *          (H = ceil((128 + 4p)/w)*w; s+5+2al lines: s slots, 5 sync lines,
- *           2*al inline Allreduce lines; I = 1 + NC_INL_SLOTS*(1 + il)
+ *          (H = ceil((128 + 4p)/w)*w; s+5+4al lines: s slots, 5 sync lines,
+ *           4*al inline Allreduce lines (NC_AR_SLOTS); I = 1 + NC_INL_SLOTS*(1 + il)
  *           inline Bcast lines, 0 when il = 0; 3 lines per reduce slot)
  *   paper: S = ceil(4p/w)*w + q*w + p*s*(w + ceil(f/w)*w)
  */
@@ -54,8 +54,12 @@
 #define NC_SYNC_LINES 5       /* per rank: barrier arrive + release,
                                * single-copy Bcast post + finish, the
                                * call line (coll/call.c)                */
-#define NC_AR_LINES 2         /* inline Allreduce lines, per rank, with
-                               * one line per call parity (al = 1)     */
+#define NC_AR_SLOTS 4         /* inline Allreduce line slots per rank:
+                               * call n uses slot n % NC_AR_SLOTS, so a
+                               * writer whom nobody reads back (a Reduce
+                               * non-root, a Scan's rank 0) runs up to 3
+                               * calls ahead of its readers and checks
+                               * their acks once per few calls         */
 #define NC_RED_SLOT_LINES 3   /* per reduce slot: full, done, rel       */
 #define NC_INL_SLOTS 4        /* inline Bcast slots per rank: a writer
                                * checks its readers' acks once per
@@ -103,7 +107,7 @@ typedef struct nc__layout {
 int nc__layout_plan(nc__layout_t *l, int p, size_t page, unsigned s,
                     unsigned q, size_t f, unsigned rs, size_t rf);
 /* The same with inline Bcast slots of il lines (il = 0: none, as above)
- * and al inline Allreduce lines per call parity (at least 1). */
+ * and al inline Allreduce lines per call slot (at least 1). */
 int nc__layout_plan_il(nc__layout_t *l, int p, size_t page, unsigned s,
                        unsigned q, size_t f, unsigned rs, size_t rf,
                        unsigned il, unsigned al);

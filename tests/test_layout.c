@@ -83,7 +83,7 @@ static void test_general_formula(void)
                     CU_ASSERT_EQUAL_FATAL(nc__layout_plan(&l, p, w, s, q, f, rs,
                                                           rf), 0);
                     size_t want = rup(128 + 4 * (size_t)p, w) + rup(q * 128, w) +
-                                  (size_t)p * (rup(64 * (s + 7 + 3 * rs), w) +
+                                  (size_t)p * (rup(64 * (s + 5 + NC_AR_SLOTS + 3 * rs), w) +
                                                rup(s * f, w) +
                                                rup(rs * rup(rf, 64), w));
                     CU_ASSERT_EQUAL(l.total, want);

@@ -12,7 +12,7 @@
  * that never come; each later line carries 56. Each line's word
  * sig32 << 32 | (seq + 1) is stored after its payload (release).
  *
- *  every rank: copy its block into its L lines of parity seq % 2, each
+ *  every rank: copy its block into its L lines of slot seq % 4, each
  *          line's word last; its own block straight to its receive
  *          buffer (not at all in place); then for every other rank j,
  *          from the next one on (so the ranks do not all read one writer
@@ -22,9 +22,9 @@
  * Reuse: reduce.h's nc__ar_begin. Each call reads at least line 0 of
  * every other rank (an empty block still publishes it), so what a rank
  * knows of the others' progress is always enough and its check reads no
- * shared line: its lines of parity seq % 2 are rewritten at call seq + 2
- * only after every rank has published call seq + 1's, which it does
- * after its last read of call seq.
+ * shared line: its lines of slot seq % 4 (NC_AR_SLOTS) are rewritten at
+ * call seq + 4, after its call seq + 1 saw every rank's lines of seq + 1,
+ * which each published after its last read of call seq.
  *
  * Cost: 2 t_l (line 0, then the last, L > 1) + (p - 1) L lines read,
  * their misses overlapping in the copy. Shared
@@ -46,13 +46,13 @@ static size_t piece(size_t n, size_t k, size_t *off)
     return n > *off ? (n - *off < cap ? n - *off : cap) : 0;
 }
 
-void nc__ag_put(numacoll_team_t *t, unsigned par, size_t first,
+void nc__ag_put(numacoll_team_t *t, unsigned slot, size_t first,
                 const unsigned char *src, size_t n, uint64_t seq)
 {
     const uint64_t word = nc__dword(t, seq + 1);
     const size_t lines = nc__ag_inline_lines(n);
     for (size_t k = 0; k < lines; k++) {
-        nc__rline_t *l = nc__arline(t, t->rank, par, first + k);
+        nc__rline_t *l = nc__arline(t, t->rank, slot, first + k);
         size_t off, len = piece(n, k, &off);
         if (len)
             memcpy(l->data, src + off, len);
@@ -65,7 +65,7 @@ void nc__ag_put(numacoll_team_t *t, unsigned par, size_t first,
     }
 }
 
-int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
+int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
                unsigned char *dst, size_t n, uint64_t seq, size_t *r,
                const char *what)
 {
@@ -76,7 +76,7 @@ int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
     if (*r == 0) {
         /* line 0 first: its size tells a reader whose idea of the block
          * differs before it waits for a line that may never come */
-        nc__rline_t *l = nc__arline(t, j, par, first);
+        nc__rline_t *l = nc__arline(t, j, slot, first);
         nc__wait_why_t why = {j, what, 0, (long)seq};
         if ((rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why)) !=
             NUMACOLL_OK)
@@ -101,14 +101,14 @@ int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
          * before it (its release orders them), so the others are there
          * once it is seen (acquire) and their misses overlap in one copy
          * instead of queueing behind one wait each. */
-        nc__rline_t *l = nc__arline(t, j, par, first + lines - 1);
+        nc__rline_t *l = nc__arline(t, j, slot, first + lines - 1);
         nc__wait_why_t why = {j, what, (long)lines - 1, (long)seq};
         if ((rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why)) !=
             NUMACOLL_OK)
             return rc;
         for (size_t k = 1; k < lines; k++) {
             size_t off, len = piece(n, k, &off);
-            memcpy(dst + off, nc__arline(t, j, par, first + k)->data, len);
+            memcpy(dst + off, nc__arline(t, j, slot, first + k)->data, len);
         }
     }
     return NUMACOLL_OK;
@@ -133,13 +133,13 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o)
             memcpy(o->ga.recv + nc__ga_displ(o, me), src, mine);
         P->i = 0;
         P->r = 0;
-        nc__ag_put(t, (unsigned)(P->base & 1), 0, src, mine, P->base);
+        nc__ag_put(t, nc__ar_slot(P->base), 0, src, mine, P->base);
         o->phase = 1;
     }
-    const unsigned par = (unsigned)(P->base & 1);
+    const unsigned slot = nc__ar_slot(P->base);
     for (; P->i < t->p - 1; P->i++, P->r = 0) {
         const int j = (int)((me + 1 + P->i) % t->p);
-        int rc = nc__ag_get(t, j, par, 0,
+        int rc = nc__ag_get(t, j, slot, 0,
                             nc__ga_at(o->ga.recv, nc__ga_displ(o, j)),
                             nc__ga_count(o, j), P->base, &P->r,
                             "inline allgather line");

@@ -3,12 +3,12 @@
  * its p - 1 outgoing blocks in the inline Allreduce's self-validating
  * lines, in the inline Allgather's block format (reduce.h: nc__ag_put /
  * nc__ag_get, line 0 carrying the block's size), and reads its block out
- * of every other rank's lines. One wave of line transfers, no slot, no
+ * of every other rank's lines. One wave of line transfers, no staging slot, no
  * release, no read-modify-write.
  *
  * Blocks of n bytes, L = L(n) lines (allgather_inline.c). Rank s puts
  * its block for rank d in lines pos_s(d) L .. pos_s(d) L + L - 1,
- * pos_s(d) = (d - s - 1) mod p (0 .. p - 2): (p - 1) L lines per parity
+ * pos_s(d) = (d - s - 1) mod p (0 .. p - 2): (p - 1) L lines per slot
  * (nc__red_init sizes them for the table's largest inline rule).
  *  every rank: write its p - 1 outgoing blocks, each line's word last
  *          (release); its own block send -> recv (in place: it stays);
@@ -21,7 +21,7 @@
  *
  * Reuse: as the inline Allgather's. Every rank reads at least line 0 of
  * every other rank's blocks in every call, so by the time a rank writes
- * a parity again (call seq + 2) its call seq + 1 has seen every rank's
+ * a line slot again (call seq + 4) its call seq + 1 has seen every rank's
  * seq + 1 lines, which each wrote after its last read of call seq:
  * nc__ar_begin finds every reader done without reading a shared line.
  *
@@ -51,10 +51,10 @@ int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o)
         if (rc != NUMACOLL_OK)
             return rc;
         const unsigned char *src = o->ga.in_place ? o->ga.recv : o->ga.send;
-        const unsigned par = (unsigned)(P->base & 1);
+        const unsigned slot = nc__ar_slot(P->base);
         for (int k = 1; k < p; k++) {
             const int d = (me + k) % p;
-            nc__ag_put(t, par, a2a_line(p, me, d, lines),
+            nc__ag_put(t, slot, a2a_line(p, me, d, lines),
                        nc__ga_at(src, (size_t)d * n), n, P->base);
         }
         if (!o->ga.in_place && n)
@@ -65,7 +65,7 @@ int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o)
     }
     for (; P->i < p - 1; P->i++, P->r = 0) {
         const int j = (me + 1 + P->i) % p;
-        int rc = nc__ag_get(t, j, (unsigned)(P->base & 1),
+        int rc = nc__ag_get(t, j, nc__ar_slot(P->base),
                             a2a_line(p, j, me, lines),
                             nc__ga_at(o->ga.recv, (size_t)j * n), n, P->base,
                             &P->r, "inline alltoall line");

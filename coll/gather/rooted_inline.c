@@ -5,11 +5,12 @@
  * inline Allgather's block format (reduce.h: nc__ag_put / nc__ag_get,
  * line 0 carrying the block's size, so a rank whose idea of it differs
  * fails with NUMACOLL_ERR_MISMATCH instead of waiting), numbered by the
- * same call counter. One wave of line transfers, no slot, no release.
+ * same call counter. One wave of line transfers, no staging slot, no
+ * release.
  *
  * Gather, root r, blocks of n bytes, L = L(n) lines (allgather_inline.c):
  *  non-root: wait until the root is known to have finished the last call
- *          that read its lines of this parity (nc__ar_begin: free when a
+ *          that read its lines of this slot (nc__ar_begin: free when a
  *          call since read one of the root's lines, else one look at the
  *          root's ack line), write its block in L lines, each word last
  *          (release), store its ack (end of the call);
@@ -24,9 +25,9 @@
  *
  * Scatter, root r: the root writes rank d's block in lines
  * pos(d) L .. pos(d) L + L - 1, pos(d) = (d - r - 1) mod p (0 .. p - 2),
- * so (p - 1) L lines per parity (nc__red_init sizes them for the table's
+ * so (p - 1) L lines per line slot (nc__red_init sizes them for the table's
  * largest inline scatter rule); rank d reads its L lines and stores its
- * ack, which the root reads before it reuses that parity (unless a later
+ * ack, which the root reads before it reuses that slot (unless a later
  * call in which it read d's lines told it already).
  * Cost: root (p - 1) L lines written (+ t_l for its readers' acks when no
  * call between told it); rank d 2 t_l (t_l where L = 1) + L lines read.
@@ -62,7 +63,7 @@ int nc__gather_inline_step(numacoll_team_t *t, nc__op_t *o)
         P->i = 0;
         P->r = 0;
         if (me != root)
-            nc__ag_put(t, (unsigned)(P->base & 1), 0, o->ga.send, n,
+            nc__ag_put(t, nc__ar_slot(P->base), 0, o->ga.send, n,
                        P->base);
         else if (!o->ga.in_place && n)
             memcpy(o->ga.recv + (size_t)me * n, o->ga.send, n);
@@ -71,7 +72,7 @@ int nc__gather_inline_step(numacoll_team_t *t, nc__op_t *o)
     if (me == root) {
         for (; P->i < t->p - 1; P->i++, P->r = 0) {
             const int j = (int)((me + 1 + P->i) % t->p);
-            int rc = nc__ag_get(t, j, (unsigned)(P->base & 1), 0,
+            int rc = nc__ag_get(t, j, nc__ar_slot(P->base), 0,
                                 nc__ga_at(o->ga.recv, (size_t)j * n), n,
                                 P->base, &P->r, "inline gather line");
             if (rc != NUMACOLL_OK)
@@ -94,10 +95,10 @@ int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
             return rc;
         P->r = 0;
         if (me == root) {
-            const unsigned par = (unsigned)(P->base & 1);
+            const unsigned slot = nc__ar_slot(P->base);
             for (int k = 1; k < t->p; k++) {
                 const int d = (root + k) % t->p;
-                nc__ag_put(t, par, scatter_line(t, root, d, lines),
+                nc__ag_put(t, slot, scatter_line(t, root, d, lines),
                            nc__ga_at(o->ga.send, (size_t)d * n), n, P->base);
             }
             if (!o->ga.in_place && n)
@@ -108,7 +109,7 @@ int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
         o->phase = 1;
     }
     if (me != root) {
-        int rc = nc__ag_get(t, root, (unsigned)(P->base & 1),
+        int rc = nc__ag_get(t, root, nc__ar_slot(P->base),
                             scatter_line(t, root, me, lines), o->ga.recv, n,
                             P->base, &P->r, "inline scatter line");
         if (rc != NUMACOLL_OK)

@@ -13,9 +13,9 @@
  * floor(56/e)); every rank's lines are sized for the largest inline rule
  * at the worst element size (nc__red_init).
  *
- *  every rank: copy its contribution into its L lines of parity seq % 2,
+ *  every rank: copy its contribution into its L lines of slot seq % 4,
  *          each line's word last (release); then wait for every other
- *          rank's lines of that parity to read seq + 1 (acquire; its last
+ *          rank's lines of that slot to read seq + 1 (acquire; its last
  *          line first where L > 1, see Reading below); line by line, fold
  *          x_0 op x_1 op ... op x_(p-1) of the line's elements into a
  *          private buffer and copy it out (nc__res_bytes: no padding
@@ -26,7 +26,7 @@
  * Inline Reduce (alg=inline of reduce), root r: the same lines, read by
  * the root alone (the inline Gather's pattern).
  *  non-root: wait until r is known to have finished the last call that
- *          read its lines of this parity (nc__ar_begin: free when a call
+ *          read its lines of this slot (nc__ar_begin: free when a call
  *          since read one of r's lines, else one look at r's ack line);
  *          write its L lines as above, store its ack, return.
  *  root:   write its own lines too (one operand source for all p);
@@ -38,9 +38,9 @@
  * the root, none back.
  *
  * Reuse without a release counter (reduce.h's nc__ar_begin): rank r
- * rewrites its parity-(seq % 2) lines at call seq + 2 only once it knows
- * every reader finished call seq. After an Allreduce at seq + 1 it
- * knows without looking: that call saw every rank's seq + 1 lines, which
+ * rewrites its lines of slot seq % 4 (NC_AR_SLOTS, used in turn) at
+ * call seq + 4 only once it knows every reader finished call seq. After
+ * an Allreduce at seq + 1 (or seq + 2, seq + 3) it knows without looking: that call saw every rank's seq + 1 lines, which
  * a rank publishes only after returning from call seq, i.e. after its
  * last read of r's seq lines (release/acquire through the seq + 1
  * lines). After an inline call that read no one (a Gather's non-root) it
@@ -79,7 +79,7 @@ typedef struct env {
 int nc__ar_wait_line(numacoll_team_t *t, int j, uint64_t seq, size_t k,
                      unsigned char **data)
 {
-    nc__rline_t *l = nc__arline(t, j, (unsigned)(seq & 1), k);
+    nc__rline_t *l = nc__arline(t, j, nc__ar_slot(seq), k);
     *data = l->data;
     if (j == t->rank)
         return NUMACOLL_OK;
@@ -106,15 +106,15 @@ static void put_line(void *vp, int j)
     (void)vp, (void)j;   /* reuse: reduce.h's nc__ar_begin (above) */
 }
 
-/* This rank's lines of call base (its parity's): each line's payload,
+/* This rank's lines of call base (its slot's): each line's payload,
  * then its word (release: the payload is visible before the number). */
 static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
                       size_t nbytes, size_t lb, size_t lines)
 {
-    const unsigned par = (unsigned)(base & 1);
+    const unsigned slot = nc__ar_slot(base);
     const uint64_t word = nc__dword(t, base + 1);
     for (size_t k = 0; k < lines; k++) {
-        nc__rline_t *mine = nc__arline(t, t->rank, par, k);
+        nc__rline_t *mine = nc__arline(t, t->rank, slot, k);
         const size_t off = k * lb;
         if (off < nbytes)
             memcpy(mine->data, (const unsigned char *)own + off,
@@ -123,22 +123,22 @@ static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
     }
 }
 
-/* Every rank's lines of parity par are there: fold them line by line with
+/* Every rank's lines of the slot are there: fold them line by line with
  * the predefined op's kernels alone, in the order and with the calls
  * nc__fold_step makes (x_0 op x_1, then op x_j), without its callbacks
  * per line and rank (about 200 instructions a line at p = 2), and copy
  * each line's result out. */
 static void fold_lines(const numacoll_team_t *t, const nc__red_op_t *op,
-                       unsigned par, void *acc, void *recv, size_t count,
+                       unsigned slot, void *acc, void *recv, size_t count,
                        size_t epl, size_t lines)
 {
     const size_t lb = epl * op->elem;
     for (size_t k = 0; k < lines; k++) {
         const size_t n = count - k * epl < epl ? count - k * epl : epl;
-        nc__op_apply(op->impl, acc, nc__arline(t, 0, par, k)->data,
-                     nc__arline(t, 1, par, k)->data, n);
+        nc__op_apply(op->impl, acc, nc__arline(t, 0, slot, k)->data,
+                     nc__arline(t, 1, slot, k)->data, n);
         for (int j = 2; j < t->p; j++)
-            op->impl->k2(acc, nc__arline(t, j, par, k)->data, n);
+            op->impl->k2(acc, nc__arline(t, j, slot, k)->data, n);
         memcpy((unsigned char *)recv + k * lb, acc, nc__res_bytes(op, n));
     }
 }
@@ -198,7 +198,7 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         return end_all(t, P->base);
     }
-    const unsigned par = (unsigned)(P->base & 1);
+    const unsigned slot = nc__ar_slot(P->base);
     if (op->impl || (lines > 1 && P->k == 0 && P->fold == 0)) {
         /* Every rank's last line first: its word is stored (release)
          * after all the rank's earlier lines, so once it reads seq + 1
@@ -216,11 +216,11 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
             for (size_t k = 0; k + 1 < lines; k++)
-                __builtin_prefetch(nc__arline(t, j, par, k), 0, 3);
+                __builtin_prefetch(nc__arline(t, j, slot, k), 0, 3);
         }
         if (op->impl) {
             /* every line is there: fold them with the kernels alone */
-            fold_lines(t, op, par, P->acc, o->recv, count, epl, lines);
+            fold_lines(t, op, slot, P->acc, o->recv, count, epl, lines);
             return end_all(t, P->base);
         }
     }

@@ -13,11 +13,12 @@
 
 unsigned nc__red_ar_lines(const numacoll_team_t *t)
 {
-    /* the layout plans 2 per unit: one more unit holds the ack line */
+    /* the layout plans NC_AR_SLOTS per unit: one more unit holds the
+     * ack line */
     return t->red->ar_al + 1;
 }
 
-/* Lines per parity the inline rule of (coll, alg) needs at most, its
+/* Lines per line slot the inline rule of (coll, alg) needs at most, its
  * largest size m (0: no such rule): per block for the gathers (times
  * `blocks` a rank writes), in whole elements of the worst size plus
  * `hdr` lines for the reductions. */
@@ -154,19 +155,24 @@ int nc__ar_begin(numacoll_team_t *t, int kind, int who, uint64_t *base)
 {
     struct nc__red *R = t->red;
     const uint64_t n = R->ar_seq;
-    struct nc__ar_last *last = &R->ar_last[n & 1];
+    struct nc__ar_last *last = &R->ar_last[nc__ar_slot(n)];
     if (kind != NC_AR_RD_NONE) {
-        /* after an inline call n - 1 that saw every rank's lines, every
-         * rank had finished call n - 2 and all before it, the last readers
-         * of these lines: the loop below would find every known[j] past
-         * last->seq (about 80 instructions on an 8-byte call's path) */
-        for (int j = 0; R->ar_all != n && j < t->p; j++) {
+        /* after an inline call s that saw every rank's lines (ar_all =
+         * s + 1), every rank had finished call s - 1 and all before it:
+         * the last readers of this slot, written at n - NC_AR_SLOTS or
+         * before, are done while n <= s - 1 + NC_AR_SLOTS, and the loop
+         * below would find every known[j] past last->seq (about 80
+         * instructions on an 8-byte call's path) */
+        const int known = R->ar_all != UINT64_MAX &&
+                          n - R->ar_all <= NC_AR_SLOTS - 2;
+        for (int j = 0; !known && j < t->p; j++) {
             /* j must have finished call last->seq: known[j] > seq */
             if (!reads(t, last, j) ||
                 (int64_t)(R->ar_known[j] - last->seq) > 0)
                 continue;
             uint64_t seen;
-            nc__wait_why_t why = {j, "inline line reuse ack", (long)(n & 1),
+            nc__wait_why_t why = {j, "inline line reuse ack",
+                                  (long)nc__ar_slot(n),
                                   (long)last->seq};
             /* acquire: j's reads of our lines happen before our writes */
             int rc = nc__poll(t, nc__arack(t, j), NC_WAIT_GE, last->seq + 1,

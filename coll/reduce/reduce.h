@@ -63,16 +63,16 @@ struct nc__red {
     uint64_t ticket;      /* slot uses so far, equal on every rank        */
     uint64_t *expect;     /* [rs] releases owed before slot x is reused   */
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
-    unsigned ar_al;       /* inline Allreduce lines per call parity       */
+    unsigned ar_al;       /* inline Allreduce lines per line slot         */
     /* the blocking fast paths' sizes (request.c), 1 .. this many bytes:
      * Allreduce's, Reduce's, an Allgather's blocks (team.c's fast_rules) */
     size_t ar_fast_max, rd_fast_max, ag_fast_max;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
-     * to have finished; per parity, who reads this rank's lines of its
-     * last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and the
-     * call that wrote them */
+     * to have finished; per line slot, who reads this rank's lines of
+     * its last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and
+     * the call that wrote them */
     uint64_t *ar_known;
-    struct nc__ar_last { int kind, who; uint64_t seq; } ar_last[2];
+    struct nc__ar_last { int kind, who; uint64_t seq; } ar_last[NC_AR_SLOTS];
     /* s + 1 after an inline call s in which this rank saw every rank's
      * lines (an Allreduce's): then every rank had finished call s - 1,
      * so call s + 1 may rewrite its lines without looking (nc__ar_all);
@@ -84,7 +84,7 @@ struct nc__red {
 
 
 /* Slot record x and staging buffer x of rank r; inline Allreduce line k of
- * rank r for call parity par. */
+ * rank r in line slot `slot` (nc__ar_slot of the call). */
 static inline nc__rslot_t *nc__rslot(const numacoll_team_t *t, int r,
                                      unsigned x)
 {
@@ -101,27 +101,35 @@ static inline unsigned char *nc__rbuf(const numacoll_team_t *t, int r,
 }
 
 static inline nc__rline_t *nc__arline(const numacoll_team_t *t, int r,
-                                      unsigned par, size_t k)
+                                      unsigned slot, size_t k)
 {
     return (nc__rline_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
                            t->layout.ar_off +
-                           ((size_t)par * t->red->ar_al + k) * NC_CACHE_LINE);
+                           ((size_t)slot * t->red->ar_al + k) * NC_CACHE_LINE);
 }
 
-/* A rank's line after its 2 * ar_al inline lines: the number of inline
- * calls it has finished (plain release store at the end of each), read
- * by a writer that must know its readers are done (nc__ar_begin). */
+/* The line slot of inline call seq: NC_AR_SLOTS of ar_al lines each per
+ * rank, used in turn (shm_seg/layout.h). */
+static inline unsigned nc__ar_slot(uint64_t seq)
+{
+    return (unsigned)(seq % NC_AR_SLOTS);
+}
+
+/* A rank's line after its NC_AR_SLOTS * ar_al inline lines: the number of
+ * inline calls it has finished (plain release store at the end of each),
+ * read by a writer that must know its readers are done (nc__ar_begin). */
 static inline _Atomic uint64_t *nc__arack(const numacoll_team_t *t, int r)
 {
-    return &nc__arline(t, r, 2, 0)->word;
+    return &nc__arline(t, r, NC_AR_SLOTS, 0)->word;
 }
 
 /*
  * Inline line reuse, for every algorithm on these lines (allreduce,
  * allgather, gather, scatter, alltoall, reduce_scatter, scan inline).
- * Rank r's lines of parity x hold its last call of that parity; before
- * r writes them again at call n it must know that every reader of that
- * call (seq s) has finished it: known[j] > s. known[j] grows for free
+ * Rank r's lines of slot x hold its last call in that slot (call n uses
+ * slot n % NC_AR_SLOTS); before r writes them again at call n it must
+ * know that every reader of that call (seq s) has finished it:
+ * known[j] > s. known[j] grows for free
  * whenever r reads j's line of call m (j writes it only after finishing
  * call m - 1: known[j] >= m), so where every rank reads every other
  * (Allreduce, Allgather, Alltoall, Reduce_scatter) it is always
@@ -134,7 +142,7 @@ enum { NC_AR_RD_NONE, NC_AR_RD_ALL, NC_AR_RD_ONE, NC_AR_RD_ABOVE };
 /* Number an inline call (its base, *base; equal on every rank). A rank
  * that writes lines in it (kind: who will read them, NC_AR_RD_NONE:
  * writes nothing) first waits, lazily, for the readers of its previous
- * write of that parity (a step's poll: NC_AGAIN with nothing done). */
+ * write of that line slot (a step's poll: NC_AGAIN with nothing done). */
 int nc__ar_begin(numacoll_team_t *t, int kind, int who, uint64_t *base);
 
 /* Reader: rank j's line of call seq was there, so j finished every call
@@ -159,22 +167,22 @@ static inline void nc__ar_end(numacoll_team_t *t, uint64_t base)
                           memory_order_release);
 }
 
-/* Reader: rank j's line k of call seq (its parity's): wait for its word
+/* Reader: rank j's line k of call seq (its line slot): wait for its word
  * (acquire; a step's poll), note j's progress (nc__ar_saw); *data: its
  * payload. This rank's own line: no wait. */
 int nc__ar_wait_line(numacoll_team_t *t, int j, uint64_t seq, size_t k,
                      unsigned char **data);
 
 /* A block of n bytes in lines first .. first + L(n) - 1 of a rank's
- * parity par (the inline Allgather's format, nc__ag_inline_lines): line
+ * line slot `slot` (the inline Allgather's format, nc__ag_inline_lines): line
  * 0 carries 48 bytes and n, the others 56, each line's word
  * nc__dword(seq + 1) stored after its payload (release). */
-void nc__ag_put(numacoll_team_t *t, unsigned par, size_t first,
+void nc__ag_put(numacoll_team_t *t, unsigned slot, size_t first,
                 const unsigned char *src, size_t n, uint64_t seq);
 /* Reader: rank j's block of n bytes there to dst, from line *r on (0 at
  * first; a step's poll: NC_AGAIN at a line not written yet); a block
  * whose line 0 says another size is a mismatch (what: the collective). */
-int nc__ag_get(numacoll_team_t *t, int j, unsigned par, size_t first,
+int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
                unsigned char *dst, size_t n, uint64_t seq, size_t *r,
                const char *what);
 

@@ -6,7 +6,7 @@
  * same call counter, and every rank folds what it needs itself with
  * reduce.h's fold, in rank order: bitwise the rank-order result, strictly
  * x_0 op x_1 op ... for a non-commutative user op. One wave of line
- * transfers, no slot, no release, no read-modify-write.
+ * transfers, no staging slot, no release, no read-modify-write.
  *
  * Reduce_scatter, N elements in all, rank i's block b_i at o_i:
  *  every rank: write its contribution in L = ceil(N / epl) lines, then a
@@ -55,7 +55,7 @@ static int get_line(void *vp, int j, const void **ptr)
     if (j == e->t->rank && e->own)
         *ptr = e->own;
     else
-        *ptr = nc__arline(e->t, j, (unsigned)(e->seq & 1), e->line)->data +
+        *ptr = nc__arline(e->t, j, nc__ar_slot(e->seq), e->line)->data +
                e->at * e->elem;
     return NUMACOLL_OK;
 }
@@ -65,15 +65,15 @@ static void put_line(void *vp, int j)
     (void)vp, (void)j;   /* reuse: nc__ar_begin */
 }
 
-/* Write count elements of own in lines first .. of this rank's parity. */
-static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned par,
+/* Write count elements of own in lines first .. of this rank's slot. */
+static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned slot,
                     size_t first, uint64_t seq)
 {
     const size_t epl = nc__ar_per_line(o->rop.elem),
                  lb = epl * o->rop.elem, nbytes = o->count * o->rop.elem;
     const uint64_t word = nc__dword(t, seq + 1);
     for (size_t k = 0; k < nc__ar_lines(o->count, epl); k++) {
-        nc__rline_t *l = nc__arline(t, t->rank, par, first + k);
+        nc__rline_t *l = nc__arline(t, t->rank, slot, first + k);
         const size_t off = k * lb;
         memcpy(l->data, (const unsigned char *)o->own + off,
                nbytes - off < lb ? nbytes - off : lb);
@@ -131,10 +131,10 @@ int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
         int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base);
         if (rc != NUMACOLL_OK)
             return rc;
-        const unsigned par = (unsigned)(P->base & 1);
-        nc__rline_t *h = nc__arline(t, me, par, 0);
+        const unsigned slot = nc__ar_slot(P->base);
+        nc__rline_t *h = nc__arline(t, me, slot, 0);
         memcpy(h->data, &tag, sizeof tag);
-        put_vec(t, o, par, 1, P->base);
+        put_vec(t, o, slot, 1, P->base);
         atomic_store_explicit(&h->word, nc__dword(t, P->base + 1),
                               memory_order_release);
         P->part = 0;
@@ -143,10 +143,10 @@ int nc__reduce_scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
         P->fold = 0;
         o->phase = 1;
     }
-    const unsigned par = (unsigned)(P->base & 1);
+    const unsigned slot = nc__ar_slot(P->base);
     for (; P->part == 0 && P->i < t->p; P->i++) {
         const int j = (me + P->i) % t->p;
-        nc__rline_t *h = nc__arline(t, j, par, 0);
+        nc__rline_t *h = nc__arline(t, j, slot, 0);
         uint64_t seen, theirs;
         nc__wait_why_t why = {j, "inline reduce_scatter header", 0,
                               (long)P->base};
@@ -181,7 +181,7 @@ int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o)
         if (rc != NUMACOLL_OK)
             return rc;
         if (!top)
-            put_vec(t, o, (unsigned)(P->base & 1), 0, P->base);
+            put_vec(t, o, nc__ar_slot(P->base), 0, P->base);
         P->k = 0;
         P->i = 0;
         P->part = 0;
