@@ -1058,30 +1058,58 @@ static int allgather_fast(numacoll_team_t *t, const void *sendbuf,
  * 781 elsewhere (callgrind). Which sizes take it was asked once, at team
  * creation (team.c's fast_rules).
  */
-static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
-                    numacoll_op_t opn, const void *own, void *recv,
-                    size_t count, size_t max, int *status)
+/* A fast call of a predefined op whose size is 1 .. max bytes (count
+ * first, so that count * elem cannot wrap; the lines take any elements up
+ * to the largest inline rule, nc__red_init sizing them so, which max does
+ * not pass, so no nc__ar_inline_fits here) on a team whose last calls went
+ * well: its kernels, else NULL. */
+static const nc__op_impl_t *red_fast_fits(numacoll_team_t *t,
+                                          numacoll_dtype_t dtype,
+                                          numacoll_op_t opn, size_t count,
+                                          size_t max)
 {
     const nc__op_impl_t *impl = nc__op_impl(opn, dtype);
-    const size_t elem = numacoll_dtype_size(dtype);
-    /* count first, so that count * elem cannot wrap; the lines take any
-     * elements up to the largest inline rule (nc__red_init sizes them so),
-     * which max does not pass, so no nc__ar_inline_fits here */
-    if (!impl || count == 0 || count > max || count * elem > max ||
-        !nc__call_quiet(t))
-        return 0;
+    return impl && count && count <= max &&
+                   count * numacoll_dtype_size(dtype) <= max &&
+                   nc__call_quiet(t)
+               ? impl : NULL;
+}
+
+/* Run a fast reduction-family call: the fields the inline steps read,
+ * the signature begin() would publish for them, the step; its status. */
+static int red_fast_run(numacoll_team_t *t, nc__coll_t coll, nc__alg_t alg,
+                        int root, const nc__op_impl_t *impl,
+                        numacoll_dtype_t dtype, numacoll_op_t opn,
+                        const void *own, void *recv, size_t count,
+                        int (*step)(numacoll_team_t *, nc__op_t *))
+{
     nc__op_t o;
-    o.rop = (nc__red_op_t){.elem = elem, .impl = impl, .dtype = (int)dtype,
-                           .opn = (int)opn, .commutative = 1};
+    o.rop = (nc__red_op_t){.elem = numacoll_dtype_size(dtype), .impl = impl,
+                           .dtype = (int)dtype, .opn = (int)opn,
+                           .commutative = 1};
+    o.coll = coll;
     o.own = own;
     o.recv = recv;
     o.count = count;
     o.root = root;
-    o.alg = root < 0 ? NC_ALG_ALLREDUCE_INLINE : NC_ALG_REDUCE_INLINE;
-    const nc__call_t c = nc__call_of_red(
-        root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE, root, count, elem,
-        o.rop.dtype, o.rop.opn, o.rop.commutative);
-    *status = fast_run(t, &c, nc__allreduce_inline_step, &o);
+    o.alg = (int)alg;
+    const nc__call_t c = nc__call_of_red(coll, root, count, o.rop.elem,
+                                         o.rop.dtype, o.rop.opn,
+                                         o.rop.commutative);
+    return fast_run(t, &c, step, &o);
+}
+
+static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
+                    numacoll_op_t opn, const void *own, void *recv,
+                    size_t count, size_t max, int *status)
+{
+    const nc__op_impl_t *impl = red_fast_fits(t, dtype, opn, count, max);
+    if (!impl)
+        return 0;
+    *status = red_fast_run(
+        t, root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE,
+        root < 0 ? NC_ALG_ALLREDUCE_INLINE : NC_ALG_REDUCE_INLINE, root,
+        impl, dtype, opn, own, recv, count, nc__allreduce_inline_step);
     return 1;
 }
 
@@ -1107,6 +1135,42 @@ static int reduce_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
     return red_fast(t, root, dtype, opn,
                     mine && sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
                     recvbuf, count, t->red->rd_fast_max, status);
+}
+
+/*
+ * The blocking inline Scan or Exscan of a predefined op, where the team
+ * has nothing else in flight and its last calls went well: the inline
+ * step (rscan_inline.c, whose fold of a predefined op runs the kernels
+ * alone) on an op of the fields it reads, after the signature begin()
+ * would publish, without scan_make's checks and rule lookup and the
+ * generic driver. What scan_make refuses goes the general way, to be
+ * refused there. Which sizes take it was asked at team creation.
+ */
+static int scan_fast(numacoll_team_t *t, nc__coll_t coll, const void *sendbuf,
+                     void *recvbuf, size_t count, numacoll_dtype_t dtype,
+                     numacoll_op_t opn, int *status)
+{
+    const void *own;
+    if (t->rq_head || !sendbuf)
+        return 0;
+    if (coll == NC_COLL_EXSCAN && t->rank == 0 &&
+        sendbuf != NUMACOLL_IN_PLACE)
+        own = sendbuf;      /* receives nothing: recvbuf may be NULL */
+    else if (!recvbuf)
+        return 0;
+    else
+        own = sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf;
+    const nc__op_impl_t *impl = red_fast_fits(
+        t, dtype, opn, count,
+        coll == NC_COLL_SCAN ? t->red->sc_fast_max : t->red->ex_fast_max);
+    if (!impl)
+        return 0;
+    *status = red_fast_run(t, coll,
+                           coll == NC_COLL_SCAN ? NC_ALG_SCAN_INLINE
+                                                : NC_ALG_EXSCAN_INLINE,
+                           -1, impl, dtype, opn, own, recvbuf, count,
+                           nc__scan_inline_step);
+    return 1;
 }
 
 /* ---- public: Bcast and Barrier ------------------------------------------- */
@@ -1505,6 +1569,11 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
              size_t count, numacoll_dtype_t dtype, numacoll_op_t op reqparam) \
     {                                                                         \
         nc__red_op_t o;                                                       \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            scan_fast(t, NC_COLL_SCAN, sendbuf, recvbuf, count, dtype, op,    \
+                      &fast))                                                 \
+            return fast;                                                      \
         return t ? scan_any(t, NC_COLL_SCAN, sendbuf, recvbuf, count, &o,     \
                             predef(t, &o, dtype, op), mode, reqarg)           \
                  : NUMACOLL_ERR_ARG;                                          \
@@ -1514,6 +1583,11 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
                numacoll_op_t op reqparam)                                     \
     {                                                                         \
         nc__red_op_t o;                                                       \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            scan_fast(t, NC_COLL_EXSCAN, sendbuf, recvbuf, count, dtype, op,  \
+                      &fast))                                                 \
+            return fast;                                                      \
         return t ? scan_any(t, NC_COLL_EXSCAN, sendbuf, recvbuf, count, &o,   \
                             predef(t, &o, dtype, op), mode, reqarg)           \
                  : NUMACOLL_ERR_ARG;                                          \

@@ -926,9 +926,10 @@ static size_t fast_max(const numacoll_team_t *t, nc__coll_t coll,
 
 /* The sizes the blocking fast paths (request.c) take, from the team's
  * final rules (after cma_verdict): a Bcast's within one line; an
- * Allreduce's and a Reduce's as far as their inline rules go (whose
- * largest size nc__red_init sized the lines for, at any element size);
- * an Allgather's blocks of one line (one line always fits the lines). */
+ * Allreduce's, a Reduce's, a Scan's and an Exscan's as far as their
+ * inline rules go (whose largest size nc__red_init sized the lines for,
+ * at any element size); an Allgather's blocks of one line (one line
+ * always fits the lines). */
 static void fast_rules(numacoll_team_t *t)
 {
     t->bc_fast_ch = nc__team_choice(t, NC_COLL_BCAST, 1);
@@ -946,6 +947,12 @@ static void fast_rules(numacoll_team_t *t)
     t->red->ag_fast_max = fast_max(t, NC_COLL_ALLGATHER,
                                    NC_ALG_ALLGATHER_INLINE, NC_AG_FIRST, 0,
                                    0);
+    t->red->sc_fast_max = fast_max(
+        t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE,
+        nc__team_rule_max(t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE), 0, 1);
+    t->red->ex_fast_max = fast_max(
+        t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE,
+        nc__team_rule_max(t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE), 0, 1);
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

@@ -595,8 +595,8 @@ static const size_t fg_sizes[] = {1, 8, 40, 48, 56, 13};
  * must publish the same signature, or the call fails as mismatched. */
 static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
 {
-    const int kind = (int)(c % 5);
-    const size_t n = fg_sizes[c / 5 % (sizeof fg_sizes / sizeof *fg_sizes)];
+    const int kind = (int)(c % 7);
+    const size_t n = fg_sizes[c / 7 % (sizeof fg_sizes / sizeof *fg_sizes)];
     const int root = (int)(c % (unsigned)p);
     numacoll_request_t *r = NULL;
     int rc = NUMACOLL_OK, bad = 0;
@@ -610,35 +610,43 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
             rc = numacoll_wait(&r);
         for (size_t i = 0; rc == NUMACOLL_OK && i < n; i++)
             bad |= buf[i] != pattern(c, i);
-    } else if (kind == 1 || kind == 4) {
-        /* up to 13 elements: one line or two (56-byte lines of 7); an
-         * Allreduce, or a Reduce to root (in place there every other
-         * time) */
+    } else if (kind == 1 || kind >= 4) {
+        /* int64 sums: an Allreduce (1) or a Reduce to root (4) of up to
+         * 13 elements (one line or two: 56-byte lines of 7), in place at
+         * the root every other time; a Scan (5) or Exscan (6) of 1 to 8
+         * (their inline rules' 64 bytes), in place every other time, and
+         * Exscan's rank 0 passing no receive buffer every third time */
         int64_t in[16], out[16];
-        const size_t m = n % 14 ? n % 14 : 1;
-        const int all = kind == 1, mine = all || rank == root;
-        const int in_place = !all && mine && c % 2;
+        const int all = kind == 1, scan = kind >= 5, ex = kind == 6;
+        const size_t m = scan ? (n % 9 ? n % 9 : 1) : (n % 14 ? n % 14 : 1);
+        const int mine = all || (scan && (!ex || rank > 0)) ||
+                         (kind == 4 && rank == root);
+        const int in_place = (scan || (kind == 4 && mine)) && c % 2;
         for (size_t i = 0; i < m; i++)
             (in_place ? out : in)[i] = contrib(c, rank, i);
         const void *send = in_place ? NUMACOLL_IN_PLACE : in;
+        void *recv = ex && rank == 0 && !in_place && c % 3 == 0 ? NULL : out;
+        const numacoll_dtype_t dt = NUMACOLL_DTYPE_INT64;
+        const numacoll_op_t sum = NUMACOLL_OP_SUM;
         if (all)
-            rc = fast ? numacoll_allreduce(t, send, out, m,
-                                           NUMACOLL_DTYPE_INT64,
-                                           NUMACOLL_OP_SUM)
-                      : numacoll_iallreduce(t, send, out, m,
-                                            NUMACOLL_DTYPE_INT64,
-                                            NUMACOLL_OP_SUM, &r);
+            rc = fast ? numacoll_allreduce(t, send, recv, m, dt, sum)
+                      : numacoll_iallreduce(t, send, recv, m, dt, sum, &r);
+        else if (!scan)
+            rc = fast ? numacoll_reduce(t, send, recv, m, dt, sum, root)
+                      : numacoll_ireduce(t, send, recv, m, dt, sum, root, &r);
+        else if (ex)
+            rc = fast ? numacoll_exscan(t, send, recv, m, dt, sum)
+                      : numacoll_iexscan(t, send, recv, m, dt, sum, &r);
         else
-            rc = fast ? numacoll_reduce(t, send, out, m, NUMACOLL_DTYPE_INT64,
-                                        NUMACOLL_OP_SUM, root)
-                      : numacoll_ireduce(t, send, out, m,
-                                         NUMACOLL_DTYPE_INT64,
-                                         NUMACOLL_OP_SUM, root, &r);
+            rc = fast ? numacoll_scan(t, send, recv, m, dt, sum)
+                      : numacoll_iscan(t, send, recv, m, dt, sum, &r);
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
+        /* the ranks whose contributions this rank's result sums */
+        const int upto = !scan ? p : ex ? rank : rank + 1;
         for (size_t i = 0; rc == NUMACOLL_OK && mine && i < m; i++) {
             int64_t want = 0;
-            for (int j = 0; j < p; j++)
+            for (int j = 0; j < upto; j++)
                 want += contrib(c, j, i);
             bad |= out[i] != want;
         }
@@ -646,7 +654,7 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
         rc = fast ? numacoll_barrier(t) : numacoll_ibarrier(t, &r);
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
-    } else {
+    } else {   /* kind 3 */
         unsigned char mine[64], all[8 * 64];
         for (size_t i = 0; i < n; i++)
             mine[i] = pattern(c + (unsigned)rank, i);

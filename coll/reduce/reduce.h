@@ -65,8 +65,9 @@ struct nc__red {
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per line slot         */
     /* the blocking fast paths' sizes (request.c), 1 .. this many bytes:
-     * Allreduce's, Reduce's, an Allgather's blocks (team.c's fast_rules) */
-    size_t ar_fast_max, rd_fast_max, ag_fast_max;
+     * Allreduce's, Reduce's, an Allgather's blocks, Scan's, Exscan's
+     * (team.c's fast_rules) */
+    size_t ar_fast_max, rd_fast_max, ag_fast_max, sc_fast_max, ex_fast_max;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per line slot, who reads this rank's lines of
      * its last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and
