@@ -926,8 +926,8 @@ static size_t fast_max(const numacoll_team_t *t, nc__coll_t coll,
 
 /* The sizes the blocking fast paths (request.c) take, from the team's
  * final rules (after cma_verdict): a Bcast's within one line; an
- * Allreduce's, a Reduce's, a Scan's and an Exscan's as far as their
- * inline rules go (whose largest size nc__red_init sized the lines for,
+ * Allreduce's, a Reduce's, a Scan's, an Exscan's and a
+ * Reduce_scatter_block's as far as their inline rules go (whose largest size nc__red_init sized the lines for,
  * at any element size); an Allgather's blocks of one line (one line
  * always fits the lines). */
 static void fast_rules(numacoll_team_t *t)
@@ -953,6 +953,11 @@ static void fast_rules(numacoll_team_t *t)
     t->red->ex_fast_max = fast_max(
         t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE,
         nc__team_rule_max(t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE), 0, 1);
+    t->red->rs_fast_max = fast_max(
+        t, NC_COLL_REDUCE_SCATTER, NC_ALG_REDUCE_SCATTER_INLINE,
+        nc__team_rule_max(t, NC_COLL_REDUCE_SCATTER,
+                          NC_ALG_REDUCE_SCATTER_INLINE),
+        0, 1);
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

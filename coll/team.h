@@ -671,8 +671,8 @@ int nc__barrier_init(numacoll_team_t *t);
 void nc__barrier_fini(numacoll_team_t *t);
 int nc__red_init(numacoll_team_t *t);
 void nc__red_fini(numacoll_team_t *t);
-/* Inline Allreduce lines per call parity that the team's rules need (after
- * nc__red_init): shm_seg/layout.h's al. */
+/* Inline Allreduce lines per line slot that the team's rules need, plus
+ * one (after nc__red_init): shm_seg/layout.h's al. */
 unsigned nc__red_ar_lines(const numacoll_team_t *t);
 /* The largest size a rule of collective coll gives algorithm alg, at most
  * what alg carries (0: no such rule): what inline slots are sized for. */

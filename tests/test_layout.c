@@ -123,9 +123,10 @@ static void test_64k_pages(void)
     check_rank_block(&l);
 }
 
-/* docs/parameters.md: with the built-in table (s = 64, q = 2, f = 8 KiB;
- * reduce s = 4, f = 128 KiB), p * 1032 KiB + 8 KiB on 4 KiB pages; the
- * tune_team suite checks that a default team plans exactly this. */
+/* docs/parameters.md: with the built-in table's queue and staging (s = 64,
+ * q = 2, f = 8 KiB; reduce s = 4, f = 128 KiB) and one inline line a slot,
+ * p * 1032 KiB + 8 KiB on 4 KiB pages; the tune_team suite checks what a
+ * default team plans (a third control page at p = 3 and 5-8). */
 static void test_defaults_size(void)
 {
     nc__layout_t l;

@@ -595,8 +595,8 @@ static const size_t fg_sizes[] = {1, 8, 40, 48, 56, 13};
  * must publish the same signature, or the call fails as mismatched. */
 static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
 {
-    const int kind = (int)(c % 7);
-    const size_t n = fg_sizes[c / 7 % (sizeof fg_sizes / sizeof *fg_sizes)];
+    const int kind = (int)(c % 8);
+    const size_t n = fg_sizes[c / 8 % (sizeof fg_sizes / sizeof *fg_sizes)];
     const int root = (int)(c % (unsigned)p);
     numacoll_request_t *r = NULL;
     int rc = NUMACOLL_OK, bad = 0;
@@ -610,7 +610,31 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
             rc = numacoll_wait(&r);
         for (size_t i = 0; rc == NUMACOLL_OK && i < n; i++)
             bad |= buf[i] != pattern(c, i);
-    } else if (kind == 1 || kind >= 4) {
+    } else if (kind == 7) {
+        /* Reduce_scatter_block of int64 sums, blocks of 1 to 8 / p
+         * elements (the inline rule's 64 bytes in all), in place every
+         * other time */
+        int64_t in[64], out[64];
+        const size_t b = 1 + n % (8 / (size_t)p), all = b * (size_t)p;
+        const int in_place = c % 2;
+        for (size_t i = 0; i < all; i++)
+            (in_place ? out : in)[i] = contrib(c, rank, i);
+        const void *send = in_place ? NUMACOLL_IN_PLACE : in;
+        rc = fast ? numacoll_reduce_scatter_block(t, send, out, b,
+                                                  NUMACOLL_DTYPE_INT64,
+                                                  NUMACOLL_OP_SUM)
+                  : numacoll_ireduce_scatter_block(t, send, out, b,
+                                                   NUMACOLL_DTYPE_INT64,
+                                                   NUMACOLL_OP_SUM, &r);
+        if (rc == NUMACOLL_OK && r)
+            rc = numacoll_wait(&r);
+        for (size_t i = 0; rc == NUMACOLL_OK && i < b; i++) {
+            int64_t want = 0;
+            for (int j = 0; j < p; j++)
+                want += contrib(c, j, (size_t)rank * b + i);
+            bad |= out[i] != want;
+        }
+    } else if (kind == 1 || (kind >= 4 && kind <= 6)) {
         /* int64 sums: an Allreduce (1) or a Reduce to root (4) of up to
          * 13 elements (one line or two: 56-byte lines of 7), in place at
          * the root every other time; a Scan (5) or Exscan (6) of 1 to 8

@@ -104,11 +104,11 @@ static void test_builtin_rules(void)
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
                                 0};
     /* at p <= 2 the same in fragments of 2 KiB (the last rule) */
-    want[43] = rule(NC_COLL_BCAST, 1, 2, 168, 16 * 1024 - 1,
+    want[43] = rule(NC_COLL_BCAST, 1, 2, 168, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[43].ch = want[1].ch;
     want[43].ch.f = 2048;
-    want[36] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
+    want[36] = rule(NC_COLL_BCAST, 3, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
@@ -417,7 +417,7 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
     nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=16K-131071 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=16K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,

@@ -62,7 +62,7 @@
  * apart), so the transfers alone gain only from L = 4 on; at L = 2 the
  * measured gain (64 B: 1.05 -> 0.78 us there) is the folding's, which no
  * longer spends about 200 instructions a line at p = 2 in callbacks.
- * Shared lines: writes its own 2 * al, reads every rank's. The largest
+ * Shared lines: writes its own L of one slot, reads every rank's. The largest
  * inline rule of the tuning table sets how far it is used.
  */
 #include <string.h>

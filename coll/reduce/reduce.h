@@ -65,9 +65,10 @@ struct nc__red {
     uint64_t ar_seq;      /* inline Allreduce calls so far                */
     unsigned ar_al;       /* inline Allreduce lines per line slot         */
     /* the blocking fast paths' sizes (request.c), 1 .. this many bytes:
-     * Allreduce's, Reduce's, an Allgather's blocks, Scan's, Exscan's
-     * (team.c's fast_rules) */
-    size_t ar_fast_max, rd_fast_max, ag_fast_max, sc_fast_max, ex_fast_max;
+     * Allreduce's, Reduce's, an Allgather's blocks, Scan's, Exscan's, a
+     * Reduce_scatter_block's p blocks (team.c's fast_rules) */
+    size_t ar_fast_max, rd_fast_max, ag_fast_max, sc_fast_max, ex_fast_max,
+        rs_fast_max;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per line slot, who reads this rank's lines of
      * its last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and
@@ -76,7 +77,8 @@ struct nc__red {
     struct nc__ar_last { int kind, who; uint64_t seq; } ar_last[NC_AR_SLOTS];
     /* s + 1 after an inline call s in which this rank saw every rank's
      * lines (an Allreduce's): then every rank had finished call s - 1,
-     * so call s + 1 may rewrite its lines without looking (nc__ar_all);
+     * so calls s + 1 .. s + NC_AR_SLOTS - 1 may rewrite their lines
+     * without looking (nc__ar_all, nc__ar_begin);
      * UINT64_MAX: none such */
     uint64_t ar_all;
     int *slice_rank;      /* [p] reduce-scatter: owner of slice j         */

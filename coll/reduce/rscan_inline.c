@@ -82,6 +82,41 @@ static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned slot,
     }
 }
 
+/* fold_range for a predefined op: the kernels alone, in the order and
+ * with the calls nc__fold_step makes (x_0 op x_1, then op x_j), without
+ * its callbacks per line and operand (an 8-byte MPI_Scan spent about 230
+ * instructions in them at p = 2). Every operand is there already. */
+static void fold_kernels(numacoll_team_t *t, nc__op_t *o, size_t first,
+                         size_t lo, size_t hi, int nfold, int own_from_send)
+{
+    const nc__red_op_t *op = &o->rop;
+    const size_t epl = nc__ar_per_line(op->elem), e = op->elem;
+    const unsigned slot = nc__ar_slot(o->r.base);
+    const unsigned char *own = own_from_send ? o->own : NULL;
+    unsigned char *acc = o->r.acc;
+    for (size_t at = lo; at < hi;) {
+        const size_t k = at / epl, in = at - k * epl,
+                     end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
+                     n = end - at;
+#define OPND(j)                                                               \
+    ((j) == t->rank && own ? own + at * e                                     \
+                           : nc__arline(t, (j), slot, first + k)->data + in * e)
+        unsigned char *out = (unsigned char *)o->recv + (at - lo) * e;
+        if (nfold == 1) {
+            /* Scan's rank 0 in place: its operand is its result already */
+            if (out != OPND(0))
+                memcpy(out, OPND(0), nc__res_bytes(op, n));
+        } else {
+            nc__op_apply(op->impl, acc, OPND(0), OPND(1), n);
+            for (int j = 2; j < nfold; j++)
+                op->impl->k2(acc, OPND(j), n);
+            memcpy(out, acc, nc__res_bytes(op, n));
+        }
+#undef OPND
+        at = end;
+    }
+}
+
 /* Fold elements [lo, hi) of the vector (within one line each step) of
  * operands 0 .. nfold - 1 into recv + (lo - base) elements, lines from
  * first on; resumable at P->k (element reached), P->fold. */
@@ -90,6 +125,10 @@ static int fold_range(numacoll_team_t *t, nc__op_t *o, size_t first,
 {
     nc__red_pos_t *P = &o->r;
     const nc__red_op_t *op = &o->rop;
+    if (op->impl) {
+        fold_kernels(t, o, first, lo, hi, nfold, own_from_send);
+        return NUMACOLL_OK;
+    }
     const size_t epl = nc__ar_per_line(op->elem);
     env_t e = {t, P->base, 0, 0, op->elem, NULL};
     nc__fold_t f = {nfold, get_line, put_line, &e, NC_COPY_VEC};
@@ -112,35 +151,6 @@ static int fold_range(numacoll_team_t *t, nc__op_t *o, size_t first,
         P->fold = 0;
     }
     return NUMACOLL_OK;
-}
-
-/* Scan's fold of a predefined op, every operand there: line by line
- * x_0 op x_1 op ... op x_(nfold - 1) with the kernels alone, in the order
- * and with the calls nc__fold_step makes, without its callbacks per line
- * and operand (an 8-byte MPI_Scan spent about 230 instructions in them at
- * p = 2); this rank's own operand from its send buffer. */
-static void scan_fold_kernels(numacoll_team_t *t, nc__op_t *o, int nfold)
-{
-    const nc__red_op_t *op = &o->rop;
-    const size_t epl = nc__ar_per_line(op->elem), lb = epl * op->elem;
-    const unsigned slot = nc__ar_slot(o->r.base);
-    const unsigned char *own = o->own;
-    unsigned char *acc = o->r.acc;
-#define OPND(j)                                                               \
-    ((j) == t->rank ? own + k * lb : nc__arline(t, (j), slot, k)->data)
-    for (size_t k = 0; k * epl < o->count; k++) {
-        const size_t n = o->count - k * epl < epl ? o->count - k * epl : epl;
-        unsigned char *out = (unsigned char *)o->recv + k * lb;
-        if (nfold == 1) {
-            memcpy(out, OPND(0), nc__res_bytes(op, n));
-            continue;
-        }
-        nc__op_apply(op->impl, acc, OPND(0), OPND(1), n);
-        for (int j = 2; j < nfold; j++)
-            op->impl->k2(acc, OPND(j), n);
-        memcpy(out, acc, nc__res_bytes(op, n));
-    }
-#undef OPND
 }
 
 static size_t rs_count(const nc__op_t *o, int j)
@@ -229,9 +239,7 @@ int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o)
             return rc;
     }
     P->part = 1;
-    if (nfold > 0 && o->rop.impl) {
-        scan_fold_kernels(t, o, nfold);
-    } else if (nfold > 0) {
+    if (nfold > 0) {
         int rc = fold_range(t, o, 0, 0, o->count, nfold, 1);
         if (rc != NUMACOLL_OK)
             return rc;
