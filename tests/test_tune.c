@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 44);
-    nc__tune_rule_t want[44];
+    CU_ASSERT_EQUAL_FATAL(b->n, 46);
+    nc__tune_rule_t want[46];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -124,11 +124,16 @@ static void test_builtin_rules(void)
                                  {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
     want[2].ch.k = 64;
-    want[3] = rule(NC_COLL_REDUCE, 1, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
+    want[3] = rule(NC_COLL_REDUCE, 3, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_ADAPT, 0, {0}, 0};
-    want[38] = rule(NC_COLL_REDUCE, 1, U, 0, 112, NC_ALG_REDUCE_INLINE);
+    want[38] = rule(NC_COLL_REDUCE, 3, U, 0, 112, NC_ALG_REDUCE_INLINE);
     want[38].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
                                  NC_COPY_AUTO, 0, {0}, 0};
+    /* at p <= 2 inline up to 255 bytes (the last two rules) */
+    want[44] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
+    want[44].ch = want[38].ch;
+    want[45] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
+    want[45].ch = want[3].ch;
     want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
@@ -201,7 +206,7 @@ static void test_builtin_rules(void)
                                             0, -1, 0, NC_COPY_ADAPT, 0, {0},
                                             0};
     }
-    for (int i = 0; i < 44; i++) {
+    for (int i = 0; i < 46; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
