@@ -1045,19 +1045,6 @@ static int allgather_fast(numacoll_team_t *t, const void *sendbuf,
     return 1;
 }
 
-/*
- * The blocking inline Allreduce (root -1) or Reduce of a predefined op,
- * where the team has nothing else in flight and its last calls went well:
- * the inline step (allreduce_inline.c) on an op of the fields it reads,
- * after the signature begin() would publish (ranks on either path meet),
- * without the op's
- * verdict, the argument checks, the rule lookup and the generic driver.
- * With the component's plan cache and the step's kernel fold of one line
- * (no callbacks), an 8-byte MPI_Allreduce at p = 2 went from 1176 to 839
- * instructions, an MPI_Reduce from 1193 to 865 at the root and 998 to
- * 781 elsewhere (callgrind). Which sizes take it was asked once, at team
- * creation (team.c's fast_rules).
- */
 /* A fast call of a predefined op whose size is 1 .. max bytes (count
  * first, so that count * elem cannot wrap; the lines take any elements up
  * to the largest inline rule, nc__red_init sizing them so, which max does
@@ -1103,6 +1090,19 @@ static int red_fast_run(numacoll_team_t *t, nc__coll_t coll, nc__alg_t alg,
     return fast_run(t, &c, step, &o);
 }
 
+/*
+ * The blocking inline Allreduce (root -1) or Reduce of a predefined op,
+ * where the team has nothing else in flight and its last calls went well:
+ * the inline step (allreduce_inline.c) on an op of the fields it reads,
+ * after the signature begin() would publish (ranks on either path meet),
+ * without the op's
+ * verdict, the argument checks, the rule lookup and the generic driver.
+ * With the component's plan cache and the step's kernel fold of one line
+ * (no callbacks), an 8-byte MPI_Allreduce at p = 2 went from 1176 to 839
+ * instructions, an MPI_Reduce from 1193 to 865 at the root and 998 to
+ * 781 elsewhere (callgrind). Which sizes take it was asked once, at team
+ * creation (team.c's fast_rules).
+ */
 static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
                     numacoll_op_t opn, const void *own, void *recv,
                     size_t count, size_t max, int *status)

@@ -924,12 +924,19 @@ static size_t fast_max(const numacoll_team_t *t, nc__coll_t coll,
     return n;
 }
 
+/* A reduction's fast sizes: as far as its inline rules go (whose largest
+ * size nc__red_init sized the lines for, at any element size). */
+static size_t red_fast_max(const numacoll_team_t *t, nc__coll_t coll,
+                           nc__alg_t alg)
+{
+    return fast_max(t, coll, alg, nc__team_rule_max(t, coll, alg), 0, 1);
+}
+
 /* The sizes the blocking fast paths (request.c) take, from the team's
  * final rules (after cma_verdict): a Bcast's within one line; an
+ * Allgather's blocks of one line (one line always fits the lines); an
  * Allreduce's, a Reduce's, a Scan's, an Exscan's and a
- * Reduce_scatter_block's as far as their inline rules go (whose largest size nc__red_init sized the lines for,
- * at any element size); an Allgather's blocks of one line (one line
- * always fits the lines). */
+ * Reduce_scatter_block's as red_fast_max says. */
 static void fast_rules(numacoll_team_t *t)
 {
     t->bc_fast_ch = nc__team_choice(t, NC_COLL_BCAST, 1);
@@ -937,27 +944,18 @@ static void fast_rules(numacoll_team_t *t)
                               t->inl_max < NC_INL_PAYLOAD ? t->inl_max
                                                           : NC_INL_PAYLOAD,
                               1, 0);
-    t->red->ar_fast_max = fast_max(
-        t, NC_COLL_ALLREDUCE, NC_ALG_ALLREDUCE_INLINE,
-        nc__team_rule_max(t, NC_COLL_ALLREDUCE, NC_ALG_ALLREDUCE_INLINE), 0,
-        1);
-    t->red->rd_fast_max = fast_max(
-        t, NC_COLL_REDUCE, NC_ALG_REDUCE_INLINE,
-        nc__team_rule_max(t, NC_COLL_REDUCE, NC_ALG_REDUCE_INLINE), 0, 1);
     t->red->ag_fast_max = fast_max(t, NC_COLL_ALLGATHER,
                                    NC_ALG_ALLGATHER_INLINE, NC_AG_FIRST, 0,
                                    0);
-    t->red->sc_fast_max = fast_max(
-        t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE,
-        nc__team_rule_max(t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE), 0, 1);
-    t->red->ex_fast_max = fast_max(
-        t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE,
-        nc__team_rule_max(t, NC_COLL_EXSCAN, NC_ALG_EXSCAN_INLINE), 0, 1);
-    t->red->rs_fast_max = fast_max(
-        t, NC_COLL_REDUCE_SCATTER, NC_ALG_REDUCE_SCATTER_INLINE,
-        nc__team_rule_max(t, NC_COLL_REDUCE_SCATTER,
-                          NC_ALG_REDUCE_SCATTER_INLINE),
-        0, 1);
+    t->red->ar_fast_max = red_fast_max(t, NC_COLL_ALLREDUCE,
+                                       NC_ALG_ALLREDUCE_INLINE);
+    t->red->rd_fast_max = red_fast_max(t, NC_COLL_REDUCE,
+                                       NC_ALG_REDUCE_INLINE);
+    t->red->sc_fast_max = red_fast_max(t, NC_COLL_SCAN, NC_ALG_SCAN_INLINE);
+    t->red->ex_fast_max = red_fast_max(t, NC_COLL_EXSCAN,
+                                       NC_ALG_EXSCAN_INLINE);
+    t->red->rs_fast_max = red_fast_max(t, NC_COLL_REDUCE_SCATTER,
+                                       NC_ALG_REDUCE_SCATTER_INLINE);
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

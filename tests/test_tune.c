@@ -93,22 +93,17 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 46);
-    nc__tune_rule_t want[46];
+    CU_ASSERT_EQUAL_FATAL(b->n, 45);
+    nc__tune_rule_t want[45];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 3, U, 168, 16 * 1024 - 1,
+    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 16 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
                                 0};
-    /* at p <= 2 the same in fragments of 2 KiB (the last rule) */
-    want[43] = rule(NC_COLL_BCAST, 1, 2, 168, 128 * 1024 - 1,
-                    NC_ALG_BCAST_PIPELINED);
-    want[43].ch = want[1].ch;
-    want[43].ch.f = 2048;
-    want[36] = rule(NC_COLL_BCAST, 3, U, 16 * 1024, 128 * 1024 - 1,
+    want[36] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
@@ -130,10 +125,10 @@ static void test_builtin_rules(void)
     want[38].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
                                  NC_COPY_AUTO, 0, {0}, 0};
     /* at p <= 2 inline up to 255 bytes (the last two rules) */
-    want[44] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
-    want[44].ch = want[38].ch;
-    want[45] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
-    want[45].ch = want[3].ch;
+    want[43] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
+    want[43].ch = want[38].ch;
+    want[44] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
+    want[44].ch = want[3].ch;
     want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
@@ -206,7 +201,7 @@ static void test_builtin_rules(void)
                                             0, -1, 0, NC_COPY_ADAPT, 0, {0},
                                             0};
     }
-    for (int i = 0; i < 46; i++) {
+    for (int i = 0; i < 45; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -410,7 +405,7 @@ static void test_format(void)
     const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=168-16383 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-16383 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
@@ -422,7 +417,7 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
     nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=16K-131071 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=16K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,

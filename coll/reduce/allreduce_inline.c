@@ -40,7 +40,8 @@
  * Reuse without a release counter (reduce.h's nc__ar_begin): rank r
  * rewrites its lines of slot seq % 4 (NC_AR_SLOTS, used in turn) at
  * call seq + 4 only once it knows every reader finished call seq. After
- * an Allreduce at seq + 1 (or seq + 2, seq + 3) it knows without looking: that call saw every rank's seq + 1 lines, which
+ * an Allreduce at seq + 1 (or seq + 2, seq + 3) it knows without
+ * looking: that call saw every rank's seq + 1 lines, which
  * a rank publishes only after returning from call seq, i.e. after its
  * last read of r's seq lines (release/acquire through the seq + 1
  * lines). After an inline call that read no one (a Gather's non-root) it
@@ -62,8 +63,8 @@
  * apart), so the transfers alone gain only from L = 4 on; at L = 2 the
  * measured gain (64 B: 1.05 -> 0.78 us there) is the folding's, which no
  * longer spends about 200 instructions a line at p = 2 in callbacks.
- * Shared lines: writes its own L of one slot, reads every rank's. The largest
- * inline rule of the tuning table sets how far it is used.
+ * Shared lines: writes its own L of one slot, reads every rank's. The
+ * largest inline rule of the tuning table sets how far it is used.
  */
 #include <string.h>
 
@@ -120,26 +121,6 @@ static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
             memcpy(mine->data, (const unsigned char *)own + off,
                    nbytes - off < lb ? nbytes - off : lb);
         atomic_store_explicit(&mine->word, word, memory_order_release);
-    }
-}
-
-/* Every rank's lines of the slot are there: fold them line by line with
- * the predefined op's kernels alone, in the order and with the calls
- * nc__fold_step makes (x_0 op x_1, then op x_j), without its callbacks
- * per line and rank (about 200 instructions a line at p = 2), and copy
- * each line's result out. */
-static void fold_lines(const numacoll_team_t *t, const nc__red_op_t *op,
-                       unsigned slot, void *acc, void *recv, size_t count,
-                       size_t epl, size_t lines)
-{
-    const size_t lb = epl * op->elem;
-    for (size_t k = 0; k < lines; k++) {
-        const size_t n = count - k * epl < epl ? count - k * epl : epl;
-        nc__op_apply(op->impl, acc, nc__arline(t, 0, slot, k)->data,
-                     nc__arline(t, 1, slot, k)->data, n);
-        for (int j = 2; j < t->p; j++)
-            op->impl->k2(acc, nc__arline(t, j, slot, k)->data, n);
-        memcpy((unsigned char *)recv + k * lb, acc, nc__res_bytes(op, n));
     }
 }
 
@@ -220,7 +201,8 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         }
         if (op->impl) {
             /* every line is there: fold them with the kernels alone */
-            fold_lines(t, op, slot, P->acc, o->recv, count, epl, lines);
+            nc__fold_lines(t, op, slot, 0, 0, count, t->p, NULL, P->acc,
+                           o->recv);
             return end_all(t, P->base);
         }
     }

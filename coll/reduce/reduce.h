@@ -33,6 +33,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "coll/algs.h"
 #include "coll/op.h"
@@ -279,6 +280,44 @@ typedef struct nc__fold {
 static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
 {
     return n * op->elem - nc__dtype_tail(op->dtype);
+}
+
+/* The inline algorithms' fold of a predefined op, every operand's lines
+ * there: elements [lo, hi) of operands 0 .. nfold - 1, in lines first ..
+ * of their line slot (own non-NULL: this rank's operand from there
+ * instead, element-indexed), line by line x_0 op x_1 op ... with the
+ * kernels alone, in the order and with the calls nc__fold_step makes but
+ * without its callbacks per line and operand (about 200 instructions a
+ * line at p = 2), through acc (one line) into recv + (at - lo) elements.
+ * One operand is copied, unless it is its result already (a Scan's rank
+ * 0 in place). */
+static inline void nc__fold_lines(const numacoll_team_t *t,
+                                  const nc__red_op_t *op, unsigned slot,
+                                  size_t first, size_t lo, size_t hi,
+                                  int nfold, const unsigned char *own,
+                                  unsigned char *acc, void *recv)
+{
+    const size_t e = op->elem, epl = nc__ar_per_line(e);
+    for (size_t at = lo; at < hi;) {
+        const size_t k = at / epl, in = at - k * epl,
+                     end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
+                     n = end - at;
+#define NC_OPND(j)                                                            \
+    ((j) == t->rank && own ? own + at * e                                     \
+                           : nc__arline(t, (j), slot, first + k)->data + in * e)
+        unsigned char *out = (unsigned char *)recv + (at - lo) * e;
+        if (nfold == 1) {
+            if (out != NC_OPND(0))
+                memcpy(out, NC_OPND(0), nc__res_bytes(op, n));
+        } else {
+            nc__op_apply(op->impl, acc, NC_OPND(0), NC_OPND(1), n);
+            for (int j = 2; j < nfold; j++)
+                op->impl->k2(acc, NC_OPND(j), n);
+            memcpy(out, acc, nc__res_bytes(op, n));
+        }
+#undef NC_OPND
+        at = end;
+    }
 }
 
 /* A step of the fold: *done counts the operands consumed (0 at first);

@@ -82,41 +82,6 @@ static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned slot,
     }
 }
 
-/* fold_range for a predefined op: the kernels alone, in the order and
- * with the calls nc__fold_step makes (x_0 op x_1, then op x_j), without
- * its callbacks per line and operand (an 8-byte MPI_Scan spent about 230
- * instructions in them at p = 2). Every operand is there already. */
-static void fold_kernels(numacoll_team_t *t, nc__op_t *o, size_t first,
-                         size_t lo, size_t hi, int nfold, int own_from_send)
-{
-    const nc__red_op_t *op = &o->rop;
-    const size_t epl = nc__ar_per_line(op->elem), e = op->elem;
-    const unsigned slot = nc__ar_slot(o->r.base);
-    const unsigned char *own = own_from_send ? o->own : NULL;
-    unsigned char *acc = o->r.acc;
-    for (size_t at = lo; at < hi;) {
-        const size_t k = at / epl, in = at - k * epl,
-                     end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
-                     n = end - at;
-#define OPND(j)                                                               \
-    ((j) == t->rank && own ? own + at * e                                     \
-                           : nc__arline(t, (j), slot, first + k)->data + in * e)
-        unsigned char *out = (unsigned char *)o->recv + (at - lo) * e;
-        if (nfold == 1) {
-            /* Scan's rank 0 in place: its operand is its result already */
-            if (out != OPND(0))
-                memcpy(out, OPND(0), nc__res_bytes(op, n));
-        } else {
-            nc__op_apply(op->impl, acc, OPND(0), OPND(1), n);
-            for (int j = 2; j < nfold; j++)
-                op->impl->k2(acc, OPND(j), n);
-            memcpy(out, acc, nc__res_bytes(op, n));
-        }
-#undef OPND
-        at = end;
-    }
-}
-
 /* Fold elements [lo, hi) of the vector (within one line each step) of
  * operands 0 .. nfold - 1 into recv + (lo - base) elements, lines from
  * first on; resumable at P->k (element reached), P->fold. */
@@ -125,8 +90,9 @@ static int fold_range(numacoll_team_t *t, nc__op_t *o, size_t first,
 {
     nc__red_pos_t *P = &o->r;
     const nc__red_op_t *op = &o->rop;
-    if (op->impl) {
-        fold_kernels(t, o, first, lo, hi, nfold, own_from_send);
+    if (op->impl) {   /* every operand is there already */
+        nc__fold_lines(t, op, nc__ar_slot(P->base), first, lo, hi, nfold,
+                       own_from_send ? o->own : NULL, P->acc, o->recv);
         return NUMACOLL_OK;
     }
     const size_t epl = nc__ar_per_line(op->elem);
