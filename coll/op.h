@@ -79,6 +79,9 @@ typedef struct nc__ga_pos {
     unsigned char *tmp;
     uint64_t cbase, call;
     int mode;
+    /* Alltoallv: some rank's blocks do not fit the inline lines (this
+     * one's, or one whose verdict it has read: a2av_try of the next) */
+    int unfit;
 } nc__ga_pos_t;
 
 typedef struct nc__op {
@@ -159,6 +162,10 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o);
 int nc__gather_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o);
 int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o);
+/* Alltoallv tried inline (begin(), where the last one fitted): falls
+ * back to the rule's algorithm (o->ch) where some rank's blocks do not
+ * fit. */
+int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o);
 /* Single copy (coll/gather/gather_cma.c): any of the four, by o->coll. */
 int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o);
 /* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan

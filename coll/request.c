@@ -574,13 +574,22 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
     nc__call_t c;
     if (o->coll == NC_COLL_BCAST)
         c = nc__call_of(o->coll, o->root, o->bc.nbytes, 0);
-    else if (is_ga(o->coll))
+    else if (is_ga(o->coll)) {
+        /* An Alltoallv is tried inline where the team's last one fitted
+         * (alltoall_inline.c; a2av_try is the same on every rank), else
+         * it runs its rule. Its own kind: its lines are laid out unlike
+         * a uniform Alltoall's. */
+        const int a2av = o->coll == NC_COLL_ALLTOALL && o->ga.scounts &&
+                         t->p > 1 && t->red->a2av_try && t->red->a2av_max;
+        if (a2av)
+            o->alg = NC_ALG_ALLTOALL_INLINE;
         /* ranks whose sizes picked different kinds of algorithm (a
          * uniform Gather or Scatter whose block sizes differ, Allgatherv
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
-                        nc__ga_sig_kind(o->alg));
+                        a2av ? 3 : nc__ga_sig_kind(o->alg));
+    }
     else if (o->coll == NC_COLL_BARRIER)
         c = nc__call_of(o->coll, o->root, 0, 0);
     else
@@ -648,9 +657,10 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
                : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
                                     : nc__scatter_staged_step(t, o);
     case NC_COLL_ALLTOALL:
-        return o->alg == NC_ALG_ALLTOALL_INLINE
-                   ? nc__alltoall_inline_step(t, o)
-               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+        if (o->alg == NC_ALG_ALLTOALL_INLINE)
+            return o->ga.scounts ? nc__alltoallv_inline_step(t, o)
+                                 : nc__alltoall_inline_step(t, o);
+        return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
                                     : nc__alltoall_staged_step(t, o);
     default:
         break;

@@ -956,6 +956,15 @@ static void fast_rules(numacoll_team_t *t)
                                        NC_ALG_EXSCAN_INLINE);
     t->red->rs_fast_max = red_fast_max(t, NC_COLL_REDUCE_SCATTER,
                                        NC_ALG_REDUCE_SCATTER_INLINE);
+    /* an inline Alltoallv block: up to a destination's share of the
+     * lines (S of them, nc__ag_inline_lines), while the alltoall rules
+     * say inline from 1 byte on */
+    const size_t S = t->p > 1 ? t->red->ar_al / (size_t)(t->p - 1) : 0;
+    t->red->a2av_max =
+        S ? fast_max(t, NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_INLINE,
+                     NC_AG_FIRST + (S - 1) * NC_RED_INLINE, 0, 0)
+          : 0;
+    t->red->a2av_try = 1;
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

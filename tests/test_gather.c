@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/reduce/reduce.h"
+#include "coll/team.h"
 #include "nct.h"
 #include "numacoll.h"
 
@@ -239,16 +241,13 @@ static size_t a2av_layout(const size_t *cnt, size_t *dsp, int p)
     return off + 5;
 }
 
-static int a2av_start(numacoll_team_t *t, int me, int p, a2av_t *a,
-                      size_t each, int in_place, unsigned call,
-                      numacoll_request_t **req, int persistent)
+/* Lay out, fill and post an Alltoallv of a's counts (scnt, rcnt set). */
+static int a2av_post(numacoll_team_t *t, int me, int p, a2av_t *a,
+                     int in_place, unsigned call, numacoll_request_t **req,
+                     int persistent)
 {
     a->in_place = in_place;
     a->call = call;
-    for (int j = 0; j < p; j++) {
-        a->scnt[j] = a2av_cnt(me, j, each, in_place, call);
-        a->rcnt[j] = a2av_cnt(j, me, each, in_place, call);
-    }
     a->sext = a2av_layout(a->scnt, a->sdsp, p);
     a->rext = a2av_layout(a->rcnt, a->rdsp, p);
     /* different gaps on the send side, so the two layouts differ */
@@ -269,6 +268,17 @@ static int a2av_start(numacoll_team_t *t, int me, int p, a2av_t *a,
                                      a->recv + GUARD, a->rcnt, a->rdsp, req)
                : numacoll_alltoallv(t, send, a->scnt, a->sdsp,
                                     a->recv + GUARD, a->rcnt, a->rdsp);
+}
+
+static int a2av_start(numacoll_team_t *t, int me, int p, a2av_t *a,
+                      size_t each, int in_place, unsigned call,
+                      numacoll_request_t **req, int persistent)
+{
+    for (int j = 0; j < p; j++) {
+        a->scnt[j] = a2av_cnt(me, j, each, in_place, call);
+        a->rcnt[j] = a2av_cnt(j, me, each, in_place, call);
+    }
+    return a2av_post(t, me, p, a, in_place, call, req, persistent);
 }
 
 /* 0 when every received block and the guards are right; frees unless
@@ -1344,6 +1354,128 @@ static int calls_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
+/* ---- inline Alltoallv ---------------------------------------------------- */
+
+/* Rank j's block for rank d: 8 to 12 bytes (0 where (3 a + b) % 4 == 1,
+ * a <= b the pair), and `big` between ranks 0 and p - 1 (from 0 to p - 1
+ * only, unless sym: in place needs the counts symmetric). */
+static size_t mixed_cnt(int j, int d, int p, size_t big, int sym)
+{
+    if (big && ((j == 0 && d == p - 1) || (sym && j == p - 1 && d == 0)))
+        return big;
+    int a = j < d ? j : d, b = j < d ? d : j;
+    return (3 * a + b) % 4 == 1 ? 0 : 8 + (size_t)(a + b) % 5;
+}
+
+/* Alltoallv calls that fit the inline lines and calls where one pair's
+ * block does not (at a2av_max and one past it, far past it, twice in a
+ * row), blocking, in place and in flight: every result exact, and every
+ * rank's a2av_try after each call says whether that call fitted (the
+ * next is tried inline only then; equal on every rank). */
+static int a2av_inline_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    const size_t max = t->red->a2av_max;
+    int bad = p > 1 && max == 0;   /* the built-in table: inline to p = 8 */
+    if (bad)
+        fprintf(stderr, "rank %d: no inline Alltoallv at p = %d\n", me, p);
+    const size_t big[] = {0, max, max + 1, 0, 0, 5000, max + 1, 0, 1u << 20,
+                          0};
+    const int n = (int)(sizeof big / sizeof big[0]);
+    unsigned call = 900;
+    for (int ip = 0; ip < 2 && !bad; ip++)
+        for (int k = 0; k < n && !bad; k++) {
+            a2av_t a;
+            for (int j = 0; j < p; j++) {
+                a.scnt[j] = mixed_cnt(me, j, p, big[k], ip);
+                a.rcnt[j] = mixed_cnt(j, me, p, big[k], ip);
+            }
+            int rc = a2av_post(t, me, p, &a, ip, call++, NULL, 0);
+            if (rc != NUMACOLL_OK) {
+                free(a.send);
+                free(a.recv);
+                bad = nct_say(t, me, "alltoallv", rc);
+                break;
+            }
+            bad = a2av_check(me, p, &a, 0);
+            /* (p = 1: no inline Alltoallv, its flag unread) */
+            if (!bad && p > 1 && t->red->a2av_try != (big[k] <= max)) {
+                fprintf(stderr, "rank %d: after an alltoallv with a %zu-byte "
+                        "block (inline up to %zu), a2av_try %d\n", me,
+                        big[k], max, t->red->a2av_try);
+                bad = 20;
+            }
+        }
+    /* in flight: small, large, small, small, completed in order */
+    a2av_t q[4];
+    numacoll_request_t *req[4] = {NULL};
+    int posted = 0;
+    for (int k = 0; k < 4 && !bad; k++, posted++) {
+        for (int j = 0; j < p; j++) {
+            q[k].scnt[j] = mixed_cnt(me, j, p, k == 1 ? 3000 : 0, 0);
+            q[k].rcnt[j] = mixed_cnt(j, me, p, k == 1 ? 3000 : 0, 0);
+        }
+        int rc = a2av_post(t, me, p, &q[k], 0, call++, &req[k], 0);
+        if (rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "ialltoallv", rc);
+    }
+    for (int k = 0; k < posted; k++) {
+        int rc = req[k] ? numacoll_wait(&req[k]) : NUMACOLL_OK;
+        if (!bad && rc != NUMACOLL_OK)
+            bad = nct_say(t, me, "ialltoallv wait", rc);
+        int wrong = a2av_check(me, p, &q[k], 0);
+        bad = bad ? bad : wrong;
+    }
+    if (!bad && p > 1 && !t->red->a2av_try) {
+        fprintf(stderr, "rank %d: a2av_try %d after small ialltoallv\n", me,
+                t->red->a2av_try);
+        bad = 21;
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_a2av_inline(void)
+{
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, a2av_inline_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "inline alltoallv: p = %d failed\n", p);
+    }
+    /* the same where large blocks go single copy (PICK: the blocks from
+     * 4 KiB on; 257 B - 4 KiB staged) */
+    nct_team_rules = "alltoall p=1-* size=0-256 alg=inline\n"
+                     "alltoall p=1-* size=257-4095 alg=staged f=4K s=4\n"
+                     "alltoall p=1-* size=4K-* alg=cma f=4K s=4\n";
+    for (int p = 2; p <= 4; p++) {
+        int rc = nct_run(p, a2av_inline_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "inline alltoallv, single copy: p = %d failed\n",
+                    p);
+    }
+    nct_team_rules = NULL;
+    /* v-counts that differ: both sides inline (20 and 40 bytes), both
+     * past it, and one side inline while the other is not (p = 2, 3:
+     * 150 and 300 bytes; inline to 256 there) */
+    static const size_t ns[] = {40, 300, 3000};
+    for (int i = 0; i < 3; i++) {
+        bad_case_t C = {AA, 2, ns[i]};
+        for (int p = 2; p <= 4; p++) {
+            int rc = nct_run(p, mismatch_body, &C);
+            CU_ASSERT_EQUAL(rc, 0);
+            if (rc)
+                fprintf(stderr, "inline alltoallv mismatch: %zu bytes, p %d "
+                        "failed\n", ns[i], p);
+        }
+    }
+}
+
 static void test_calls(void)
 {
     for (int p = 1; p <= 3; p++)
@@ -1381,6 +1513,9 @@ int nct_register_gather(void)
          test_cma_threshold},
         {"single copy above a staged rule too small for Alltoallv's "
          "headers: refused at the call on every rank", test_a2av_small_slot},
+        {"inline alltoallv: blocks at the lines' limit and past it on one "
+         "pair, in place, in flight, the next call's choice; mismatches",
+         test_a2av_inline},
         {"numacoll_team_calls: every collective, every form, once per call",
          test_calls},
         {NULL, NULL}};

@@ -65,6 +65,31 @@ void nc__ag_put(numacoll_team_t *t, unsigned slot, size_t first,
     }
 }
 
+void nc__ag_put_unfit(numacoll_team_t *t, unsigned slot, size_t first,
+                      uint64_t seq)
+{
+    nc__rline_t *l = nc__arline(t, t->rank, slot, first);
+    const uint64_t size = NC_AG_UNFIT;
+    memcpy(l->data + FIRST, &size, sizeof size);
+    atomic_store_explicit(&l->word, nc__dword(t, seq + 1),
+                          memory_order_release);
+}
+
+int nc__ag_size(numacoll_team_t *t, int j, unsigned slot, size_t first,
+                uint64_t seq, uint64_t *size, const char *what)
+{
+    nc__rline_t *l = nc__arline(t, j, slot, first);
+    nc__wait_why_t why = {j, what, 0, (long)seq};
+    uint64_t seen;
+    int rc = nc__poll(t, &l->word, NC_WAIT_EQ, nc__dword(t, seq + 1), &seen,
+                      &why);
+    if (rc != NUMACOLL_OK)
+        return rc;
+    nc__ar_saw(t, j, seq);
+    memcpy(size, l->data + FIRST, sizeof *size);
+    return NUMACOLL_OK;
+}
+
 int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
                unsigned char *dst, size_t n, uint64_t seq, size_t *r,
                const char *what)
@@ -76,14 +101,11 @@ int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
     if (*r == 0) {
         /* line 0 first: its size tells a reader whose idea of the block
          * differs before it waits for a line that may never come */
-        nc__rline_t *l = nc__arline(t, j, slot, first);
-        nc__wait_why_t why = {j, what, 0, (long)seq};
-        if ((rc = nc__poll(t, &l->word, NC_WAIT_EQ, want, &seen, &why)) !=
+        uint64_t size;
+        if ((rc = nc__ag_size(t, j, slot, first, seq, &size, what)) !=
             NUMACOLL_OK)
             return rc;
-        nc__ar_saw(t, j, seq);
-        uint64_t size;
-        memcpy(&size, l->data + FIRST, sizeof size);
+        const nc__rline_t *l = nc__arline(t, j, slot, first);
         if (size != n) {
             char why_s[160];
             snprintf(why_s, sizeof why_s, "%s: its block has %llu bytes, "

@@ -28,6 +28,28 @@
  * Cost: 2 t_l (t_l where L = 1) + (p - 1) L lines written and (p - 1) L
  * read, the reads of a block overlapping in its copy.
  * Shared lines: writes its own (p - 1) L, reads L of every other rank's.
+ *
+ * Alltoallv: a rank knows only its own blocks (those it sends and those
+ * it receives), so no rank can tell alone whether the call fits the
+ * lines. Each block gets a fixed share of S = floor(ar_al / (p - 1))
+ * lines (block for d at pos_s(d) S), and the call is tried inline where
+ * the team's last Alltoallv fitted (a2av_try, the same on every rank):
+ *  every rank: if each of its blocks, out and in, has at most a2av_max
+ *          bytes (L <= S, and the alltoall rules inline up to there), it
+ *          writes its blocks as above; else only line 0 of each, its size
+ *          NC_AG_UNFIT. Then it reads line 0 of every other rank's block
+ *          for it (which every rank writes either way); if no rank said
+ *          unfit, copies the blocks out as above, else the call runs the
+ *          rule's algorithm (o->ch: staged or single copy) from its
+ *          start, and the next Alltoallv is not tried inline.
+ * Every rank has seen every verdict, so a2av_try stays equal; the staged
+ * and single-copy Alltoallv publish each rank's verdict too (in round
+ * 0's meta, in the offer's largest block), so after a call of large
+ * blocks the next small one goes inline again. Line reuse as above: every
+ * rank reads line 0 of every other rank's blocks in both outcomes.
+ * Cost: as the uniform form where it fits; where it does not, t_l + the
+ * rule's algorithm (a call of large blocks after one of small blocks:
+ * the next ones run the rule's algorithm alone).
  */
 #include <string.h>
 
@@ -70,6 +92,90 @@ int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o)
                             nc__ga_at(o->ga.recv, (size_t)j * n), n, P->base,
                             &P->r, "inline alltoall line");
         if (rc != NUMACOLL_OK)
+            return rc;
+    }
+    nc__ar_end(t, P->base);
+    return NUMACOLL_OK;
+}
+
+int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o)
+{
+    const size_t max = t->red->a2av_max;
+    if (!max)
+        return 0;
+    for (int j = 0; j < t->p; j++)
+        if (j != t->rank &&
+            (nc__ga_scount(o, j) > max || nc__ga_count(o, j) > max))
+            return 0;
+    return 1;
+}
+
+/* As steps (o->g): base the call's number, unfit the verdicts read so
+ * far, i the other ranks read so far (phase 1: their verdicts, 2: their
+ * blocks), r the line of that rank's block being read. */
+int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o)
+{
+    nc__ga_pos_t *P = &o->g;
+    const int me = t->rank, p = t->p;
+    const size_t S = t->red->ar_al / (size_t)(p - 1);
+    const unsigned char *src = o->ga.in_place ? o->ga.recv : o->ga.send;
+    int rc;
+    if (o->phase == 0) {
+        if ((rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base)) !=
+            NUMACOLL_OK)
+            return rc;
+        const unsigned slot = nc__ar_slot(P->base);
+        P->unfit = !nc__a2av_fits(t, o);
+        for (int k = 1; k < p; k++) {
+            const int d = (me + k) % p;
+            const size_t first = a2a_line(p, me, d, S);
+            if (P->unfit)
+                nc__ag_put_unfit(t, slot, first, P->base);
+            else
+                nc__ag_put(t, slot, first,
+                           nc__ga_at(src, nc__ga_sdispl(o, d)),
+                           nc__ga_scount(o, d), P->base);
+        }
+        P->i = 0;
+        o->phase = 1;
+    }
+    const unsigned slot = nc__ar_slot(P->base);
+    if (o->phase == 1) {
+        for (; P->i < p - 1; P->i++) {
+            const int j = (me + 1 + P->i) % p;
+            uint64_t size;
+            if ((rc = nc__ag_size(t, j, slot, a2a_line(p, j, me, S), P->base,
+                                  &size, "inline alltoallv line")) !=
+                NUMACOLL_OK)
+                return rc;
+            P->unfit |= size == NC_AG_UNFIT;
+        }
+        nc__ar_all(t, P->base);   /* it read line 0 of every rank */
+        t->red->a2av_try = !P->unfit;
+        if (P->unfit) {
+            /* the rule's algorithm from its start; nothing of this call
+             * is in recv yet (in place: the blocks to send are intact) */
+            nc__ar_end(t, P->base);
+            o->alg = (int)o->ch->alg;
+            memset(P, 0, sizeof *P);
+            o->phase = 0;
+            return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                      : nc__alltoall_staged_step(t, o);
+        }
+        const size_t own = nc__ga_count(o, me);
+        if (!o->ga.in_place && own)
+            memcpy(o->ga.recv + nc__ga_displ(o, me),
+                   src + nc__ga_sdispl(o, me), own);
+        P->i = 0;
+        P->r = 0;
+        o->phase = 2;
+    }
+    for (; P->i < p - 1; P->i++, P->r = 0) {
+        const int j = (me + 1 + P->i) % p;
+        if ((rc = nc__ag_get(t, j, slot, a2a_line(p, j, me, S),
+                             nc__ga_at(o->ga.recv, nc__ga_displ(o, j)),
+                             nc__ga_count(o, j), P->base, &P->r,
+                             "inline alltoallv line")) != NUMACOLL_OK)
             return rc;
     }
     nc__ar_end(t, P->base);

@@ -61,8 +61,12 @@
 #define HDR 8
 
 /* Round-0 line meta of the v form (the uniform form writes m there): a
- * uniform call and a v call meet as a mismatch. */
+ * uniform call and a v call meet as a mismatch. V_FIT where this rank's
+ * blocks would fit the inline Alltoallv (alltoall_inline.c): every rank
+ * reads every other's round 0, so all learn whether the next Alltoallv
+ * tries inline again. */
 #define V_MARK UINT64_MAX
+#define V_FIT (UINT64_MAX - 1)
 
 /* Bytes [lo, lo + *n) of a block of m (header h bytes before it) that
  * round r moves in pieces of u; *n may be 0. */
@@ -124,7 +128,7 @@ static int mismatch(numacoll_team_t *t, int j, const uint64_t meta[2],
                     uint64_t size, size_t m, size_t f, int v)
 {
     char why[200];
-    const int jv = meta[0] == V_MARK;
+    const int jv = meta[0] >= V_FIT;
     snprintf(why, sizeof why, "alltoall%s: rank %d sends %s of %llu bytes "
              "in rounds of %llu, rank %d expects %zu bytes in rounds of %zu",
              v ? "v" : "", j, jv ? "an alltoallv block" : "alltoall blocks",
@@ -147,6 +151,7 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
         nc__ga_begin(t, o);   /* the own block; rounds in pieces of f */
         P->rounds = rounds_of(o, me, p, h, u);
         P->staged = 0;
+        P->unfit = v && !nc__a2av_fits(t, o);
     }
     for (; P->r < P->rounds; P->r++, P->i = 1, P->staged = 0) {
         const size_t r = P->r;
@@ -182,7 +187,9 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                                  src + nc__ga_sdispl(o, to) + lo, k);
                 }
                 if (r == 0) {
-                    uint64_t meta[2] = {v ? V_MARK : (uint64_t)o->ga.each,
+                    uint64_t meta[2] = {!v        ? (uint64_t)o->ga.each
+                                        : P->unfit ? V_MARK
+                                                   : V_FIT,
                                         (uint64_t)f};
                     memcpy(nc__rslot(t, me, x)->full.data + NC_GA_INLINE,
                            meta, sizeof meta);
@@ -213,8 +220,10 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                        sizeof meta);
                 if (v)
                     memcpy(&size, at, HDR);
-                if (meta[0] != (v ? V_MARK : m) || meta[1] != f || size != m)
+                if ((v ? meta[0] < V_FIT : meta[0] != m) || meta[1] != f ||
+                    size != m)
                     return mismatch(t, j, meta, size, m, f, v);
+                P->unfit |= meta[0] == V_MARK;
                 at += h;
             }
             size_t k, lo = piece_of(m, h, u, r, &k);
@@ -224,5 +233,7 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
             nc__rslot_release(t, j, x);
         }
     }
+    if (v)   /* every rank's verdict read in round 0 */
+        t->red->a2av_try = !P->unfit;
     return NUMACOLL_OK;
 }

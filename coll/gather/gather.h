@@ -140,6 +140,10 @@ typedef struct nc__ga_frag {
  * where that is at least one), so a slot of f holds p - 1 of them. */
 size_t nc__alltoall_unit(size_t f, int p);
 
+/* Alltoallv: whether this rank's blocks, sent and received, all fit the
+ * inline Alltoallv (every one at most the team's a2av_max). */
+int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o);
+
 /* A call's first step (o->phase 0): this rank's own block copied between
  * its buffers where it sees every block (not in place), the rounds (the
  * most fragments of any block but the root's, whose block does not

@@ -351,6 +351,10 @@ static int pick(numacoll_team_t *t, nc__op_t *o)
         if (rooted)
             break;
     }
+    /* every rank's largest block read: whether the next Alltoallv tries
+     * inline (coll/gather/alltoall_inline.c), the same on every rank */
+    if (!rooted)
+        t->red->a2av_try = t->red->a2av_max && big <= t->red->a2av_max;
     const nc__choice_t *ch = nc__team_choice(t, o->coll, (size_t)big);
     if (nc__ga_cma((int)ch->alg)) {
         o->ch = ch;

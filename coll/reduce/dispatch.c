@@ -131,6 +131,7 @@ void nc__red_reset(numacoll_team_t *t)
     memset(r->ar_known, 0, (size_t)t->p * sizeof *r->ar_known);
     memset(r->ar_last, 0, sizeof r->ar_last);
     r->ar_all = UINT64_MAX;   /* none: no call n is that */
+    r->a2av_try = 1;          /* as at creation (team.c's fast_rules) */
 }
 
 /* ---- inline line reuse (reduce.h) --------------------------------------- */

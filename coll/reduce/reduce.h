@@ -70,6 +70,12 @@ struct nc__red {
      * Reduce_scatter_block's p blocks (team.c's fast_rules) */
     size_t ar_fast_max, rd_fast_max, ag_fast_max, sc_fast_max, ex_fast_max,
         rs_fast_max;
+    /* inline Alltoallv (coll/gather/alltoall_inline.c): the largest block
+     * it carries (0: none, not even empty ones), and whether the next
+     * Alltoallv tries it: every rank's blocks of the last one fitted
+     * (equal on every rank: each learns every rank's verdict) */
+    size_t a2av_max;
+    int a2av_try;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per line slot, who reads this rank's lines of
      * its last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and
@@ -189,6 +195,15 @@ void nc__ag_put(numacoll_team_t *t, unsigned slot, size_t first,
 int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
                unsigned char *dst, size_t n, uint64_t seq, size_t *r,
                const char *what);
+/* An inline Alltoallv sender whose blocks do not all fit writes only
+ * line 0 of each, with this as its size (nc__ag_put_unfit); a reader
+ * learns it with nc__ag_size (wait for line 0, note j's progress, its
+ * size word). */
+#define NC_AG_UNFIT UINT64_MAX
+void nc__ag_put_unfit(numacoll_team_t *t, unsigned slot, size_t first,
+                      uint64_t seq);
+int nc__ag_size(numacoll_team_t *t, int j, unsigned slot, size_t first,
+                uint64_t seq, uint64_t *size, const char *what);
 
 /* Inline Allreduce: elements of elem bytes per line (whole elements only,
  * so every line folds on its own; 0: one does not fit), and the lines a
