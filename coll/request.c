@@ -588,7 +588,7 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
-                        a2av ? 3 : nc__ga_sig_kind(o->alg));
+                        a2av ? NC_GA_SIG_A2AV : nc__ga_sig_kind(o->alg));
     }
     else if (o->coll == NC_COLL_BARRIER)
         c = nc__call_of(o->coll, o->root, 0, 0);
@@ -989,9 +989,9 @@ static int fast_run(numacoll_team_t *t, const nc__call_t *c,
 {
     nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
     o->phase = 0;
-    t->blocking = 1;
-    int rc = step(t, o);   /* p > 1: the fast sizes are none at p = 1 */
-    t->blocking = 0;
+    /* p > 1: the fast sizes are none at p = 1. Driven: a step that falls
+     * back to a staged algorithm may come back for a wait */
+    int rc = nc__drive(t, step, o);
     if (rc == NUMACOLL_OK)
         t->calls[c->coll]++;
     return rc;
@@ -1025,33 +1025,95 @@ static int bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
 }
 
 /*
- * The blocking Allgather of blocks of one line (1 to 48 bytes) where the
- * team has nothing else in flight and its last calls went well: the
- * inline step (allgather_inline.c) on an op of the fields it reads, after
- * the signature ga_make and begin() would publish (ranks on either path
- * meet), without checking p
- * blocks' offsets, looking the rule up or driving steps: with the
+ * The blocking Allgather of blocks of one line (1 to 48 bytes), or an
+ * Allgatherv (counts, displs) whose largest block is one, not in place,
+ * where the team has nothing else in flight and its last calls went well:
+ * the inline step (allgather_inline.c) on an op of the fields it reads,
+ * after the signature ga_make and begin() would publish (ranks on either
+ * path meet), without checking the blocks' offsets (the v form: only that
+ * they do not wrap), looking the rule up or driving steps: with the
  * component's direct path, an 8-byte MPI_Allgather at p = 2 went from
  * 1177 to 597 instructions (callgrind). The sizes were fixed at team
  * creation (team.c's fast_rules).
  */
 static int allgather_fast(numacoll_team_t *t, const void *sendbuf,
-                          void *recvbuf, size_t nbytes, int *status)
+                          void *recvbuf, size_t nbytes, const size_t *counts,
+                          const size_t *displs, int *status)
 {
-    /* nbytes - 1 wraps for 0 bytes, which go the general way */
-    if (nbytes - 1 >= t->red->ag_fast_max || t->rq_head || !sendbuf ||
-        !recvbuf || !nc__call_quiet(t))
+    const size_t max = t->red->ag_fast_max;
+    if (t->rq_head || !sendbuf || !recvbuf || !nc__call_quiet(t))
         return 0;
     const int in_place = sendbuf == NUMACOLL_IN_PLACE;
+    size_t total = 0, largest = 0;
+    if (!counts) {
+        largest = nbytes;
+        total = (size_t)t->p * nbytes;
+    } else {
+        if (in_place || !displs || nbytes != counts[t->rank])
+            return 0;
+        for (int j = 0; j < t->p; j++) {
+            const size_t c = counts[j];
+            if (c > max || displs[j] > SIZE_MAX - c)
+                return 0;
+            total += c;
+            largest = c > largest ? c : largest;
+        }
+    }
+    /* largest - 1 wraps for no bytes at all, which go the general way */
+    if (largest - 1 >= max)
+        return 0;
     /* ga_make's: the blocks' total, and the algorithm's kind */
-    const nc__call_t c = nc__call_of(NC_COLL_ALLGATHER, -1,
-                                     (size_t)t->p * nbytes,
+    const nc__call_t c = nc__call_of(NC_COLL_ALLGATHER, -1, total,
                                      nc__ga_sig_kind(NC_ALG_ALLGATHER_INLINE));
     nc__op_t o;
     o.ga = (struct nc__ga_call){.send = in_place ? NULL : sendbuf,
-                                .recv = recvbuf, .each = nbytes,
-                                .own = nbytes, .in_place = in_place};
+                                .recv = recvbuf, .each = counts ? 0 : nbytes,
+                                .own = nbytes, .counts = counts,
+                                .displs = displs, .in_place = in_place,
+                                .v = counts != NULL};
     *status = fast_run(t, &c, nc__allgather_inline_step, &o);
+    return 1;
+}
+
+/*
+ * The blocking Alltoallv whose blocks, sent and received, all fit the
+ * inline lines, where the team's last one fitted (begin() would try it
+ * inline), nothing else is in flight and the last calls went well, not in
+ * place: the inline step (alltoall_inline.c) on an op of the fields it
+ * and its fallback read (the rule of the largest size, t->a2av_ch), after
+ * the signature begin() would publish, without checking the blocks or
+ * looking the rule up.
+ */
+static int alltoallv_fast(numacoll_team_t *t, const void *sendbuf,
+                          const size_t *sendbytes, const size_t *sdispls,
+                          void *recvbuf, const size_t *recvbytes,
+                          const size_t *rdispls, int *status)
+{
+    const size_t max = t->red->a2av_max;
+    const int me = t->rank;
+    if (!t->red->a2av_try || !max || t->p < 2 || t->rq_head || !sendbuf ||
+        sendbuf == NUMACOLL_IN_PLACE || !recvbuf || !sendbytes ||
+        !sdispls || !recvbytes || !rdispls ||
+        sendbytes[me] != recvbytes[me] ||
+        nc__alltoall_unit(t->a2av_ch->f, t->p) < 8 || !nc__call_quiet(t))
+        return 0;
+    for (int j = 0; j < t->p; j++)
+        if (sendbytes[j] > max || recvbytes[j] > max ||
+            sdispls[j] > SIZE_MAX - sendbytes[j] ||
+            rdispls[j] > SIZE_MAX - recvbytes[j])
+            return 0;
+    /* ga_make's and begin()'s: no block size, the inline v kind */
+    const nc__call_t c = nc__call_of(NC_COLL_ALLTOALL, -1, 0, NC_GA_SIG_A2AV);
+    nc__op_t o;
+    o.coll = NC_COLL_ALLTOALL;
+    o.root = -1;
+    o.ch = t->a2av_ch;
+    o.alg = NC_ALG_ALLTOALL_INLINE;
+    o.ga = (struct nc__ga_call){.send = sendbuf, .recv = recvbuf,
+                                .own = sendbytes[me], .counts = recvbytes,
+                                .displs = rdispls, .scounts = sendbytes,
+                                .sdispls = sdispls, .v = 1};
+    *status = fast_run(t, &c, nc__alltoallv_inline_step, &o);
     return 1;
 }
 
@@ -1469,7 +1531,7 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
     {                                                                         \
         int fast;                                                             \
         if (mode == BLOCKING && t &&                                          \
-            allgather_fast(t, sendbuf, recvbuf, nbytes, &fast))               \
+            allgather_fast(t, sendbuf, recvbuf, nbytes, NULL, NULL, &fast))   \
             return fast;                                                      \
         ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1,                 \
                        .send = sendbuf, .recv = recvbuf, .own = nbytes,       \
@@ -1480,6 +1542,11 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
             void *recvbuf, const size_t *recvbytes,                           \
             const size_t *displs reqparam)                                    \
     {                                                                         \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            allgather_fast(t, sendbuf, recvbuf, sendbytes, recvbytes, displs, \
+                           &fast))                                            \
+            return fast;                                                      \
         ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1, .v = 1,         \
                        .send = sendbuf, .recv = recvbuf, .own = sendbytes,    \
                        .counts = recvbytes, .displs = displs};                \
@@ -1531,6 +1598,11 @@ NC_INLINE int ga_any(numacoll_team_t *t, ga_args_t *a, int mode,
              const size_t *sendbytes, const size_t *sdispls, void *recvbuf,   \
              const size_t *recvbytes, const size_t *rdispls reqparam)         \
     {                                                                         \
+        int fast;                                                             \
+        if (mode == BLOCKING && t &&                                          \
+            alltoallv_fast(t, sendbuf, sendbytes, sdispls, recvbuf,           \
+                           recvbytes, rdispls, &fast))                        \
+            return fast;                                                      \
         ga_args_t a = {.coll = NC_COLL_ALLTOALL, .root = -1, .v = 1,          \
                        .send = sendbuf, .recv = recvbuf,                      \
                        .counts = recvbytes, .displs = rdispls,                \

@@ -965,6 +965,7 @@ static void fast_rules(numacoll_team_t *t)
                      NC_AG_FIRST + (S - 1) * NC_RED_INLINE, 0, 0)
           : 0;
     t->red->a2av_try = 1;
+    t->a2av_ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

@@ -293,6 +293,9 @@ struct numacoll_team {
      * (0: none), whose rule is bc_fast_ch, inline */
     size_t bc_fast_max;
     const struct nc__choice *bc_fast_ch;
+    /* an Alltoallv's rule (that of the largest size), which the blocking
+     * fast Alltoallv falls back to (coll/gather/alltoall_inline.c) */
+    const struct nc__choice *a2av_ch;
     /* What the running step waits for (coll/wait.h nc__poll), and the
      * team's requests in the order they were started (coll/request.c):
      * only the head runs. */

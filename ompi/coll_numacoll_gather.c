@@ -297,38 +297,54 @@ static int nc_ga_blocks(nc_ga_t *g, bool pack, const void *buf, int count,
  * *core points to. Otherwise packed back to back in rank order in a
  * temporary (*tmp, *core).
  */
+/*
+ * The byte counts of p v blocks (counts, displs in elements of dt) into
+ * bytes, their sum *total, and whether every block is dense (straight);
+ * then also their displacements from the lowest block into dsp, and that
+ * block's offset from the buffer, *base.
+ */
+static bool nc_ga_vstraight(int p, const int *counts, const int *displs,
+                            ompi_datatype_t *dt, size_t *bytes, size_t *dsp,
+                            ptrdiff_t *base, size_t *total)
+{
+    const size_t size = nc_dt_size(dt);
+    const ptrdiff_t ext = nc_dt_extent(dt), lb = dt->super.true_lb;
+    bool straight = true, any = false;
+    *base = 0;
+    *total = 0;
+    for (int j = 0; j < p; j++) {
+        bytes[j] = (size_t)counts[j] * size;
+        *total += bytes[j];
+        if (counts[j] == 0)
+            continue;
+        straight = straight && nc_dense(dt, (size_t)counts[j]);
+        ptrdiff_t off = (ptrdiff_t)displs[j] * ext + lb;
+        *base = any && *base < off ? *base : off;
+        any = true;
+    }
+    for (int j = 0; straight && j < p; j++)
+        dsp[j] = counts[j] == 0
+                     ? 0
+                     : (size_t)((ptrdiff_t)displs[j] * ext + lb - *base);
+    return straight;
+}
+
 static int nc_ga_vblocks(nc_ga_t *g, bool pack, const void *buf,
                          const int *counts, const int *displs,
                          ompi_datatype_t *dt, nc_ga_v_t *v, char **tmp,
                          void **core)
 {
     const int p = ompi_comm_size(g->m->comm);
-    const size_t size = nc_dt_size(dt);
-    const ptrdiff_t ext = nc_dt_extent(dt), lb = dt->super.true_lb;
+    const ptrdiff_t ext = nc_dt_extent(dt);
     char *b = (char *)(uintptr_t)buf;
     v->bytes = malloc(2 * (size_t)p * sizeof *v->bytes);
     if (!v->bytes)
         return NUMACOLL_ERR_NOMEM;
     v->displs = v->bytes + p;
-    bool straight = true, any = false;
-    ptrdiff_t base = 0;
-    size_t total = 0;
-    for (int j = 0; j < p; j++) {
-        v->bytes[j] = (size_t)counts[j] * size;
-        total += v->bytes[j];
-        if (counts[j] == 0)
-            continue;
-        straight = straight && nc_dense(dt, (size_t)counts[j]);
-        ptrdiff_t off = (ptrdiff_t)displs[j] * ext + lb;
-        base = any && base < off ? base : off;
-        any = true;
-    }
-    if (straight) {
-        for (int j = 0; j < p; j++)
-            v->displs[j] = counts[j] == 0
-                                ? 0
-                                : (size_t)((ptrdiff_t)displs[j] * ext + lb -
-                                           base);
+    ptrdiff_t base;
+    size_t total;
+    if (nc_ga_vstraight(p, counts, displs, dt, v->bytes, v->displs, &base,
+                        &total)) {
         *core = b + base;
         return NUMACOLL_OK;
     }
@@ -803,6 +819,48 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
     }
 }
 
+/* The direct way's Allgatherv and Alltoallv (below) on up to this many
+ * ranks: their byte counts and displacements on the stack. */
+#define NC_GA_DIRECT_P 64
+
+/* Allgatherv, Alltoallv with every block dense, not in place, p <=
+ * NC_GA_DIRECT_P: the core's status and *logged, the bytes a log line
+ * names (as nc_ga_plan's nbytes); NC_DECLINED where the general way must
+ * look (it also says why a call is wrong). */
+static int nc_ga_direct_v(nc_module_t *m, const nc_ga_args_t *a,
+                          size_t *logged)
+{
+    const int p = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    size_t rb[NC_GA_DIRECT_P], rd[NC_GA_DIRECT_P];
+    ptrdiff_t base;
+    size_t total;
+    if (p > NC_GA_DIRECT_P || a->sbuf == MPI_IN_PLACE ||
+        a->rbuf == MPI_IN_PLACE ||
+        !nc_ga_vstraight(p, a->rcounts, a->rdispls, a->rdt, rb, rd, &base,
+                         &total))
+        return NC_DECLINED;
+    char *recv = (char *)a->rbuf + base;
+    if (a->kind == NC_GA_ALLGATHERV) {
+        const size_t nb = (size_t)a->scount * nc_dt_size(a->sdt);
+        /* nothing at all: the general way returns at once */
+        if (total == 0 || nb != rb[me] ||
+            (nb && !nc_dense(a->sdt, (size_t)a->scount)))
+            return NC_DECLINED;
+        const char *send = nb ? (const char *)a->sbuf + a->sdt->super.true_lb
+                              : a->sbuf;
+        *logged = nb;
+        return numacoll_allgatherv(m->team, send, nb, recv, rb, rd);
+    }
+    size_t sb[NC_GA_DIRECT_P], sd[NC_GA_DIRECT_P], stotal;
+    ptrdiff_t sbase;
+    if (!nc_ga_vstraight(p, a->scounts, a->sdispls, a->sdt, sb, sd, &sbase,
+                         &stotal))
+        return NC_DECLINED;
+    *logged = total;
+    return numacoll_alltoallv(m->team, (const char *)a->sbuf + sbase, sb, sd,
+                              recv, rb, rd);
+}
+
 /*
  * The blocking calls whose arguments go to the core as they are, while no
  * request is in flight: straight there, without nc_ga_t's plan and its
@@ -810,6 +868,8 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
  * there, 170 here):
  *  - Allgather, Alltoall: one datatype and count on both sides,
  *    contiguous, not in place;
+ *  - Allgatherv, Alltoallv: every block dense, not in place, on up to
+ *    NC_GA_DIRECT_P ranks (the byte counts on the stack);
  *  - Gather (Scatter): a non-root's send (receive) side contiguous; the
  *    root's as Allgather's;
  *  - Reduce_scatter_block, Scan, Exscan: a predefined op on a predefined
@@ -850,6 +910,12 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
         const size_t total = k == NC_GA_REDUCE_SCATTER_BLOCK ? p * n : n;
         nc_red_log(m->comm, nc_ga_names[k][3], -1,
                    total > INT_MAX ? INT_MAX : (int)total, a->rdt, &red, st);
+    } else if (k == NC_GA_ALLGATHERV || k == NC_GA_ALLTOALLV) {
+        size_t logged = 0;
+        st = nc_ga_direct_v(m, a, &logged);
+        if (st == NC_DECLINED || st == NUMACOLL_ERR_UNSUPPORTED)
+            return NC_DECLINED;
+        nc_ga_log(m, k, nc_ga_names[k][3], -1, logged, false, st);
     } else {
         /* the side(s) this rank reads and writes: one block of the
          * other side's type, or p of one type on both */

@@ -679,16 +679,31 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
     } else {   /* kind 3 */
+        /* an Allgather, or every other round of sizes an Allgatherv of
+         * blocks of 0 to 56 bytes in reverse rank order (past the fast
+         * path's 48 bytes now and then) */
+        const int v = (c / 48) % 2;
+        size_t cnt[8], dsp[8], at = 0;
+        for (int j = p - 1; j >= 0; j--) {
+            cnt[j] = v ? (n + (size_t)j * 7) % 57 : n;
+            dsp[j] = v ? at : (size_t)j * n;
+            at += cnt[j];
+        }
         unsigned char mine[64], all[8 * 64];
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < cnt[rank]; i++)
             mine[i] = pattern(c + (unsigned)rank, i);
-        rc = fast ? numacoll_allgather(t, mine, all, n)
-                  : numacoll_iallgather(t, mine, all, n, &r);
+        if (v)
+            rc = fast ? numacoll_allgatherv(t, mine, cnt[rank], all, cnt, dsp)
+                      : numacoll_iallgatherv(t, mine, cnt[rank], all, cnt,
+                                             dsp, &r);
+        else
+            rc = fast ? numacoll_allgather(t, mine, all, n)
+                      : numacoll_iallgather(t, mine, all, n, &r);
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
         for (int j = 0; rc == NUMACOLL_OK && j < p; j++)
-            for (size_t i = 0; i < n; i++)
-                bad |= all[(size_t)j * n + i] != pattern(c + (unsigned)j, i);
+            for (size_t i = 0; i < cnt[j]; i++)
+                bad |= all[dsp[j] + i] != pattern(c + (unsigned)j, i);
     }
     if (rc != NUMACOLL_OK)
         return say(t, rank, fast ? "fast path" : "general path", rc);

@@ -136,6 +136,12 @@ int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o)
                            nc__ga_at(src, nc__ga_sdispl(o, d)),
                            nc__ga_scount(o, d), P->base);
         }
+        /* the own block now, while the others' lines travel (a fallback
+         * copies it again: the same bytes) */
+        const size_t own = nc__ga_count(o, me);
+        if (!o->ga.in_place && own)
+            memcpy(o->ga.recv + nc__ga_displ(o, me),
+                   src + nc__ga_sdispl(o, me), own);
         P->i = 0;
         o->phase = 1;
     }
@@ -153,8 +159,9 @@ int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o)
         nc__ar_all(t, P->base);   /* it read line 0 of every rank */
         t->red->a2av_try = !P->unfit;
         if (P->unfit) {
-            /* the rule's algorithm from its start; nothing of this call
-             * is in recv yet (in place: the blocks to send are intact) */
+            /* the rule's algorithm from its start; of this call only the
+             * own block is in recv (in place: the blocks to send are
+             * intact) */
             nc__ar_end(t, P->base);
             o->alg = (int)o->ch->alg;
             memset(P, 0, sizeof *P);
@@ -162,10 +169,6 @@ int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o)
             return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
                                       : nc__alltoall_staged_step(t, o);
         }
-        const size_t own = nc__ga_count(o, me);
-        if (!o->ga.in_place && own)
-            memcpy(o->ga.recv + nc__ga_displ(o, me),
-                   src + nc__ga_sdispl(o, me), own);
         P->i = 0;
         P->r = 0;
         o->phase = 2;

@@ -80,7 +80,10 @@ static inline int nc__ga_inline(int alg)
 }
 
 /* The kind of algorithm a gather's call signature carries (its count):
- * single copy 1, inline 2, staged 0 (request.c's begin()). */
+ * single copy 1, inline 2, staged 0 (request.c's begin()); an Alltoallv
+ * tried inline NC_GA_SIG_A2AV (its lines are laid out unlike a uniform
+ * Alltoall's). */
+#define NC_GA_SIG_A2AV 3
 static inline size_t nc__ga_sig_kind(int alg)
 {
     return nc__ga_cma(alg) ? 1 : nc__ga_inline(alg) ? 2 : 0;
