@@ -1135,13 +1135,14 @@ static const nc__op_impl_t *red_fast_fits(numacoll_team_t *t,
 }
 
 /* Run a fast reduction-family call: the fields the inline steps read
- * (block: a Reduce_scatter_block's, else 0), the signature begin() would
- * publish for them, the step; its status. */
+ * (counts, block: a Reduce_scatter's or Reduce_scatter_block's, else
+ * NULL, 0), the signature begin() would publish for them, the step; its
+ * status. */
 static int red_fast_run(numacoll_team_t *t, nc__coll_t coll, nc__alg_t alg,
                         int root, const nc__op_impl_t *impl,
                         numacoll_dtype_t dtype, numacoll_op_t opn,
                         const void *own, void *recv, size_t count,
-                        size_t block,
+                        const size_t *counts, size_t block,
                         int (*step)(numacoll_team_t *, nc__op_t *))
 {
     nc__op_t o;
@@ -1152,7 +1153,7 @@ static int red_fast_run(numacoll_team_t *t, nc__coll_t coll, nc__alg_t alg,
     o.own = own;
     o.recv = recv;
     o.count = count;
-    o.rs_counts = NULL;
+    o.rs_counts = counts;
     o.rs_block = block;
     o.root = root;
     o.alg = (int)alg;
@@ -1185,7 +1186,8 @@ static int red_fast(numacoll_team_t *t, int root, numacoll_dtype_t dtype,
     *status = red_fast_run(
         t, root < 0 ? NC_COLL_ALLREDUCE : NC_COLL_REDUCE,
         root < 0 ? NC_ALG_ALLREDUCE_INLINE : NC_ALG_REDUCE_INLINE, root,
-        impl, dtype, opn, own, recv, count, 0, nc__allreduce_inline_step);
+        impl, dtype, opn, own, recv, count, NULL, 0,
+        nc__allreduce_inline_step);
     return 1;
 }
 
@@ -1244,30 +1246,42 @@ static int scan_fast(numacoll_team_t *t, nc__coll_t coll, const void *sendbuf,
     *status = red_fast_run(t, coll,
                            coll == NC_COLL_SCAN ? NC_ALG_SCAN_INLINE
                                                 : NC_ALG_EXSCAN_INLINE,
-                           -1, impl, dtype, opn, own, recvbuf, count, 0,
-                           nc__scan_inline_step);
+                           -1, impl, dtype, opn, own, recvbuf, count, NULL,
+                           0, nc__scan_inline_step);
     return 1;
 }
 
 /* The same for the inline Reduce_scatter_block: p blocks of `block`
- * elements (the rule's size is all p of them), in place where sendbuf is
- * NUMACOLL_IN_PLACE or recvbuf (rs_make's rules). */
+ * elements, or a Reduce_scatter's p blocks of counts[j] (the rule's size
+ * is all p of them), in place where sendbuf is NUMACOLL_IN_PLACE or
+ * recvbuf (rs_make's rules). */
 static int rsb_fast(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
-                    size_t block, numacoll_dtype_t dtype, numacoll_op_t opn,
-                    int *status)
+                    const size_t *counts, size_t block,
+                    numacoll_dtype_t dtype, numacoll_op_t opn, int *status)
 {
     const size_t max = t->red->rs_fast_max;
-    /* block first, so that p * block cannot wrap */
-    if (t->rq_head || !sendbuf || !recvbuf || block > max / (size_t)t->p)
+    if (t->rq_head || !sendbuf || !recvbuf)
         return 0;
-    const size_t total = block * (size_t)t->p;
+    size_t total = 0;
+    if (!counts) {
+        /* block first, so that p * block cannot wrap */
+        if (block > max / (size_t)t->p)
+            return 0;
+        total = block * (size_t)t->p;
+    } else {
+        for (int j = 0; j < t->p; j++) {
+            if (counts[j] > max)   /* then p of them cannot wrap */
+                return 0;
+            total += counts[j];
+        }
+    }
     const nc__op_impl_t *impl = red_fast_fits(t, dtype, opn, total, max);
     if (!impl)
         return 0;
     *status = red_fast_run(t, NC_COLL_REDUCE_SCATTER,
                            NC_ALG_REDUCE_SCATTER_INLINE, -1, impl, dtype, opn,
                            sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf,
-                           recvbuf, total, block,
+                           recvbuf, total, counts, block,
                            nc__reduce_scatter_inline_step);
     return 1;
 }
@@ -1663,7 +1677,8 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
         nc__red_op_t o;                                                       \
         int fast;                                                             \
         if (mode == BLOCKING && t &&                                          \
-            rsb_fast(t, sendbuf, recvbuf, recvcount, dtype, op, &fast))       \
+            rsb_fast(t, sendbuf, recvbuf, NULL, recvcount, dtype, op,        \
+                     &fast))                                                  \
             return fast;                                                      \
         return t ? rs_any(t, sendbuf, recvbuf, 0, NULL, recvcount, &o,       \
                           predef(t, &o, dtype, op), mode, reqarg)             \
@@ -1674,6 +1689,10 @@ NC_INLINE int scan_any(numacoll_team_t *t, nc__coll_t coll,
             numacoll_op_t op reqparam)                                        \
     {                                                                         \
         nc__red_op_t o;                                                       \
+        int fast;                                                             \
+        if (mode == BLOCKING && t && recvcounts &&                            \
+            rsb_fast(t, sendbuf, recvbuf, recvcounts, 0, dtype, op, &fast))   \
+            return fast;                                                      \
         return t ? rs_any(t, sendbuf, recvbuf, 1, recvcounts, 0, &o,         \
                           predef(t, &o, dtype, op), mode, reqarg)             \
                  : NUMACOLL_ERR_ARG;                                          \

@@ -872,8 +872,9 @@ static int nc_ga_direct_v(nc_module_t *m, const nc_ga_args_t *a,
  *    NC_GA_DIRECT_P ranks (the byte counts on the stack);
  *  - Gather (Scatter): a non-root's send (receive) side contiguous; the
  *    root's as Allgather's;
- *  - Reduce_scatter_block, Scan, Exscan: a predefined op on a predefined
- *    datatype, no configured staging slot (nc_ga_declines' checks).
+ *  - Reduce_scatter_block, Scan, Exscan, and Reduce_scatter on up to
+ *    NC_GA_DIRECT_P ranks: a predefined op on a predefined datatype, no
+ *    configured staging slot (nc_ga_declines' checks).
  * It reads only what MPI makes significant on the rank, and takes the
  * core call the general way would make with the same arguments, so a
  * rank may go either way. NC_DECLINED where it does not apply:
@@ -888,11 +889,22 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
     const bool root = ompi_comm_rank(m->comm) == a->root;
     int st;
     if (nc_ga_is_red(k)) {
-        if (k == NC_GA_REDUCE_SCATTER || a->rcount <= 0 ||
+        /* Reduce_scatter: its counts as the core reads them */
+        size_t cnt[NC_GA_DIRECT_P], all = 0;
+        const bool v = k == NC_GA_REDUCE_SCATTER;
+        for (size_t j = 0; v && j < p && p <= NC_GA_DIRECT_P; j++) {
+            if (a->rcounts[j] < 0)
+                return NC_DECLINED;
+            cnt[j] = (size_t)a->rcounts[j];
+            all += cnt[j];
+        }
+        /* none at all: the general way returns at once */
+        if ((v ? p > NC_GA_DIRECT_P || all == 0 || all > INT_MAX
+               : a->rcount <= 0) ||
             numacoll_team_config(m->team)->reduce_frag_size != 0)
             return NC_DECLINED;
-        const nc_red_plan_t red = nc_red_plan_kept(m, a->rcount, a->rdt,
-                                                   a->op);
+        const nc_red_plan_t red = nc_red_plan_kept(
+            m, v ? (int)all : a->rcount, a->rdt, a->op);
         if (red.kind != NC_RED_PREDEF)
             return NC_DECLINED;
         const void *send;
@@ -903,11 +915,15 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
                  ? numacoll_scan(m->team, send, recv, n, red.dt, red.op)
              : k == NC_GA_EXSCAN
                  ? numacoll_exscan(m->team, send, recv, n, red.dt, red.op)
+             : v ? numacoll_reduce_scatter(m->team, send, recv, cnt, red.dt,
+                                           red.op)
                  : numacoll_reduce_scatter_block(m->team, send, recv, n,
                                                  red.dt, red.op);
         if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
             return NC_DECLINED;
-        const size_t total = k == NC_GA_REDUCE_SCATTER_BLOCK ? p * n : n;
+        const size_t total = v                                  ? all
+                             : k == NC_GA_REDUCE_SCATTER_BLOCK ? p * n
+                                                                : n;
         nc_red_log(m->comm, nc_ga_names[k][3], -1,
                    total > INT_MAX ? INT_MAX : (int)total, a->rdt, &red, st);
     } else if (k == NC_GA_ALLGATHERV || k == NC_GA_ALLTOALLV) {

@@ -615,23 +615,37 @@ static int fg_call(numacoll_team_t *t, int rank, int p, unsigned c, int fast)
          * elements (the inline rule's 64 bytes in all), in place every
          * other time */
         int64_t in[64], out[64];
-        const size_t b = 1 + n % (8 / (size_t)p), all = b * (size_t)p;
+        const size_t b = 1 + n % (8 / (size_t)p);
+        /* every other round of sizes a Reduce_scatter of 0 to 2 elements
+         * a block (at p = 5 past the inline rule now and then) */
+        const int v = (c / 48) % 2;
+        size_t cnt[8], at[8], all = 0;
+        for (int j = 0; j < p; j++) {
+            cnt[j] = v ? (n + (size_t)j) % 3 : b;
+            at[j] = all;
+            all += cnt[j];
+        }
         const int in_place = c % 2;
         for (size_t i = 0; i < all; i++)
             (in_place ? out : in)[i] = contrib(c, rank, i);
         const void *send = in_place ? NUMACOLL_IN_PLACE : in;
-        rc = fast ? numacoll_reduce_scatter_block(t, send, out, b,
-                                                  NUMACOLL_DTYPE_INT64,
-                                                  NUMACOLL_OP_SUM)
-                  : numacoll_ireduce_scatter_block(t, send, out, b,
-                                                   NUMACOLL_DTYPE_INT64,
-                                                   NUMACOLL_OP_SUM, &r);
+        const numacoll_dtype_t dt = NUMACOLL_DTYPE_INT64;
+        const numacoll_op_t sum = NUMACOLL_OP_SUM;
+        if (v)
+            rc = fast ? numacoll_reduce_scatter(t, send, out, cnt, dt, sum)
+                      : numacoll_ireduce_scatter(t, send, out, cnt, dt, sum,
+                                                 &r);
+        else
+            rc = fast ? numacoll_reduce_scatter_block(t, send, out, b, dt,
+                                                      sum)
+                      : numacoll_ireduce_scatter_block(t, send, out, b, dt,
+                                                       sum, &r);
         if (rc == NUMACOLL_OK && r)
             rc = numacoll_wait(&r);
-        for (size_t i = 0; rc == NUMACOLL_OK && i < b; i++) {
+        for (size_t i = 0; rc == NUMACOLL_OK && i < cnt[rank]; i++) {
             int64_t want = 0;
             for (int j = 0; j < p; j++)
-                want += contrib(c, j, (size_t)rank * b + i);
+                want += contrib(c, j, at[rank] + i);
             bad |= out[i] != want;
         }
     } else if (kind == 1 || (kind >= 4 && kind <= 6)) {

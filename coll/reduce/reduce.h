@@ -422,7 +422,7 @@ int nc__rs_rounds(const nc__rs_t *s, nc__red_pos_t *P, size_t rounds,
 int nc__chunk_rounds(numacoll_team_t *t, nc__op_t *o, int nfold,
                      unsigned readers, int own_staged, int cin);
 
-/* Reduce_scatter: FNV-1a of the recvcounts (never 0), which ranks whose
+/* Reduce_scatter: a hash of the recvcounts (never 0), which ranks whose
  * counts differ with the same total compare to find a mismatch. */
 uint64_t nc__rs_counts_tag(const nc__op_t *o, int p);
 

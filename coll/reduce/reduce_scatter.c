@@ -83,11 +83,12 @@ static void slice_rs(const nc__rs_t *rs, size_t r, int j, size_t *vo,
 
 uint64_t nc__rs_counts_tag(const nc__op_t *o, int p)
 {
+    /* a word at a time (each call of an inline Reduce_scatter pays it):
+     * multiply and fold, the count's position in the multiplier chain */
     uint64_t h = 0xcbf29ce484222325ULL;
     for (int j = 0; j < p; j++) {
-        uint64_t c = count_of(o, j);
-        for (int b = 0; b < 8; b++)
-            h = (h ^ (c >> (8 * b) & 0xff)) * 0x100000001b3ULL;
+        h = (h ^ count_of(o, j)) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
     }
     return h | 1;
 }
