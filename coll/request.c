@@ -721,6 +721,14 @@ int nc__op_step(numacoll_team_t *t, nc__op_t *o)
     return op_step(t, o);
 }
 
+/* The algorithm's step by o->alg, for a driver: a step that hands the
+ * call to another algorithm (the inline Alltoallv's fallback) is
+ * resumed in that one. */
+static int run_step(numacoll_team_t *t, nc__op_t *o)
+{
+    return run(t, o);
+}
+
 /* ---- the queue ----------------------------------------------------------- */
 
 /* Freed requests kept for the next ones, per thread (a request may outlive
@@ -989,8 +997,10 @@ static int fast_run(numacoll_team_t *t, const nc__call_t *c,
 {
     nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
     o->phase = 0;
-    /* p > 1: the fast sizes are none at p = 1. Driven: a step that falls
-     * back to a staged algorithm may come back for a wait */
+    /* p > 1: the fast sizes are none at p = 1. Driven, as blocking()
+     * does: a step may come back for a wait (a fallback's; the
+     * Alltoallv's step is run_step, which resumes the algorithm it fell
+     * back to) */
     int rc = nc__drive(t, step, o);
     if (rc == NUMACOLL_OK)
         t->calls[c->coll]++;
@@ -1031,7 +1041,7 @@ static int bcast_fast(numacoll_team_t *t, void *buf, size_t nbytes, int root,
  * the inline step (allgather_inline.c) on an op of the fields it reads,
  * after the signature ga_make and begin() would publish (ranks on either
  * path meet), without checking the blocks' offsets (the v form: only that
- * they do not wrap), looking the rule up or driving steps: with the
+ * they do not wrap), looking the rule up or making the general op: with the
  * component's direct path, an 8-byte MPI_Allgather at p = 2 went from
  * 1177 to 597 instructions (callgrind). The sizes were fixed at team
  * creation (team.c's fast_rules).
@@ -1113,7 +1123,7 @@ static int alltoallv_fast(numacoll_team_t *t, const void *sendbuf,
                                 .own = sendbytes[me], .counts = recvbytes,
                                 .displs = rdispls, .scounts = sendbytes,
                                 .sdispls = sdispls, .v = 1};
-    *status = fast_run(t, &c, nc__alltoallv_inline_step, &o);
+    *status = fast_run(t, &c, run_step, &o);   /* its fallback: run() */
     return 1;
 }
 

@@ -840,6 +840,11 @@ static int nc_ga_direct_v(nc_module_t *m, const nc_ga_args_t *a,
                          &total))
         return NC_DECLINED;
     char *recv = (char *)a->rbuf + base;
+    /* a configured staging slot too small for Alltoallv's headers: the
+     * general way hands the call on (alike on every rank) */
+    nc_red_plan_t none;
+    if (nc_ga_declines(m, a, &none))
+        return NC_DECLINED;
     if (a->kind == NC_GA_ALLGATHERV) {
         const size_t nb = (size_t)a->scount * nc_dt_size(a->sdt);
         /* nothing at all: the general way returns at once */
