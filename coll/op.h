@@ -82,6 +82,10 @@ typedef struct nc__ga_pos {
     /* Alltoallv: some rank's blocks do not fit the inline lines (this
      * one's, or one whose verdict it has read: a2av_try of the next) */
     int unfit;
+    /* Gatherv, Scatterv through the lines (ga.lines): the lines' call
+     * number, and the line of the block being read (nc__ag_get's r) */
+    uint64_t lbase;
+    size_t lr;
 } nc__ga_pos_t;
 
 typedef struct nc__op {
@@ -121,6 +125,10 @@ typedef struct nc__op {
         const size_t *scounts, *sdispls;
         int in_place;
         int v;                    /* a v form (counts per block)          */
+        /* Gatherv, Scatterv: blocks up to the team's gv_max / sv_max go
+         * through the inline lines, the others through the staged
+         * rule's slots (gather_staged.c, scatter_staged.c) */
+        int lines;
     } ga;
     int bad;                      /* the verdict on the arguments         */
     /* where it is */

@@ -548,6 +548,11 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         o->alg = nc__ga_staged_alg(a->coll);
         o->ch = nc__choice_or_reduce(t, a->coll, (nc__alg_t)o->alg, key);
     }
+    /* a Gatherv's or Scatterv's small blocks through the lines (the
+     * staged step's, by each block's size, which both its ends know) */
+    o->ga.lines = a->v &&
+                  ((o->alg == NC_ALG_GATHER_STAGED && t->red->gv_max) ||
+                   (o->alg == NC_ALG_SCATTER_STAGED && t->red->sv_max));
     /* every rank knows a uniform block: its size in the signature, so
      * that ranks whose sizes differ fail instead of reading lines laid
      * out for another size */
@@ -588,7 +593,8 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
-                        a2av ? NC_GA_SIG_A2AV : nc__ga_sig_kind(o->alg));
+                        a2av || o->ga.lines ? NC_GA_SIG_VLINES
+                                            : nc__ga_sig_kind(o->alg));
     }
     else if (o->coll == NC_COLL_BARRIER)
         c = nc__call_of(o->coll, o->root, 0, 0);
@@ -1113,7 +1119,8 @@ static int alltoallv_fast(numacoll_team_t *t, const void *sendbuf,
             rdispls[j] > SIZE_MAX - recvbytes[j])
             return 0;
     /* ga_make's and begin()'s: no block size, the inline v kind */
-    const nc__call_t c = nc__call_of(NC_COLL_ALLTOALL, -1, 0, NC_GA_SIG_A2AV);
+    const nc__call_t c = nc__call_of(NC_COLL_ALLTOALL, -1, 0,
+                                     NC_GA_SIG_VLINES);
     nc__op_t o;
     o.coll = NC_COLL_ALLTOALL;
     o.root = -1;

@@ -819,51 +819,86 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
     }
 }
 
-/* The direct way's Allgatherv and Alltoallv (below) on up to this many
- * ranks: their byte counts and displacements on the stack. */
+/* The direct way's v forms (below) on up to this many ranks: their byte
+ * counts and displacements on the stack. */
 #define NC_GA_DIRECT_P 64
 
-/* Allgatherv, Alltoallv with every block dense, not in place, p <=
- * NC_GA_DIRECT_P: the core's status and *logged, the bytes a log line
- * names (as nc_ga_plan's nbytes); NC_DECLINED where the general way must
- * look (it also says why a call is wrong). */
+/* One side of a direct call, count x dt at buf: its bytes, and where the
+ * core finds them (*core; from the true lower bound), false where they
+ * are not one run (the general way packs them). */
+static bool nc_ga_one_side(const void *buf, int count, ompi_datatype_t *dt,
+                           size_t *nb, void **core)
+{
+    char *b = (char *)(uintptr_t)buf;
+    *nb = (size_t)count * nc_dt_size(dt);
+    *core = *nb ? b + dt->super.true_lb : b;
+    return *nb == 0 || nc_dense(dt, (size_t)count);
+}
+
+/* The v forms with every block dense, not in place, p <= NC_GA_DIRECT_P
+ * (Gatherv, Scatterv: the root's blocks; a rank's own side as one run):
+ * the core's status and *logged, the bytes a log line names (as
+ * nc_ga_plan's nbytes); NC_DECLINED where the general way must look (it
+ * also says why a call is wrong). */
 static int nc_ga_direct_v(nc_module_t *m, const nc_ga_args_t *a,
                           size_t *logged)
 {
     const int p = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
-    size_t rb[NC_GA_DIRECT_P], rd[NC_GA_DIRECT_P];
-    ptrdiff_t base;
-    size_t total;
-    if (p > NC_GA_DIRECT_P || a->sbuf == MPI_IN_PLACE ||
-        a->rbuf == MPI_IN_PLACE ||
-        !nc_ga_vstraight(p, a->rcounts, a->rdispls, a->rdt, rb, rd, &base,
-                         &total))
-        return NC_DECLINED;
-    char *recv = (char *)a->rbuf + base;
+    const nc_ga_kind_t k = a->kind;
+    const bool root = me == a->root;
+    /* the side of every block: receive (Allgatherv, Alltoallv, a Gatherv
+     * root), send (a Scatterv root) */
+    const bool rv = k == NC_GA_ALLGATHERV || k == NC_GA_ALLTOALLV ||
+                    (k == NC_GA_GATHERV && root),
+               sv = k == NC_GA_ALLTOALLV || (k == NC_GA_SCATTERV && root);
+    size_t vb[NC_GA_DIRECT_P], vd[NC_GA_DIRECT_P], total = 0, nb = 0;
+    ptrdiff_t base = 0;
+    void *one = NULL;   /* this rank's own side */
     /* a configured staging slot too small for Alltoallv's headers: the
      * general way hands the call on (alike on every rank) */
     nc_red_plan_t none;
-    if (nc_ga_declines(m, a, &none))
+    if (p > NC_GA_DIRECT_P || a->sbuf == MPI_IN_PLACE ||
+        a->rbuf == MPI_IN_PLACE || nc_ga_declines(m, a, &none))
         return NC_DECLINED;
-    if (a->kind == NC_GA_ALLGATHERV) {
-        const size_t nb = (size_t)a->scount * nc_dt_size(a->sdt);
-        /* nothing at all: the general way returns at once */
-        if (total == 0 || nb != rb[me] ||
-            (nb && !nc_dense(a->sdt, (size_t)a->scount)))
+    if (rv && !nc_ga_vstraight(p, a->rcounts, a->rdispls, a->rdt, vb, vd,
+                               &base, &total))
+        return NC_DECLINED;
+    char *recv = rv ? (char *)a->rbuf + base : NULL;
+    switch (k) {
+    case NC_GA_ALLGATHERV:
+    case NC_GA_GATHERV:
+        /* Allgatherv: nothing at all, the general way returns at once */
+        if (!nc_ga_one_side(a->sbuf, a->scount, a->sdt, &nb, &one) ||
+            (rv && nb != vb[me]) || (k == NC_GA_ALLGATHERV && total == 0))
             return NC_DECLINED;
-        const char *send = nb ? (const char *)a->sbuf + a->sdt->super.true_lb
-                              : a->sbuf;
         *logged = nb;
-        return numacoll_allgatherv(m->team, send, nb, recv, rb, rd);
+        return k == NC_GA_GATHERV
+                   ? numacoll_gatherv(m->team, one, nb, recv,
+                                      rv ? vb : NULL, rv ? vd : NULL,
+                                      a->root)
+                   : numacoll_allgatherv(m->team, one, nb, recv, vb, vd);
+    case NC_GA_SCATTERV:
+        if (!nc_ga_one_side(a->rbuf, a->rcount, a->rdt, &nb, &one) ||
+            (sv && (!nc_ga_vstraight(p, a->scounts, a->sdispls, a->sdt, vb,
+                                     vd, &base, &total) ||
+                    nb != vb[me])))
+            return NC_DECLINED;
+        *logged = nb;
+        return numacoll_scatterv(m->team,
+                                 sv ? (const char *)a->sbuf + base : NULL,
+                                 sv ? vb : NULL, sv ? vd : NULL, one, nb,
+                                 a->root);
+    default: {   /* Alltoallv */
+        size_t sb[NC_GA_DIRECT_P], sd[NC_GA_DIRECT_P], stotal;
+        ptrdiff_t sbase;
+        if (!nc_ga_vstraight(p, a->scounts, a->sdispls, a->sdt, sb, sd,
+                             &sbase, &stotal))
+            return NC_DECLINED;
+        *logged = total;
+        return numacoll_alltoallv(m->team, (const char *)a->sbuf + sbase, sb,
+                                  sd, recv, vb, vd);
     }
-    size_t sb[NC_GA_DIRECT_P], sd[NC_GA_DIRECT_P], stotal;
-    ptrdiff_t sbase;
-    if (!nc_ga_vstraight(p, a->scounts, a->sdispls, a->sdt, sb, sd, &sbase,
-                         &stotal))
-        return NC_DECLINED;
-    *logged = total;
-    return numacoll_alltoallv(m->team, (const char *)a->sbuf + sbase, sb, sd,
-                              recv, rb, rd);
+    }
 }
 
 /*
@@ -873,8 +908,8 @@ static int nc_ga_direct_v(nc_module_t *m, const nc_ga_args_t *a,
  * there, 170 here):
  *  - Allgather, Alltoall: one datatype and count on both sides,
  *    contiguous, not in place;
- *  - Allgatherv, Alltoallv: every block dense, not in place, on up to
- *    NC_GA_DIRECT_P ranks (the byte counts on the stack);
+ *  - Allgatherv, Alltoallv, Gatherv, Scatterv: every block dense, not in
+ *    place, on up to NC_GA_DIRECT_P ranks (the byte counts on the stack);
  *  - Gather (Scatter): a non-root's send (receive) side contiguous; the
  *    root's as Allgather's;
  *  - Reduce_scatter_block, Scan, Exscan, and Reduce_scatter on up to
@@ -931,12 +966,13 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
                                                                 : n;
         nc_red_log(m->comm, nc_ga_names[k][3], -1,
                    total > INT_MAX ? INT_MAX : (int)total, a->rdt, &red, st);
-    } else if (k == NC_GA_ALLGATHERV || k == NC_GA_ALLTOALLV) {
+    } else if (k == NC_GA_ALLGATHERV || k == NC_GA_ALLTOALLV ||
+               k == NC_GA_GATHERV || k == NC_GA_SCATTERV) {
         size_t logged = 0;
         st = nc_ga_direct_v(m, a, &logged);
         if (st == NC_DECLINED || st == NUMACOLL_ERR_UNSUPPORTED)
             return NC_DECLINED;
-        nc_ga_log(m, k, nc_ga_names[k][3], -1, logged, false, st);
+        nc_ga_log(m, k, nc_ga_names[k][3], a->root, logged, false, st);
     } else {
         /* the side(s) this rank reads and writes: one block of the
          * other side's type, or p of one type on both */

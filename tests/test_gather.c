@@ -51,6 +51,10 @@ typedef struct blocks {
     size_t cnt[8], dsp[8], extent;
 } blocks_t;
 
+/* v forms: rank p - 1's block has this many bytes where not 0 (a block
+ * past the lines among blocks in them: test_v_lines) */
+static size_t v_last;
+
 static void blocks_of(blocks_t *k, int p, size_t each, int v, unsigned call)
 {
     k->extent = 0;
@@ -66,6 +70,8 @@ static void blocks_of(blocks_t *k, int p, size_t each, int v, unsigned call)
     for (int j = p - 1; j >= 0; j--) {
         /* every third block empty, the others around each */
         k->cnt[j] = (j + call) % 3 == 1 ? 0 : each + (size_t)j * 7 % 13;
+        if (v_last && j == p - 1)
+            k->cnt[j] = v_last;
         k->dsp[j] = off + 5;
         off = k->dsp[j] + k->cnt[j];
     }
@@ -1356,6 +1362,22 @@ static int calls_body(const numacoll_bootstrap_t *b, void *arg)
 
 /* ---- inline Alltoallv ---------------------------------------------------- */
 
+/* mismatch_body's v-count case (rank 0's count for rank p - 1 halved) of
+ * kind k at p = 2..4, for each of the n sizes ns. */
+static void v_mismatches(int k, const size_t *ns, int n)
+{
+    for (int i = 0; i < n; i++) {
+        bad_case_t C = {k, 2, ns[i]};
+        for (int p = 2; p <= 4; p++) {
+            int rc = nct_run(p, mismatch_body, &C);
+            CU_ASSERT_EQUAL(rc, 0);
+            if (rc)
+                fprintf(stderr, "%sv mismatch: %zu bytes, p %d failed\n",
+                        kind_name[k], ns[i], p);
+        }
+    }
+}
+
 /* Rank j's block for rank d: 8 to 12 bytes (0 where (3 a + b) % 4 == 1,
  * a <= b the pair), and `big` between ranks 0 and p - 1 (from 0 to p - 1
  * only, unless sym: in place needs the counts symmetric). */
@@ -1464,16 +1486,71 @@ static void test_a2av_inline(void)
      * past it, and one side inline while the other is not (p = 2, 3:
      * 150 and 300 bytes; inline to 256 there) */
     static const size_t ns[] = {40, 300, 3000};
-    for (int i = 0; i < 3; i++) {
-        bad_case_t C = {AA, 2, ns[i]};
-        for (int p = 2; p <= 4; p++) {
-            int rc = nct_run(p, mismatch_body, &C);
-            CU_ASSERT_EQUAL(rc, 0);
-            if (rc)
-                fprintf(stderr, "inline alltoallv mismatch: %zu bytes, p %d "
-                        "failed\n", ns[i], p);
-        }
+    v_mismatches(AA, ns, 3);
+}
+
+/* ---- Gatherv, Scatterv through the lines --------------------------------- */
+
+/* Every root, blocks of 0 to 52 bytes (in the lines) with rank p - 1's at
+ * the lines' limit, one past it and far past it (through the slots in
+ * the same call), in place at the root (then the v sweeps, requests in
+ * flight and persistent ones the same way); the built-in table sends the
+ * small v blocks through the lines from p = 2 to 8 where the rule of
+ * their largest size is staged (single copy off: the tests' teams
+ * otherwise take it wherever the machine permits). */
+static int v_lines_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    int bad = p > 1 && (!t->red->gv_max || !t->red->sv_max);
+    if (bad)
+        fprintf(stderr, "rank %d: no Gatherv or Scatterv lines at p = %d\n",
+                me, p);
+    unsigned call = 1500;
+    for (int k = GA; k <= SC && !bad; k++) {
+        const size_t max = k == GA ? t->red->gv_max : t->red->sv_max;
+        const size_t last[] = {0, max, max + 1, 5000};
+        for (int l = 0; l < 4 && !bad; l++)
+            for (int root = 0; root < p && !bad; root++)
+                for (int ip = 0; ip < 2 && !bad; ip++) {
+                    v_last = last[l];
+                    bad = one(t, me, p, k, root, 1, ip && me == root,
+                              l ? 8 : 40, call++);
+                }
     }
+    v_last = 0;
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_v_lines(void)
+{
+    nct_team_single_copy = 0;
+    for (int p = 1; p <= 8; p++) {
+        int rc = nct_run(p, v_lines_body, NULL);
+        /* the v sweeps, every root, out of place and in place */
+        sweep_t S = {v_sizes, 5, 0, 0, 1, 0, 1};
+        rc |= nct_run(p, sweep_body, &S);
+        sweep_t I = {v_sizes, 5, 0, 0, 1, 1, 1};
+        rc |= nct_run(p, sweep_body, &I);
+        /* nonblocking in flight, persistent */
+        if (p <= 6)
+            rc |= nct_run(p, flight_body, NULL) |
+                  nct_run(p, persistent_body, NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "gatherv, scatterv lines: p = %d failed\n", p);
+    }
+    /* a block one side puts in the lines and the other expects past
+     * them (50 against 100 bytes; the lines take 64 and more), and both
+     * in the lines (20 against 40) */
+    static const size_t ns[] = {100, 40};
+    v_mismatches(GA, ns, 2);
+    v_mismatches(SC, ns, 2);
+    nct_team_single_copy = 2;
 }
 
 static void test_calls(void)
@@ -1516,6 +1593,9 @@ int nct_register_gather(void)
         {"inline alltoallv: blocks at the lines' limit and past it on one "
          "pair, in place, in flight, the next call's choice; mismatches",
          test_a2av_inline},
+        {"gatherv, scatterv: small blocks through the lines, one past them "
+         "in the same call, every root, in place; mismatches",
+         test_v_lines},
         {"numacoll_team_calls: every collective, every form, once per call",
          test_calls},
         {NULL, NULL}};

@@ -81,9 +81,9 @@ static inline int nc__ga_inline(int alg)
 
 /* The kind of algorithm a gather's call signature carries (its count):
  * single copy 1, inline 2, staged 0 (request.c's begin()); an Alltoallv
- * tried inline NC_GA_SIG_A2AV (its lines are laid out unlike a uniform
- * Alltoall's). */
-#define NC_GA_SIG_A2AV 3
+ * tried inline, a Gatherv or Scatterv with blocks through the lines
+ * NC_GA_SIG_VLINES (their lines are laid out unlike a uniform form's). */
+#define NC_GA_SIG_VLINES 3
 static inline size_t nc__ga_sig_kind(int alg)
 {
     return nc__ga_cma(alg) ? 1 : nc__ga_inline(alg) ? 2 : 0;
@@ -146,6 +146,21 @@ size_t nc__alltoall_unit(size_t f, int p);
 /* Alltoallv: whether this rank's blocks, sent and received, all fit the
  * inline Alltoallv (every one at most the team's a2av_max). */
 int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o);
+
+/* A Gatherv's or Scatterv's block of n bytes (the size both its ends
+ * know) in the lines, where the call uses them (ga.lines): max is the
+ * team's gv_max or sv_max. */
+static inline int nc__ga_in_lines(const nc__op_t *o, size_t n, size_t max)
+{
+    return o->ga.lines && n <= max;
+}
+
+/* Line 0 of writer j's block for this rank (first: its line) in a call
+ * through the lines: wait for it, and fail as a mismatch where j put the
+ * block in the lines and this rank expects it staged or the other way
+ * round (fit: this rank's view, n its size); a step's poll. */
+int nc__ga_line_check(numacoll_team_t *t, int j, uint64_t lbase,
+                      size_t first, int fit, size_t n, const char *what);
 
 /* A call's first step (o->phase 0): this rank's own block copied between
  * its buffers where it sees every block (not in place), the rounds (the

@@ -19,6 +19,19 @@
  * Blocks of 40 bytes or less ride in the slot's line: the root reads p - 1
  * lines, one per rank.
  *
+ * Gatherv through the lines (ga.lines: the rule of its largest size is
+ * this one and the gather rules say inline up to gv_max): a block of at
+ * most gv_max bytes goes in its writer's inline lines instead, as the
+ * inline Gather's (rooted_inline.c), and only the larger ones through the
+ * slots, in the same call. The block's size decides, which the writer
+ * and the root both know; every non-root writes line 0 either way (the
+ * block, or NC_AG_UNFIT), so a root whose count says otherwise finds a
+ * mismatch there instead of waiting for entries that never come. Every
+ * rank numbers the call in the lines and takes its ticket, so both
+ * numberings stay equal on all ranks whatever went which way. Cost of a
+ * block in the lines: the inline Gather's (no release, the root's ack
+ * line instead, read by a writer once per NC_AR_SLOTS calls at most).
+ *
  * NUMA: each block crosses once, read by the root from its owner's node;
  * a remote owner's copy-in stays local.
  * Cost, blocks of b bytes, R = ceil(b / f) rounds, t per byte, t_l a line
@@ -35,12 +48,29 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
     const size_t f = o->ch->f;
     const unsigned s = o->ch->s;
     const int me = t->rank, p = t->p, root = o->root;
+    const size_t lmax = t->red->gv_max;
     nc__ga_pos_t *P = &o->g;
     int rc;
-    if (o->phase == 0)
+    if (o->phase == 0) {
+        /* through the lines: numbered there too (every rank, every call) */
+        if (o->ga.lines &&
+            (rc = nc__ar_begin(t, me == root ? NC_AR_RD_NONE : NC_AR_RD_ONE,
+                               root, &P->lbase)) != NUMACOLL_OK)
+            return rc;
         nc__ga_begin(t, o);
+        P->lr = 0;
+        if (o->ga.lines && me != root) {
+            const unsigned slot = nc__ar_slot(P->lbase);
+            if (nc__ga_in_lines(o, o->ga.own, lmax))
+                nc__ag_put(t, slot, 0, o->ga.send, o->ga.own, P->lbase);
+            else
+                nc__ag_put_unfit(t, slot, 0, P->lbase);
+        }
+    }
     if (me != root) {
-        const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
+        const size_t mine = o->ga.own,
+                     n_me = nc__ga_in_lines(o, mine, lmax)
+                                ? 0 : nc__ga_frags(mine, f);
         const int cin = nc__copy_pick_read(o->ch->copy);
         for (; P->staged < n_me; P->staged++) {
             nc__ga_frag_t fr = {P->base + P->staged, P->staged,
@@ -51,13 +81,31 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
         }
+        if (o->ga.lines)
+            nc__ar_end(t, P->lbase);
         return NUMACOLL_OK;
     }
     for (; P->r < P->rounds; P->r++, P->i = 1)
-        for (; P->i < p; P->i++) {
+        for (; P->i < p; P->i++, P->lr = 0) {
             const int j = (root + P->i) % p;
             const size_t bj = nc__ga_count(o, j);
-            if (P->r >= nc__ga_frags(bj, f))
+            const int fit = nc__ga_in_lines(o, bj, lmax);
+            if (o->ga.lines && P->r == 0) {
+                /* line 0 says where j put its block (again on a resumed
+                 * staged take: the line stays until this root's ack) */
+                if (P->lr == 0 &&
+                    (rc = nc__ga_line_check(t, j, P->lbase, 0, fit, bj,
+                                            "gatherv")) != NUMACOLL_OK)
+                    return rc;
+                if (fit &&
+                    (rc = nc__ag_get(t, j, nc__ar_slot(P->lbase), 0,
+                                     nc__ga_at(o->ga.recv,
+                                               nc__ga_displ(o, j)),
+                                     bj, P->lbase, &P->lr,
+                                     "inline gatherv line")) != NUMACOLL_OK)
+                    return rc;
+            }
+            if (fit || P->r >= nc__ga_frags(bj, f))
                 continue;
             nc__ga_frag_t fr = {P->base + P->r, P->r,
                                 nc__ga_frag_len(bj, f, P->r), bj,
@@ -69,5 +117,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
         }
+    if (o->ga.lines)
+        nc__ar_end(t, P->lbase);
     return NUMACOLL_OK;
 }

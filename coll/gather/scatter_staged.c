@@ -29,6 +29,16 @@
  *            it: a difference makes a mismatch.
  * Blocks of 40 bytes or less ride in the slot's line: one line per rank.
  *
+ * Scatterv through the lines (ga.lines, as gather_staged.c's Gatherv): the
+ * root writes line 0 of every destination's share of its inline lines
+ * (S = floor(al / (p - 1)) lines each), with the block where it has at
+ * most sv_max bytes, else NC_AG_UNFIT, before any staged entry; the
+ * others go through the slots as above. A destination reads line 0 of its
+ * share (a mismatch where it says the other way), then its lines or its
+ * entries. A root whose blocks all went through the lines writes and goes,
+ * as the inline Scatter's root (no slot to wait for). Cost of a block in
+ * the lines: the inline Scatter's.
+ *
  * NUMA: each block crosses once, from the root's node to its reader.
  * Cost, blocks of b bytes, R = ceil(b / f) rounds, t per byte, t_l a line
  * transfer: root T ~ (p - 1) b t (its copy-ins) + R (p - 1) t_l / s
@@ -41,17 +51,65 @@
  */
 #include "coll/gather/gather.h"
 
+/* Destination d's share of the root's lines (S of them: the lines' part
+ * of a Scatterv, sv_max) */
+static size_t share(const numacoll_team_t *t, int root, int d)
+{
+    return (size_t)((d - root - 1 + t->p) % t->p) *
+           (t->red->ar_al / (size_t)(t->p - 1));
+}
+
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
 {
     const size_t f = o->ch->f;
     const unsigned s = o->ch->s;
     const int me = t->rank, p = t->p, root = o->root;
+    const size_t lmax = t->red->sv_max;
     nc__ga_pos_t *P = &o->g;
     int rc;
-    if (o->phase == 0)
+    if (o->phase == 0) {
+        /* through the lines: numbered there too (every rank, every call) */
+        if (o->ga.lines &&
+            (rc = nc__ar_begin(t, me == root ? NC_AR_RD_ALL : NC_AR_RD_NONE,
+                               -1, &P->lbase)) != NUMACOLL_OK)
+            return rc;
         nc__ga_begin(t, o);
+        P->lr = 0;
+        /* the root: every destination's line 0, with its block where it
+         * fits, before any staged entry (a reader learns there which) */
+        for (int k = 1; o->ga.lines && me == root && k < p; k++) {
+            const int d = (root + k) % p;
+            const size_t bd = nc__ga_count(o, d);
+            const unsigned slot = nc__ar_slot(P->lbase);
+            if (nc__ga_in_lines(o, bd, lmax))
+                nc__ag_put(t, slot, share(t, root, d),
+                           nc__ga_at(o->ga.send, nc__ga_displ(o, d)), bd,
+                           P->lbase);
+            else
+                nc__ag_put_unfit(t, slot, share(t, root, d), P->lbase);
+        }
+    }
     if (me != root) {
-        const size_t mine = o->ga.own, n_me = nc__ga_frags(mine, f);
+        const size_t mine = o->ga.own;
+        const int fit = nc__ga_in_lines(o, mine, lmax);
+        if (o->ga.lines) {
+            if (P->lr == 0 &&
+                (rc = nc__ga_line_check(t, root, P->lbase,
+                                        share(t, root, me), fit, mine,
+                                        "scatterv")) != NUMACOLL_OK)
+                return rc;
+            if (fit) {
+                if ((rc = nc__ag_get(t, root, nc__ar_slot(P->lbase),
+                                     share(t, root, me), o->ga.recv, mine,
+                                     P->lbase, &P->lr,
+                                     "inline scatterv line")) != NUMACOLL_OK)
+                    return rc;
+                nc__ar_end(t, P->lbase);
+                return NUMACOLL_OK;
+            }
+            P->lr = 1;   /* checked: staged from here */
+        }
+        const size_t n_me = nc__ga_frags(mine, f);
         const int d = (me - root - 1 + p) % p;
         const int cout = nc__copy_pick(o->ch->copy, mine);
         for (; P->r < n_me; P->r++) {
@@ -64,14 +122,17 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
             if (rc != NUMACOLL_OK)
                 return rc;
         }
+        if (o->ga.lines)
+            nc__ar_end(t, P->lbase);
         return NUMACOLL_OK;
     }
     const int cin = nc__copy_pick_read(o->ch->copy);
+    int staged = !o->ga.lines;   /* some block goes through the slots */
     for (; P->r < P->rounds; P->r++, P->i = 0)
         for (; P->i < p - 1; P->i++) {
             const int j = (root + 1 + P->i) % p;
             const size_t bj = nc__ga_count(o, j);
-            if (P->r >= nc__ga_frags(bj, f))
+            if (nc__ga_in_lines(o, bj, lmax) || P->r >= nc__ga_frags(bj, f))
                 continue;
             nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
                                     (uint64_t)P->i,
@@ -90,9 +151,14 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
         P->own_later = 0;
     }
     /* Every slot read out before the root returns (see the top); slots
-     * this call did not use pass at once. */
-    for (; P->staged < s; P->staged++)
+     * this call did not use pass at once. (Only lines: the root writes
+     * and goes, as the inline Scatter's.) */
+    for (int k = 1; !staged && k < p; k++)
+        staged = !nc__ga_in_lines(o, nc__ga_count(o, (root + k) % p), lmax);
+    for (; staged && P->staged < s; P->staged++)
         if ((rc = nc__rslot_claim(t, (unsigned)P->staged)) != NUMACOLL_OK)
             return rc;
+    if (o->ga.lines)
+        nc__ar_end(t, P->lbase);
     return NUMACOLL_OK;
 }

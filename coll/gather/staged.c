@@ -148,3 +148,23 @@ int nc__ga_take(numacoll_team_t *t, int writer, unsigned s, size_t f,
     nc__rslot_release(t, writer, x);
     return NUMACOLL_OK;
 }
+
+int nc__ga_line_check(numacoll_team_t *t, int j, uint64_t lbase,
+                      size_t first, int fit, size_t n, const char *what)
+{
+    uint64_t size;
+    int rc = nc__ag_size(t, j, nc__ar_slot(lbase), first, lbase, &size,
+                         what);
+    if (rc != NUMACOLL_OK || (size != NC_AG_UNFIT) == fit)
+        return rc;
+    char why[200];
+    if (fit)
+        snprintf(why, sizeof why, "%s: rank %d sends its block past the "
+                 "inline lines, this rank expects %zu bytes there", what, j,
+                 n);
+    else
+        snprintf(why, sizeof why, "%s: rank %d sends %llu bytes in the "
+                 "inline lines, this rank expects %zu bytes past them",
+                 what, j, (unsigned long long)size, n);
+    return nc__mismatch(t, j, why);
+}
