@@ -98,18 +98,6 @@ int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o)
     return NUMACOLL_OK;
 }
 
-int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o)
-{
-    const size_t max = t->red->a2av_max;
-    if (!max)
-        return 0;
-    for (int j = 0; j < t->p; j++)
-        if (j != t->rank &&
-            (nc__ga_scount(o, j) > max || nc__ga_count(o, j) > max))
-            return 0;
-    return 1;
-}
-
 /* As steps (o->g): base the call's number, unfit the verdicts read so
  * far, i the other ranks read so far (phase 1: their verdicts, 2: their
  * blocks), r the line of that rank's block being read. */

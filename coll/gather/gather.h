@@ -144,8 +144,20 @@ typedef struct nc__ga_frag {
 size_t nc__alltoall_unit(size_t f, int p);
 
 /* Alltoallv: whether this rank's blocks, sent and received, all fit the
- * inline Alltoallv (every one at most the team's a2av_max). */
-int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o);
+ * inline Alltoallv (every one at most the team's a2av_max). Here, not in
+ * alltoall_inline.c: the staged step asks too, and the inline one calls
+ * the staged one (tests/layers.sh: no circles). */
+static inline int nc__a2av_fits(const numacoll_team_t *t, const nc__op_t *o)
+{
+    const size_t max = t->red->a2av_max;
+    if (!max)
+        return 0;
+    for (int j = 0; j < t->p; j++)
+        if (j != t->rank &&
+            (nc__ga_scount(o, j) > max || nc__ga_count(o, j) > max))
+            return 0;
+    return 1;
+}
 
 /* A Gatherv's or Scatterv's block of n bytes (the size both its ends
  * know) in the lines, where the call uses them (ga.lines): max is the
