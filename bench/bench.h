@@ -63,6 +63,10 @@ enum {
       "allgather as an Allgatherv of equal counts")                            \
     X(ALLTOALLV, "alltoallv", NCB_SIZED | NCB_BLOCKS | NCB_ALL, 1,            \
       "alltoall through the v form (every count the size)")                   \
+    X(GATHERV, "gatherv", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS, 1,             \
+      "gather as a Gatherv of equal counts")                                  \
+    X(SCATTERV, "scatterv", NCB_SIZED | NCB_ROOTED | NCB_BLOCKS | NCB_ALL, 1, \
+      "scatter as a Scatterv of equal counts")                                \
     X(REDUCE_SCATTER, "reduce_scatter",                                       \
       NCB_SIZED | NCB_SUM | NCB_ALL | NCB_PBLOCKS, 4,                         \
       "uint32 sum of every rank's p blocks of the size, block j at rank j "   \

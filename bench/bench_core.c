@@ -408,7 +408,8 @@ static void block_range(const run_t *R, int op, const ncb_call_t *c,
                         int writes, int *lo, int *hi, unsigned char **base,
                         size_t *stride)
 {
-    const int me = R->w->rank, p = R->w->p, scatter = op == NCB_OP_SCATTER;
+    const int me = R->w->rank, p = R->w->p,
+              scatter = op == NCB_OP_SCATTER || op == NCB_OP_SCATTERV;
     /* the side of the p blocks: scatter's send, the others' receive,
      * both for alltoall */
     const int many = op == NCB_OP_ALLTOALL || op == NCB_OP_ALLTOALLV ||
@@ -424,7 +425,8 @@ static void stamp_blocks(const run_t *R, int op, const ncb_call_t *c)
     int lo, hi;
     unsigned char *b;
     size_t st;
-    if (op == NCB_OP_SCATTER && R->w->rank != c->root)
+    if ((op == NCB_OP_SCATTER || op == NCB_OP_SCATTERV) &&
+        R->w->rank != c->root)
         return;
     block_range(R, op, c, 1, &lo, &hi, &b, &st);
     for (int j = lo; j < hi; j++)
@@ -546,7 +548,8 @@ static int full_check_blocks(run_t *R, slot_t *sl, int op, ncb_call_t *c,
     for (int j = lo; j < hi; j++)
         fill_bytes(b + (size_t)(j - lo) * st, m, block_id(R, op, id, 0, j),
                    1);
-    if (op != NCB_OP_SCATTER || R->w->rank == c->root) {
+    if ((op != NCB_OP_SCATTER && op != NCB_OP_SCATTERV) ||
+        R->w->rank == c->root) {
         block_range(R, op, c, 1, &lo, &hi, &b, &st);
         for (int j = lo; j < hi; j++)
             fill_bytes(b + (size_t)(j - lo) * st, m,

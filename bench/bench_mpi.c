@@ -120,6 +120,24 @@ static int run_allgatherv(void *ctx, const ncb_call_t *c)
                                   m->comm));
 }
 
+static int run_gatherv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    equal_blocks(m, c->bytes);
+    return note(m, MPI_Gatherv(c->sbuf, (int)c->bytes, MPI_BYTE, c->rbuf,
+                               m->vcounts, m->vdispls, MPI_BYTE, c->root,
+                               m->comm));
+}
+
+static int run_scatterv(void *ctx, const ncb_call_t *c)
+{
+    mctx_t *m = ctx;
+    equal_blocks(m, c->bytes);
+    return note(m, MPI_Scatterv(c->sbuf, m->vcounts, m->vdispls, MPI_BYTE,
+                                c->rbuf, (int)c->bytes, MPI_BYTE, c->root,
+                                m->comm));
+}
+
 static int run_alltoallv(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
@@ -446,6 +464,8 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
                               [NCB_OP_ALLTOALL] = run_alltoall,
                               [NCB_OP_ALLGATHERV] = run_allgatherv,
                               [NCB_OP_ALLTOALLV] = run_alltoallv,
+                              [NCB_OP_GATHERV] = run_gatherv,
+                              [NCB_OP_SCATTERV] = run_scatterv,
                               [NCB_OP_REDUCE_SCATTER] = run_reduce_scatter,
                               [NCB_OP_SCAN] = run_scan,
                               [NCB_OP_EXSCAN] = run_exscan},

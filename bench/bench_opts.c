@@ -23,11 +23,11 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
     fprintf(to,
         "Times collectives over message sizes; see docs/bench.md.\n"
         "  -o, --ops LIST       bcast,reduce,allreduce,barrier,allgather,gather,\n"
-        "                       scatter,alltoall,allgatherv,alltoallv,\n"
-        "                       reduce_scatter,scan,exscan or all (default, and\n"
-        "                       all: the first four; the size of the gathers,\n"
-        "                       alltoall(v) and reduce_scatter (its block form)\n"
-        "                       is the bytes per block)\n"
+        "                       scatter,alltoall,allgatherv,alltoallv,gatherv,\n"
+        "                       scatterv,reduce_scatter,scan,exscan or all\n"
+        "                       (default, and all: the first four; the size of\n"
+        "                       the gathers, alltoall(v) and reduce_scatter (its\n"
+        "                       block form) is the bytes per block)\n"
         "  -s, --sizes LIST     sizes and ranges: 8,4k,1m or 1:16m (powers of two\n"
         "                       from 1 B to 16 MiB, the default); k/m/g suffixes\n");
     if (mode == NCB_STANDALONE)
@@ -220,7 +220,8 @@ static int parse_ops(ncb_opts_t *o, const char *list, char *err, size_t errlen)
         if (k < 0)
             FAIL("--ops: unknown operation '%s' (bcast, reduce, allreduce, "
                  "barrier, allgather, gather, scatter, alltoall, allgatherv, "
-                 "alltoallv, reduce_scatter, scan, exscan or all)", tok);
+                 "alltoallv, gatherv, scatterv, reduce_scatter, scan, exscan "
+                 "or all)", tok);
         o->ops |= 1u << k;
     }
     if (!o->ops)

@@ -41,6 +41,8 @@ static const int op_coll[NCB_OP_COUNT] = {
     /* the core's Allgatherv runs Allgather's algorithms and rules */
     [NCB_OP_ALLGATHERV] = NC_COLL_ALLGATHER,
     [NCB_OP_ALLTOALLV] = NC_COLL_ALLTOALL,
+    [NCB_OP_GATHERV] = NC_COLL_GATHER,
+    [NCB_OP_SCATTERV] = NC_COLL_SCATTER,
     [NCB_OP_REDUCE_SCATTER] = NC_COLL_REDUCE_SCATTER,
     [NCB_OP_SCAN] = NC_COLL_SCAN,
     [NCB_OP_EXSCAN] = NC_COLL_EXSCAN,
@@ -194,6 +196,22 @@ static int run_allgatherv(void *ctx, const ncb_call_t *c)
     v_equal(tm, c->bytes);
     return numacoll_allgatherv(tm->team, c->sbuf, c->bytes, c->rbuf,
                                tm->vcnt, tm->vdsp);
+}
+
+static int run_gatherv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    v_equal(tm, c->bytes);
+    return numacoll_gatherv(tm->team, c->sbuf, c->bytes, c->rbuf, tm->vcnt,
+                            tm->vdsp, c->root);
+}
+
+static int run_scatterv(void *ctx, const ncb_call_t *c)
+{
+    ncb_team_t *tm = ctx;
+    v_equal(tm, c->bytes);
+    return numacoll_scatterv(tm->team, c->sbuf, tm->vcnt, tm->vdsp, c->rbuf,
+                             c->bytes, c->root);
 }
 
 static int run_alltoallv(void *ctx, const ncb_call_t *c)
@@ -388,6 +406,8 @@ int ncb_team_open(const numacoll_bootstrap_t *b, const numacoll_config_t *cfg,
     t->run[NCB_OP_ALLTOALL] = run_alltoall;
     t->run[NCB_OP_ALLGATHERV] = run_allgatherv;
     t->run[NCB_OP_ALLTOALLV] = run_alltoallv;
+    t->run[NCB_OP_GATHERV] = run_gatherv;
+    t->run[NCB_OP_SCATTERV] = run_scatterv;
     t->run[NCB_OP_REDUCE_SCATTER] = run_reduce_scatter;
     t->run[NCB_OP_SCAN] = run_scan;
     t->run[NCB_OP_EXSCAN] = run_exscan;
