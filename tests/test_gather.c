@@ -712,9 +712,13 @@ static void test_alltoall_requests(void)
 
 typedef struct bad_case {
     int k;        /* AG, GA, SC, AA */
-    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs,
-                     3 (AG) two v-counts differ, the total alike */
+    int how;      /* 0 roots differ, 1 sizes differ, 2 a v-count differs
+                     (halved at rank 0), 3 (AG) two v-counts differ, the
+                     total alike, 4 (GA, SC) a v-count doubled at rank 0 */
     size_t n;     /* the block (0: 3000 bytes) */
+    int lines;    /* GA, SC: n from the team's limit of blocks in the
+                     lines, so that one side's block goes through them
+                     and the other's does not (2: n = 2 max, 4: max) */
 } bad_case_t;
 
 static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
@@ -724,17 +728,25 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
-    const size_t N = C->n ? C->n : 3000;
+    const size_t max = C->k == GA ? t->red->gv_max : t->red->sv_max;
+    const size_t N = C->lines ? (C->how == 2 ? 2 * max : max)
+                     : C->n   ? C->n
+                              : 3000;
+    const int v = C->how == 2 || C->how == 4;
     size_t cnt[16], dsp[16];
     for (int j = 0; j < p; j++) {
-        cnt[j] = C->how == 2 && me == 0 && j == p - 1 ? N / 2 : N;
+        cnt[j] = me != 0 || j != p - 1 ? N : C->how == 2 ? N / 2
+                                         : C->how == 4 ? 2 * N
+                                                       : N;
         dsp[j] = (size_t)j * (N + 8);
     }
     if (C->how == 3 && me == 0)
         cnt[0] = N - 8, cnt[p - 1] = N + 8;
     size_t each = C->how == 1 && me == p - 1 ? N + 64 : N;
     int root = C->how == 0 ? me : 0;
-    unsigned char *big = calloc((size_t)p, N + 64), *small = calloc(1, N + 64);
+    /* (how 4: the root's block for rank p - 1 is 2 N) */
+    unsigned char *big = calloc((size_t)p + 1, N + 64),
+                  *small = calloc(1, N + 64);
     int rc;
     switch (C->k) {
     case AG:
@@ -743,8 +755,8 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
                          : numacoll_allgather(t, small, big, each);
         break;
     case GA:
-        rc = C->how == 2 ? numacoll_gatherv(t, small, N, big, cnt, dsp, root)
-                         : numacoll_gather(t, small, big, each, root);
+        rc = v ? numacoll_gatherv(t, small, N, big, cnt, dsp, root)
+               : numacoll_gather(t, small, big, each, root);
         break;
     case AA: {
         unsigned char *out = calloc((size_t)p, N + 64);
@@ -759,8 +771,8 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
         break;
     }
     default:
-        rc = C->how == 2 ? numacoll_scatterv(t, big, cnt, dsp, small, N, root)
-                         : numacoll_scatter(t, big, small, each, root);
+        rc = v ? numacoll_scatterv(t, big, cnt, dsp, small, N, root)
+               : numacoll_scatter(t, big, small, each, root);
     }
     int all[64], bad = 0;
     if (!nct_oob_all(b, rc, all))
@@ -793,20 +805,27 @@ static int mismatch_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
+/* mismatch_body's case C at p = 2 .. pmax, each run asserted (what:
+ * the test's words in a failure's line). */
+static void bad_runs(bad_case_t C, int pmax, const char *what)
+{
+    for (int p = 2; p <= pmax; p++) {
+        int rc = nct_run(p, mismatch_body, &C);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            fprintf(stderr, "%s mismatch: %s case %d, %zu bytes%s, p %d "
+                    "failed\n", what, kind_name[C.k], C.how, C.n,
+                    C.lines ? " (the lines' limit)" : "", p);
+    }
+}
+
 static void test_mismatch(void)
 {
     for (int k = AG; k <= AA; k++)
         for (int how = 0; how < 3; how++) {
             if ((k == AG || k == AA) && how == 0)
                 continue;   /* no root */
-            bad_case_t C = {k, how, 0};
-            for (int p = 2; p <= 4; p++) {
-                int rc = nct_run(p, mismatch_body, &C);
-                CU_ASSERT_EQUAL(rc, 0);
-                if (rc)
-                    fprintf(stderr, "mismatch: %s case %d p %d failed\n",
-                            kind_name[k], how, p);
-            }
+            bad_runs((bad_case_t){k, how, 0, 0}, 4, "staged");
         }
 }
 
@@ -878,14 +897,14 @@ static void test_ag_inline(void)
     /* mismatches through the inline lines: sizes, a v-count, and two
      * v-counts of the same total (only line 0's size tells) */
     for (int how = 1; how <= 3; how++) {
-        bad_case_t C = {AG, how, 40};
+        bad_case_t C = {AG, how, 40, 0};
         for (int p = 2; p <= 4; p++)
             CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
     }
     nct_team_rules = NULL;
     /* two v-counts of the same total on either side of the built-in
      * inline limit (64): rank 0 stages (68), the others go inline */
-    bad_case_t X = {AG, 3, 60};
+    bad_case_t X = {AG, 3, 60, 0};
     for (int p = 2; p <= 3; p++)
         CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &X), 0);
 }
@@ -1030,14 +1049,7 @@ static void test_small_inline(void)
              * writes and goes, as the inline Bcast's), so none fails */
             if ((k == AA || k == SC) && how == 0)
                 continue;
-            bad_case_t C = {k, how, 40};
-            for (int p = 2; p <= 4; p++) {
-                int rc = nct_run(p, mismatch_body, &C);
-                CU_ASSERT_EQUAL(rc, 0);
-                if (rc)
-                    fprintf(stderr, "inline mismatch: %s case %d p %d "
-                            "failed\n", kind_name[k], how, p);
-            }
+            bad_runs((bad_case_t){k, how, 40, 0}, 4, "inline");
         }
     nct_team_rules = NULL;
 }
@@ -1102,14 +1114,7 @@ static void cma_all(int single_copy)
     CU_ASSERT_EQUAL(nct_run(2, sweep_body, &L), 0);
     for (int k = AG; k <= AA; k++)
         for (int how = (k == AG || k == AA); how <= 2; how++) {
-            bad_case_t C = {k, how, 70000};
-            for (int p = 2; p <= 3; p++) {
-                int rc = nct_run(p, mismatch_body, &C);
-                CU_ASSERT_EQUAL(rc, 0);
-                if (rc)
-                    fprintf(stderr, "cma mismatch: %s case %d p %d failed\n",
-                            kind_name[k], how, p);
-            }
+            bad_runs((bad_case_t){k, how, 70000, 0}, 3, "cma");
         }
     nct_team_rules = NULL;
     nct_team_single_copy = 2;
@@ -1157,7 +1162,7 @@ static void test_cma_threshold(void)
         CU_ASSERT_EQUAL(nct_run(p, a2a_requests_body, NULL), 0);
     }
     for (int k = GA; k <= SC; k++) {
-        bad_case_t C = {k, 1, 4096 - 32};
+        bad_case_t C = {k, 1, 4096 - 32, 0};
         for (int p = 2; p <= 3; p++)
             CU_ASSERT_EQUAL(nct_run(p, mismatch_body, &C), 0);
     }
@@ -1366,16 +1371,8 @@ static int calls_body(const numacoll_bootstrap_t *b, void *arg)
  * kind k at p = 2..4, for each of the n sizes ns. */
 static void v_mismatches(int k, const size_t *ns, int n)
 {
-    for (int i = 0; i < n; i++) {
-        bad_case_t C = {k, 2, ns[i]};
-        for (int p = 2; p <= 4; p++) {
-            int rc = nct_run(p, mismatch_body, &C);
-            CU_ASSERT_EQUAL(rc, 0);
-            if (rc)
-                fprintf(stderr, "%sv mismatch: %zu bytes, p %d failed\n",
-                        kind_name[k], ns[i], p);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        bad_runs((bad_case_t){k, 2, ns[i], 0}, 4, "v");
 }
 
 /* Rank j's block for rank d: 8 to 12 bytes (0 where (3 a + b) % 4 == 1,
@@ -1544,12 +1541,16 @@ static void test_v_lines(void)
         if (rc)
             fprintf(stderr, "gatherv, scatterv lines: p = %d failed\n", p);
     }
-    /* a block one side puts in the lines and the other expects past
-     * them (50 against 100 bytes; the lines take 64 and more), and both
-     * in the lines (20 against 40) */
-    static const size_t ns[] = {100, 40};
-    v_mismatches(GA, ns, 2);
-    v_mismatches(SC, ns, 2);
+    /* both in the lines (20 against 40 bytes), and a block one side puts
+     * in the lines and the other expects past them, either way round
+     * (the root's count at the limit, the writer's or reader's twice
+     * that; the root's twice it, the other's at it) */
+    static const size_t ns[] = {40};
+    for (int k = GA; k <= SC; k += SC - GA) {
+        v_mismatches(k, ns, 1);
+        for (int how = 2; how <= 4; how += 2)
+            bad_runs((bad_case_t){k, how, 0, 1}, 4, "v lines");
+    }
     nct_team_single_copy = 2;
 }
 

@@ -138,7 +138,8 @@ static inline _Atomic uint64_t *nc__arack(const numacoll_team_t *t, int r)
 
 /*
  * Inline line reuse, for every algorithm on these lines (allreduce,
- * allgather, gather, scatter, alltoall, reduce_scatter, scan inline).
+ * allgather, gather, scatter, alltoall(v), reduce_scatter, scan inline,
+ * and the staged Gatherv's and Scatterv's blocks in the lines).
  * Rank r's lines of slot x hold its last call in that slot (call n uses
  * slot n % NC_AR_SLOTS); before r writes them again at call n it must
  * know that every reader of that call (seq s) has finished it:
@@ -199,9 +200,10 @@ int nc__ag_get(numacoll_team_t *t, int j, unsigned slot, size_t first,
                unsigned char *dst, size_t n, uint64_t seq, size_t *r,
                const char *what);
 /* An inline Alltoallv sender whose blocks do not all fit writes only
- * line 0 of each, with this as its size (nc__ag_put_unfit); a reader
- * learns it with nc__ag_size (wait for line 0, note j's progress, its
- * size word). */
+ * line 0 of each, with this as its size (nc__ag_put_unfit), as a staged
+ * Gatherv's or Scatterv's writer for a block that goes through the
+ * slots; a reader learns it with nc__ag_size (wait for line 0, note j's
+ * progress, its size word). */
 #define NC_AG_UNFIT UINT64_MAX
 void nc__ag_put_unfit(numacoll_team_t *t, unsigned slot, size_t first,
                       uint64_t seq);
