@@ -151,6 +151,8 @@ int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
                                 t->call_count);
     t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
     atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
+    atomic_store_explicit(&me->refused, t->call_seq + 1,
+                          memory_order_relaxed);
     atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
     /* Whoever waits for this rank finds the refusal in its call line. A
      * rank nobody waits for but whose part others fill (a Reduce root)
@@ -406,13 +408,18 @@ static int call_check(numacoll_team_t *t, int peer)
     /* A drain follows another rank's call on purpose (nc__bcast_mismatch,
      * nc__bcast_refuse): its words come, so it compares nothing, unless
      * the rank it waits for refused this very call: then nothing comes,
-     * nothing was sent, and the drain just ends. */
+     * nothing was sent, and the drain just ends. Its call line may have
+     * moved on to its next call already (a root refused, then went on):
+     * `refused` keeps the call (release-ordered before that line). */
     if (t->draining) {
         seen_call_t c;
-        if (peer >= 0 && read_call(t, peer, &c) && c.seq == t->call_seq &&
-            (c.desc & 0xff) == NC_CALL_REFUSED)
+        if (peer >= 0 && read_call(t, peer, &c) &&
+            ((c.seq == t->call_seq && (c.desc & 0xff) == NC_CALL_REFUSED) ||
+             atomic_load_explicit(&nc__sync(t, peer)->refused,
+                                  memory_order_acquire) == t->call_seq + 1))
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "rank %d refused call "
-                                 "%llu", peer, (unsigned long long)c.seq);
+                                 "%llu", peer,
+                                 (unsigned long long)t->call_seq);
         /* A parent past the call has written every word it forwards (it
          * cannot finish before): if ours is not there, it was in another
          * call and never forwards the root's (nc__wait_slow then fails) */

@@ -156,6 +156,9 @@ typedef struct nc__sync {
     _Atomic uint64_t resync_seq;
     /* 1 once the rank has destroyed the team: nobody waits for it then */
     _Atomic uint64_t gone;
+    /* the last call this rank refused, plus 1 (0: none), kept when its
+     * call line has moved on to its next call (nc__call_refuse) */
+    _Atomic uint64_t refused;
 } nc__sync_t;
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
