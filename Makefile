@@ -129,6 +129,7 @@ TEST_SRCS = \
 	tests/test_levels.c \
 	tests/test_request.c \
 	tests/test_gather.c \
+	tests/test_packed.c \
 	tests/test_rscan.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.

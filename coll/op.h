@@ -66,6 +66,15 @@ typedef struct nc__red_pos {
     size_t unit, chunk, rounds;   /* rsag: the call's geometry             */
 } nc__red_pos_t;
 
+/* A packed gather's callbacks (numacoll_*v_packed): block is the peer
+ * rank (numacoll.h); failed: one returned non-zero on this rank. */
+typedef struct nc__ga_io {
+    numacoll_block_pack_fn pack;
+    numacoll_block_unpack_fn unpack;
+    void *ctx;
+    int failed;
+} nc__ga_io_t;
+
 /* The gathers (coll/gather/): the call's first entry number, round in
  * hand, rounds of the call, own entries staged ahead, and the peers (or
  * destinations) done in the round. */
@@ -129,6 +138,10 @@ typedef struct nc__op {
          * through the inline lines, the others through the staged
          * rule's slots (gather_staged.c, scatter_staged.c) */
         int lines;
+        /* packed (the staged algorithms only): the bytes come from and
+         * go to io's callbacks; send and recv are NULL */
+        int packed;
+        nc__ga_io_t io;
     } ga;
     int bad;                      /* the verdict on the arguments         */
     /* where it is */

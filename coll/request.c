@@ -366,6 +366,8 @@ typedef struct ga_args {
     const size_t *counts, *displs;
     const size_t *scounts, *sdispls;   /* Alltoallv: the blocks sent */
     int in_place;
+    int packed;                        /* io instead of send, recv, displs */
+    nc__ga_io_t io;
 } ga_args_t;
 
 static const char *ga_name(const ga_args_t *a)
@@ -385,6 +387,22 @@ static int ga_sees_all(const numacoll_team_t *t, const ga_args_t *a)
     return a->root < 0 || t->rank == a->root;
 }
 
+/* Whether the call lacks what moves bytes of one side: the buffer buf,
+ * or a packed call's pack (send side) or unpack callback. */
+static int ga_lacks(const ga_args_t *a, const void *buf, int send_side)
+{
+    if (a->packed)
+        return send_side ? a->io.pack == NULL : a->io.unpack == NULL;
+    return buf == NULL;
+}
+
+/* The words of ga_check's messages for what ga_lacks found missing. */
+static const char *ga_lack_name(const ga_args_t *a, int send_side)
+{
+    return a->packed ? (send_side ? "pack callback" : "unpack callback")
+                     : (send_side ? "send buffer" : "receive buffer");
+}
+
 /* The checks of the blocks a rank that sees them all is given: arrays
  * present, no block past SIZE_MAX; *total and *largest of them. */
 static int ga_check_blocks(numacoll_team_t *t, const ga_args_t *a,
@@ -392,13 +410,15 @@ static int ga_check_blocks(numacoll_team_t *t, const ga_args_t *a,
 {
     const char *what = ga_name(a);
     *total = *largest = 0;
-    if (a->v && (!a->counts || !a->displs))
+    if (a->v && (!a->counts || (!a->displs && !a->packed)))
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s on rank %d without "
                              "its %s array", what, t->rank,
                              a->counts ? "displacement" : "byte count");
     for (int j = 0; j < t->p; j++) {
         size_t c = a->v ? a->counts[j] : a->each;
-        size_t d = a->v ? a->displs[j] : (size_t)j * a->each;
+        size_t d = a->packed ? 0
+                   : a->v    ? a->displs[j]
+                             : (size_t)j * a->each;
         if ((!a->v && j && d / (size_t)j != a->each) || c > SIZE_MAX - d)
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: block %d of %zu "
                                  "bytes ends past SIZE_MAX", what, j, c);
@@ -429,10 +449,10 @@ static int a2av_check(numacoll_team_t *t, ga_args_t *a)
         int rc = ga_check_blocks(t, &snd, &total, &largest);
         if (rc != NUMACOLL_OK)
             return rc;
-        if (total > 0 && !a->send)
+        if (total > 0 && ga_lacks(a, a->send, 1))
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv of %zu "
-                                 "bytes in all with a NULL send buffer on "
-                                 "rank %d", total, t->rank);
+                                 "bytes in all without a %s on rank %d",
+                                 total, ga_lack_name(a, 1), t->rank);
     }
     const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
     if (t->p > 1 && nc__alltoall_unit(ch->f, t->p) < 8)
@@ -480,10 +500,10 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
         a->own = mine;
         /* the buffer holding every block */
         const void *every = gather ? a->recv : a->send;
-        if (*total > 0 && !every)
+        if (*total > 0 && ga_lacks(a, every, !gather))
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu bytes in all "
-                                 "with a NULL %s buffer on rank %d", what,
-                                 *total, gather ? "receive" : "send", me);
+                                 "without a %s on rank %d", what, *total,
+                                 ga_lack_name(a, !gather), me);
     }
     if (a->coll == NC_COLL_ALLTOALL && a->v) {
         int rc = a2av_check(t, a);
@@ -492,10 +512,10 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
     }
     /* the buffer of this rank's own block */
     const void *one = gather ? a->send : a->recv;
-    if (!a->in_place && a->own > 0 && !one)
-        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: a NULL %s buffer for "
-                             "the %zu bytes of rank %d", what,
-                             gather ? "send" : "receive", a->own, me);
+    if (!a->in_place && a->own > 0 && ga_lacks(a, one, gather))
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: no %s for the %zu "
+                             "bytes of rank %d", what,
+                             ga_lack_name(a, gather), a->own, me);
     return nc__team_check_abort(t);
 }
 
@@ -516,6 +536,7 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         .displs = a->v && all ? a->displs : NULL,
         .scounts = a->scounts, .sdispls = a->sdispls,
         .in_place = a->in_place, .v = a->v,
+        .packed = a->packed, .io = a->io,
         /* all ranks know an Allgather's blocks; elsewhere only the root
          * does, and entry 0 of each block checks its size (gather.h) */
         .sig_bytes = a->coll == NC_COLL_ALLGATHER ? total
@@ -548,9 +569,15 @@ static void ga_make(numacoll_team_t *t, nc__op_t *o, ga_args_t *a)
         o->alg = nc__ga_staged_alg(a->coll);
         o->ch = nc__choice_or_reduce(t, a->coll, (nc__alg_t)o->alg, key);
     }
+    /* a packed call: the staged algorithm whatever the rule (the slots'
+     * copies are the only ones that take callbacks) */
+    if (a->packed && o->alg != (int)nc__ga_staged_alg(a->coll)) {
+        o->alg = nc__ga_staged_alg(a->coll);
+        o->ch = nc__choice_or_reduce(t, a->coll, (nc__alg_t)o->alg, key);
+    }
     /* a Gatherv's or Scatterv's small blocks through the lines (the
      * staged step's, by each block's size, which both its ends know) */
-    o->ga.lines = a->v &&
+    o->ga.lines = a->v && !a->packed &&
                   ((o->alg == NC_ALG_GATHER_STAGED && t->red->gv_max) ||
                    (o->alg == NC_ALG_SCATTER_STAGED && t->red->sv_max));
     /* every rank knows a uniform block: its size in the signature, so
@@ -585,7 +612,8 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
          * it runs its rule. Its own kind: its lines are laid out unlike
          * a uniform Alltoall's. */
         const int a2av = o->coll == NC_COLL_ALLTOALL && o->ga.scounts &&
-                         t->p > 1 && t->red->a2av_try && t->red->a2av_max;
+                         !o->ga.packed && t->p > 1 && t->red->a2av_try &&
+                         t->red->a2av_max;
         if (a2av)
             o->alg = NC_ALG_ALLTOALL_INLINE;
         /* ranks whose sizes picked different kinds of algorithm (a
@@ -593,8 +621,9 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
-                        a2av || o->ga.lines ? NC_GA_SIG_VLINES
-                                            : nc__ga_sig_kind(o->alg));
+                        o->ga.packed              ? NC_GA_SIG_PACKED
+                        : a2av || o->ga.lines     ? NC_GA_SIG_VLINES
+                                                  : nc__ga_sig_kind(o->alg));
     }
     else if (o->coll == NC_COLL_BARRIER)
         c = nc__call_of(o->coll, o->root, 0, 0);
@@ -718,6 +747,10 @@ static inline int op_step(numacoll_team_t *t, nc__op_t *o)
         return nc__team_fail(t, NUMACOLL_ERR_CALLBACK, "a %s callback "
                              "failed during bcast from root %d",
                              t->rank == o->root ? "pack" : "unpack", o->root);
+    if (is_ga(o->coll) && o->ga.io.failed)
+        return nc__team_fail(t, NUMACOLL_ERR_CALLBACK, "a callback failed "
+                             "during a packed %sv on rank %d",
+                             nc__coll_name(o->coll), t->rank);
     t->calls[o->coll]++;
     return NUMACOLL_OK;
 }
@@ -1658,8 +1691,65 @@ NC_GA_FORMS(numacoll_allgather_init, numacoll_allgatherv_init,
             numacoll_gather_init, numacoll_gatherv_init, numacoll_scatter_init,
             numacoll_scatterv_init, numacoll_alltoall_init,
             numacoll_alltoallv_init, PERSISTENT, req, NC_REQ_PARAM)
-#undef NC_REQ_PARAM
 #undef NC_GA_FORMS
+
+/* The packed v forms of one mode (numacoll.h): no displacements, the
+ * callbacks in io. */
+#define NC_GA_PACKED_FORMS(agv, gav, scv, a2av, mode, reqarg, reqparam)       \
+    int agv(numacoll_team_t *t, size_t sendbytes, const size_t *recvbytes,    \
+            numacoll_block_pack_fn pack, numacoll_block_unpack_fn unpack,     \
+            void *ctx reqparam)                                               \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLGATHER, .root = -1, .v = 1,         \
+                       .own = sendbytes, .counts = recvbytes, .packed = 1,    \
+                       .io = {pack, unpack, ctx, 0}};                         \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int gav(numacoll_team_t *t, size_t sendbytes, const size_t *recvbytes,    \
+            int root, numacoll_block_pack_fn pack,                            \
+            numacoll_block_unpack_fn unpack, void *ctx reqparam)              \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_GATHER, .root = root, .v = 1,          \
+                       .own = sendbytes, .counts = recvbytes, .packed = 1,    \
+                       .io = {pack, unpack, ctx, 0}};                         \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int scv(numacoll_team_t *t, const size_t *sendbytes, size_t recvbytes,    \
+            int root, numacoll_block_pack_fn pack,                            \
+            numacoll_block_unpack_fn unpack, void *ctx reqparam)              \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_SCATTER, .root = root, .v = 1,         \
+                       .own = recvbytes, .counts = sendbytes, .packed = 1,    \
+                       .io = {pack, unpack, ctx, 0}};                         \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }                                                                         \
+    int a2av(numacoll_team_t *t, const size_t *sendbytes,                     \
+             const size_t *recvbytes, numacoll_block_pack_fn pack,            \
+             numacoll_block_unpack_fn unpack, void *ctx reqparam)             \
+    {                                                                         \
+        ga_args_t a = {.coll = NC_COLL_ALLTOALL, .root = -1, .v = 1,          \
+                       .counts = recvbytes, .scounts = sendbytes,             \
+                       .packed = 1, .io = {pack, unpack, ctx, 0}};            \
+        if (t && sendbytes)   /* checked against recvbytes[me] */             \
+            a.own = sendbytes[t->rank];                                       \
+        else if (t && recvbytes)                                              \
+            a.own = recvbytes[t->rank];                                       \
+        return ga_any(t, &a, mode, reqarg);                                   \
+    }
+
+NC_GA_PACKED_FORMS(numacoll_allgatherv_packed, numacoll_gatherv_packed,
+                   numacoll_scatterv_packed, numacoll_alltoallv_packed,
+                   BLOCKING, NULL, )
+NC_GA_PACKED_FORMS(numacoll_iallgatherv_packed, numacoll_igatherv_packed,
+                   numacoll_iscatterv_packed, numacoll_ialltoallv_packed,
+                   NONBLOCKING, req, NC_REQ_PARAM)
+NC_GA_PACKED_FORMS(numacoll_allgatherv_packed_init,
+                   numacoll_gatherv_packed_init,
+                   numacoll_scatterv_packed_init,
+                   numacoll_alltoallv_packed_init, PERSISTENT, req,
+                   NC_REQ_PARAM)
+#undef NC_REQ_PARAM
+#undef NC_GA_PACKED_FORMS
 
 /* ---- public: Reduce_scatter(_block), Scan, Exscan ------------------------ */
 

@@ -841,6 +841,115 @@ int numacoll_alltoallv_init(numacoll_team_t *team, const void *sendbuf,
                             const size_t *rdispls, numacoll_request_t **req);
 
 /*
+ * The v forms on non-contiguous data, through the caller's callbacks
+ * instead of buffers (as numacoll_bcast_packed; a uniform call is a v
+ * call whose counts are all equal). The counts are those of the
+ * contiguous forms: recvbytes of Allgatherv on every rank, of Gatherv at
+ * the root only; sendbytes of Scatterv at the root only; both arrays of
+ * Alltoallv on every rank. There are no displacements: the callbacks
+ * place the bytes.
+ *
+ * pack(ctx, block, offset, dst, n) writes bytes [offset, offset + n) of
+ * the send block `block` to dst: block is the rank it goes to (Scatterv's
+ * root, Alltoallv), or the caller's own rank (Allgatherv, Gatherv: one
+ * block). unpack(ctx, block, offset, src, n) takes bytes [offset,
+ * offset + n) of the block received from rank `block`; the caller's own
+ * block is received too (packed, then unpacked; nothing is in place).
+ * Within a block the offsets grow from 0 to its size and each byte comes
+ * once; calls for different blocks interleave. pack is needed on a rank
+ * that sends bytes, unpack on one that receives bytes (its own block
+ * included); NUMACOLL_ERR_ARG otherwise.
+ *
+ * A non-zero return from a callback makes the call return
+ * NUMACOLL_ERR_CALLBACK on that rank; the call still runs to its end
+ * there, so the others complete (with whatever bytes it wrote).
+ *
+ * They always run the staged algorithm (every block through its sender's
+ * slots; no single copy, no inline lines), so every rank of a call must
+ * use the packed form: a packed and a contiguous call meet as
+ * NUMACOLL_ERR_MISMATCH, as do calls whose counts disagree.
+ */
+typedef int (*numacoll_block_pack_fn)(void *ctx, int block, size_t offset,
+                                      void *dst, size_t n);
+typedef int (*numacoll_block_unpack_fn)(void *ctx, int block, size_t offset,
+                                        const void *src, size_t n);
+
+NUMACOLL_API
+int numacoll_allgatherv_packed(numacoll_team_t *team, size_t sendbytes,
+                               const size_t *recvbytes,
+                               numacoll_block_pack_fn pack,
+                               numacoll_block_unpack_fn unpack, void *ctx);
+NUMACOLL_API
+int numacoll_gatherv_packed(numacoll_team_t *team, size_t sendbytes,
+                            const size_t *recvbytes, int root,
+                            numacoll_block_pack_fn pack,
+                            numacoll_block_unpack_fn unpack, void *ctx);
+NUMACOLL_API
+int numacoll_scatterv_packed(numacoll_team_t *team, const size_t *sendbytes,
+                             size_t recvbytes, int root,
+                             numacoll_block_pack_fn pack,
+                             numacoll_block_unpack_fn unpack, void *ctx);
+NUMACOLL_API
+int numacoll_alltoallv_packed(numacoll_team_t *team, const size_t *sendbytes,
+                              const size_t *recvbytes,
+                              numacoll_block_pack_fn pack,
+                              numacoll_block_unpack_fn unpack, void *ctx);
+/* Nonblocking (as numacoll_ibcast_packed) and persistent (as
+ * numacoll_bcast_packed_init): ctx and the arrays belong to the call
+ * until it completes; a persistent request reads the arrays at every
+ * start. */
+NUMACOLL_API
+int numacoll_iallgatherv_packed(numacoll_team_t *team, size_t sendbytes,
+                                const size_t *recvbytes,
+                                numacoll_block_pack_fn pack,
+                                numacoll_block_unpack_fn unpack, void *ctx,
+                                numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_igatherv_packed(numacoll_team_t *team, size_t sendbytes,
+                             const size_t *recvbytes, int root,
+                             numacoll_block_pack_fn pack,
+                             numacoll_block_unpack_fn unpack, void *ctx,
+                             numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_iscatterv_packed(numacoll_team_t *team, const size_t *sendbytes,
+                              size_t recvbytes, int root,
+                              numacoll_block_pack_fn pack,
+                              numacoll_block_unpack_fn unpack, void *ctx,
+                              numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_ialltoallv_packed(numacoll_team_t *team,
+                               const size_t *sendbytes,
+                               const size_t *recvbytes,
+                               numacoll_block_pack_fn pack,
+                               numacoll_block_unpack_fn unpack, void *ctx,
+                               numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_allgatherv_packed_init(numacoll_team_t *team, size_t sendbytes,
+                                    const size_t *recvbytes,
+                                    numacoll_block_pack_fn pack,
+                                    numacoll_block_unpack_fn unpack,
+                                    void *ctx, numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_gatherv_packed_init(numacoll_team_t *team, size_t sendbytes,
+                                 const size_t *recvbytes, int root,
+                                 numacoll_block_pack_fn pack,
+                                 numacoll_block_unpack_fn unpack, void *ctx,
+                                 numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_scatterv_packed_init(numacoll_team_t *team,
+                                  const size_t *sendbytes, size_t recvbytes,
+                                  int root, numacoll_block_pack_fn pack,
+                                  numacoll_block_unpack_fn unpack, void *ctx,
+                                  numacoll_request_t **req);
+NUMACOLL_API
+int numacoll_alltoallv_packed_init(numacoll_team_t *team,
+                                   const size_t *sendbytes,
+                                   const size_t *recvbytes,
+                                   numacoll_block_pack_fn pack,
+                                   numacoll_block_unpack_fn unpack,
+                                   void *ctx, numacoll_request_t **req);
+
+/*
  * Reduce_scatter_block: every rank contributes p * recvcount elements
  * (sendbuf); rank j receives, in recvbuf, elements [j recvcount, (j + 1)
  * recvcount) of x_0 op x_1 op ... op x_(p-1), folded in rank order

@@ -49,6 +49,7 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
                                    : o->ga.send;
     const int cin = nc__copy_pick_read(o->ch->copy);
     const int cout = nc__copy_pick(o->ch->copy, mine);
+    nc__ga_io_t *io = nc__ga_io(o);
     int rc;
     if (o->phase == 0)
         nc__ga_begin(t, o);
@@ -59,14 +60,14 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
             const int must = P->staged <= P->r;
             nc__ga_frag_t fr = {P->base + P->staged, P->staged,
                                 nc__ga_frag_len(mine, f, P->staged), mine,
-                                cin};
+                                cin, io, me, P->own_later};
             rc = nc__ga_put(t, s, f, &fr, nc__ga_at(src, P->staged * f),
                             (unsigned)(p - 1), must);
             if (rc == NC_AGAIN && !must)
                 break;
             if (rc != NUMACOLL_OK)
                 return rc;
-            if (P->own_later)
+            if (P->own_later && !io)   /* packed: nc__ga_put did it */
                 nc__ga_own(t, o, P->staged * f, fr.n);
             P->staged++;
         }
@@ -76,7 +77,8 @@ int nc__allgather_staged_step(numacoll_team_t *t, nc__op_t *o)
             if (P->r >= nc__ga_frags(bj, f))
                 continue;
             nc__ga_frag_t fr = {P->base + P->r, P->r,
-                                nc__ga_frag_len(bj, f, P->r), bj, cout};
+                                nc__ga_frag_len(bj, f, P->r), bj, cout, io,
+                                j, 0};
             rc = nc__ga_take(t, j, s, f, &fr,
                              nc__ga_at(o->ga.recv,
                                        nc__ga_displ(o, j) + P->r * f),

@@ -146,6 +146,7 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
     nc__ga_pos_t *P = &o->g;
     /* in place, the blocks to send are in recv */
     const unsigned char *src = o->ga.in_place ? o->ga.recv : o->ga.send;
+    nc__ga_io_t *io = nc__ga_io(o);
     int rc;
     if (o->phase == 0) {
         nc__ga_begin(t, o);   /* the own block; rounds in pieces of f */
@@ -182,7 +183,9 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                         memcpy(dst, &size, HDR);
                         dst += HDR;
                     }
-                    if (k)
+                    if (io)
+                        nc__ga_pack(io, to, lo, dst, k);
+                    else if (k)
                         nc__copy(nc__copy_pick_read(o->ch->copy), dst,
                                  src + nc__ga_sdispl(o, to) + lo, k);
                 }
@@ -227,7 +230,9 @@ int nc__alltoall_staged_step(numacoll_team_t *t, nc__op_t *o)
                 at += h;
             }
             size_t k, lo = piece_of(m, h, u, r, &k);
-            if (k)
+            if (io)
+                nc__ga_unpack(io, j, lo, at, k);
+            else if (k)
                 nc__copy(nc__copy_pick(o->ch->copy, m),
                          o->ga.recv + nc__ga_displ(o, j) + lo, at, k);
             nc__rslot_release(t, j, x);

@@ -30,6 +30,12 @@
  * the block (v-counts are known only at the root, or per rank) and fails
  * with NUMACOLL_ERR_MISMATCH, instead of reading a wrong number of
  * entries, when they differ.
+ *
+ * Packed calls (numacoll_*v_packed) run the staged algorithms with the
+ * caller's callbacks in place of the copies into a slot and out of it
+ * (nc__ga_pack, nc__ga_unpack: each fragment once, at its offset in its
+ * block); the own block goes pack, then unpack, through the stack, or,
+ * in an Allgather, out of the slot it has just been staged in.
  */
 #ifndef NUMACOLL_GATHER_H
 #define NUMACOLL_GATHER_H
@@ -84,6 +90,9 @@ static inline int nc__ga_inline(int alg)
  * tried inline, a Gatherv or Scatterv with blocks through the lines
  * NC_GA_SIG_VLINES (their lines are laid out unlike a uniform form's). */
 #define NC_GA_SIG_VLINES 3
+/* A packed call (staged, its own kind: a packed and a contiguous call
+ * meet as a mismatch whatever their rules). */
+#define NC_GA_SIG_PACKED 4
 static inline size_t nc__ga_sig_kind(int alg)
 {
     return nc__ga_cma(alg) ? 1 : nc__ga_inline(alg) ? 2 : 0;
@@ -131,12 +140,42 @@ static inline unsigned char *nc__ga_at(const void *base, size_t off)
     return base ? (unsigned char *)base + off : NULL;
 }
 
+/* A packed call's callbacks (op.h), or NULL where it has buffers. */
+static inline nc__ga_io_t *nc__ga_io(nc__op_t *o)
+{
+    return o->ga.packed ? &o->ga.io : NULL;
+}
+
+/* Bytes [off, off + n) of send block `block` to dst, or of the block
+ * received from rank `block` from src, through a packed call's callbacks
+ * (a failure is noted and the call goes on: the others wait for it). */
+static inline void nc__ga_pack(nc__ga_io_t *io, int block, size_t off,
+                               void *dst, size_t n)
+{
+    if (n && io->pack(io->ctx, block, off, dst, n) != 0)
+        io->failed = 1;
+}
+
+static inline void nc__ga_unpack(nc__ga_io_t *io, int block, size_t off,
+                                 const void *src, size_t n)
+{
+    if (n && io->unpack(io->ctx, block, off, src, n) != 0)
+        io->failed = 1;
+}
+
 /* What a fragment is: entry number, where its bytes are, how many, and,
- * for the first fragment of a block (r == 0), the block's size. */
+ * for the first fragment of a block (r == 0), the block's size. A packed
+ * call's fragment (io set) is bytes [r f, r f + n) of block `peer` (its
+ * send block for nc__ga_put, the one from rank peer for nc__ga_take), and
+ * own asks nc__ga_put to unpack it as this rank's own block too, from
+ * the slot it has just written (a packed Allgather: each byte packed
+ * once). */
 typedef struct nc__ga_frag {
     uint64_t e;
     size_t r, n, block;
     int cin;         /* copy-layer variant into the slot / out of it */
+    nc__ga_io_t *io;
+    int peer, own;
 } nc__ga_frag_t;
 
 /* Alltoall(v): bytes of a block that one round moves (whole cache lines
@@ -183,7 +222,8 @@ int nc__ga_line_check(numacoll_team_t *t, int j, uint64_t lbase,
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
 
 /* Bytes [off, off + n) of this rank's own block (cut to it) copied from
- * the send side to the receive side: into its place among the received
+ * the send side to the receive side (packed: packed, then unpacked,
+ * through a buffer on the stack): into its place among the received
  * blocks (Allgather, a Gather root), block me to itself (Alltoall), its
  * block out of the send buffer (a Scatter root); nothing in place.
  * nc__ga_begin copies the whole block, except where it sets
@@ -192,8 +232,8 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
  * round 0, after the last round), so the others do not wait for it. */
 void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n);
 
-/* Writer: publish fragment fr (n bytes at src) as its entry, in the slot
- * of s that it names, for `readers` readers. must: poll for the slot
+/* Writer: publish fragment fr (n bytes at src; packed: from fr's io) as
+ * its entry, in the slot of s that it names, for `readers` readers. must: poll for the slot
  * (NC_AGAIN under a nonblocking driver while it is taken); otherwise one
  * look, NC_AGAIN without noting a wait when it is taken (staging ahead).
  * f: the call's fragment size, sent with the block's first entry. */
@@ -202,8 +242,8 @@ int nc__ga_put(numacoll_team_t *t, unsigned s, size_t f,
                int must);
 
 /* Reader: wait for writer's entry fr in its slot of s, check a first
- * entry's block size and f against ours, copy its n bytes to dst and
- * release the slot. what names the collective in a mismatch message. */
+ * entry's block size and f against ours, copy its n bytes to dst (packed:
+ * unpack them) and release the slot. what names the collective in a mismatch message. */
 int nc__ga_take(numacoll_team_t *t, int writer, unsigned s, size_t f,
                 const nc__ga_frag_t *fr, void *dst, const char *what);
 

@@ -50,6 +50,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
     const int me = t->rank, p = t->p, root = o->root;
     const size_t lmax = t->red->gv_max;
     nc__ga_pos_t *P = &o->g;
+    nc__ga_io_t *io = nc__ga_io(o);
     int rc;
     if (o->phase == 0) {
         /* through the lines: numbered there too (every rank, every call) */
@@ -75,7 +76,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
         for (; P->staged < n_me; P->staged++) {
             nc__ga_frag_t fr = {P->base + P->staged, P->staged,
                                 nc__ga_frag_len(mine, f, P->staged), mine,
-                                cin};
+                                cin, io, me, 0};
             rc = nc__ga_put(t, s, f, &fr,
                             nc__ga_at(o->ga.send, P->staged * f), 1, 1);
             if (rc != NUMACOLL_OK)
@@ -109,7 +110,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
                 continue;
             nc__ga_frag_t fr = {P->base + P->r, P->r,
                                 nc__ga_frag_len(bj, f, P->r), bj,
-                                nc__copy_pick(o->ch->copy, bj)};
+                                nc__copy_pick(o->ch->copy, bj), io, j, 0};
             rc = nc__ga_take(t, j, s, f, &fr,
                              nc__ga_at(o->ga.recv,
                                        nc__ga_displ(o, j) + P->r * f),

@@ -66,6 +66,7 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
     const int me = t->rank, p = t->p, root = o->root;
     const size_t lmax = t->red->sv_max;
     nc__ga_pos_t *P = &o->g;
+    nc__ga_io_t *io = nc__ga_io(o);
     int rc;
     if (o->phase == 0) {
         /* through the lines: numbered there too (every rank, every call) */
@@ -116,7 +117,8 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
             nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
                                     (uint64_t)d,
                                 P->r,
-                                nc__ga_frag_len(mine, f, P->r), mine, cout};
+                                nc__ga_frag_len(mine, f, P->r), mine, cout,
+                                io, root, 0};
             rc = nc__ga_take(t, root, s, f, &fr,
                              nc__ga_at(o->ga.recv, P->r * f), "scatter");
             if (rc != NUMACOLL_OK)
@@ -136,7 +138,8 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
                 continue;
             nc__ga_frag_t fr = {P->base + P->r * (uint64_t)(p - 1) +
                                     (uint64_t)P->i,
-                                P->r, nc__ga_frag_len(bj, f, P->r), bj, cin};
+                                P->r, nc__ga_frag_len(bj, f, P->r), bj, cin,
+                                io, j, 0};
             rc = nc__ga_put(t, s, f, &fr,
                             nc__ga_at(o->ga.send,
                                       nc__ga_displ(o, j) + P->r * f),

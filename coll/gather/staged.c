@@ -19,6 +19,17 @@ void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n)
         return;
     if (n > mine - off)
         n = mine - off;
+    nc__ga_io_t *io = nc__ga_io(o);
+    if (io) {
+        /* each byte packed once and unpacked once, in order */
+        unsigned char tmp[1024];
+        for (size_t k = 0; k < n; k += sizeof tmp) {
+            size_t m = n - k < sizeof tmp ? n - k : sizeof tmp;
+            nc__ga_pack(io, me, off + k, tmp, m);
+            nc__ga_unpack(io, me, off + k, tmp, m);
+        }
+        return;
+    }
     /* Scatter: the root's block among the send blocks, to recv; Alltoall:
      * block me of send to block me of recv; Allgather, Gather: send to
      * this rank's place among the received blocks */
@@ -62,7 +73,9 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
      * Allgather and Alltoall 0.9-1.0x). Staged only: single copy writes
      * them from the other process. A Scatter reader receives its own
      * block (ga.own: a Scatterv reader knows no other count). */
-    if (o->coll == NC_COLL_SCATTER) {
+    if (o->ga.packed)
+        ;   /* no buffers: the callbacks' business */
+    else if (o->coll == NC_COLL_SCATTER) {
         if (me != o->root && !nc__ga_cma(o->alg))
             nc__prefetch_w(o->ga.recv, o->ga.own, NC_PREFETCH_MAX);
     } else if (all && !nc__ga_cma(o->alg)) {
@@ -103,16 +116,24 @@ int nc__ga_put(numacoll_team_t *t, unsigned s, size_t f,
         if (!nc__ready(&slot->rel, NC_WAIT_GE, t->red->expect[x], &seen))
             return NC_AGAIN;
     }
-    if (fr->n > NC_GA_INLINE)
-        nc__copy(fr->cin, nc__rbuf(t, t->rank, x), src, fr->n);
+    unsigned char *at = fr->n > NC_GA_INLINE ? nc__rbuf(t, t->rank, x)
+                                              : slot->full.data;
+    if (fr->io)
+        nc__ga_pack(fr->io, fr->peer, fr->r * f, at, fr->n);
+    else if (fr->n > NC_GA_INLINE)
+        nc__copy(fr->cin, at, src, fr->n);
     else if (fr->n)
-        memcpy(slot->full.data, src, fr->n);
+        memcpy(at, src, fr->n);
     if (fr->r == 0) {
         uint64_t meta[2] = {(uint64_t)fr->block, (uint64_t)f};
         memcpy(slot->full.data + META_OFF, meta, sizeof meta);
     }
     /* the fragment and meta are written before the word (release) */
     nc__rslot_publish(t, x, fr->e, readers);
+    /* after the readers may go: the slot stays as written until we claim
+     * it again (they only read it) */
+    if (fr->io && fr->own)
+        nc__ga_unpack(fr->io, t->rank, fr->r * f, at, fr->n);
     return NUMACOLL_OK;
 }
 
@@ -140,10 +161,14 @@ int nc__ga_take(numacoll_team_t *t, int writer, unsigned s, size_t f,
             return nc__mismatch(t, writer, why);
         }
     }
-    if (fr->n > NC_GA_INLINE)
-        nc__copy(fr->cin, dst, nc__rbuf(t, writer, x), fr->n);
+    const unsigned char *at = fr->n > NC_GA_INLINE ? nc__rbuf(t, writer, x)
+                                                    : slot->full.data;
+    if (fr->io)
+        nc__ga_unpack(fr->io, fr->peer, fr->r * f, at, fr->n);
+    else if (fr->n > NC_GA_INLINE)
+        nc__copy(fr->cin, dst, at, fr->n);
     else if (fr->n)
-        memcpy(dst, slot->full.data, fr->n);
+        memcpy(dst, at, fr->n);
     /* our copy-out is done before the writer may reuse the slot */
     nc__rslot_release(t, writer, x);
     return NUMACOLL_OK;
