@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "coll/algs.h"
+#include "coll/gather/gather.h"
 #include "coll/op.h"
 #include "coll/reduce/reduce.h"
 #include "coll/team.h"
@@ -202,6 +203,17 @@ static int read_call(const numacoll_team_t *t, int r, seen_call_t *out)
     return 0;
 }
 
+/* How a gather-family call runs, by its signature's kind (gather.h): a
+ * call's sizes may agree where its kind does not. */
+static const char *ga_how(size_t kind)
+{
+    return kind == NC_GA_SIG_PACKED   ? ", packed"
+           : kind == NC_GA_SIG_VLINES ? ", v form through the inline lines"
+           : kind == 1                ? ", single copy"
+           : kind == 2                ? ", inline"
+                                      : ", staged";
+}
+
 static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
                      uint64_t nbytes, uint64_t count)
 {
@@ -221,15 +233,16 @@ static void describe(char *buf, size_t len, uint64_t seq, uint64_t desc,
         snprintf(buf, len, "call %llu, bcast of %zu bytes from root %d",
                  (unsigned long long)seq, c.nbytes, c.root);
     else if (c.coll == NC_COLL_ALLGATHER)
-        snprintf(buf, len, "call %llu, allgather of %zu bytes in all",
-                 (unsigned long long)seq, c.nbytes);
+        snprintf(buf, len, "call %llu, allgather of %zu bytes in all%s",
+                 (unsigned long long)seq, c.nbytes, ga_how(c.count));
     else if (c.coll == NC_COLL_ALLTOALL)
-        snprintf(buf, len, "call %llu, alltoall of %zu bytes per block",
-                 (unsigned long long)seq, c.nbytes);
+        snprintf(buf, len, "call %llu, alltoall of %zu bytes per block%s",
+                 (unsigned long long)seq, c.nbytes, ga_how(c.count));
     else if (c.coll == NC_COLL_GATHER || c.coll == NC_COLL_SCATTER)
-        snprintf(buf, len, "call %llu, %s %s root %d",
+        snprintf(buf, len, "call %llu, %s %s root %d%s",
                  (unsigned long long)seq, name,
-                 c.coll == NC_COLL_GATHER ? "to" : "from", c.root);
+                 c.coll == NC_COLL_GATHER ? "to" : "from", c.root,
+                 ga_how(c.count));
     else {
         const char *dn = c.dtype >= 0 ? numacoll_dtype_name(
                                             (numacoll_dtype_t)c.dtype) : NULL;

@@ -399,8 +399,8 @@ static int ga_lacks(const ga_args_t *a, const void *buf, int send_side)
 /* The words of ga_check's messages for what ga_lacks found missing. */
 static const char *ga_lack_name(const ga_args_t *a, int send_side)
 {
-    return a->packed ? (send_side ? "pack callback" : "unpack callback")
-                     : (send_side ? "send buffer" : "receive buffer");
+    return a->packed ? (send_side ? "a pack callback" : "an unpack callback")
+                     : (send_side ? "a send buffer" : "a receive buffer");
 }
 
 /* The checks of the blocks a rank that sees them all is given: arrays
@@ -451,10 +451,14 @@ static int a2av_check(numacoll_team_t *t, ga_args_t *a)
             return rc;
         if (total > 0 && ga_lacks(a, a->send, 1))
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv of %zu "
-                                 "bytes in all without a %s on rank %d",
+                                 "bytes in all without %s on rank %d",
                                  total, ga_lack_name(a, 1), t->rank);
     }
-    const nc__choice_t *ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
+    /* the rule the call runs (a packed call: the staged one, ga_make) */
+    const nc__choice_t *ch =
+        a->packed ? nc__choice_or_reduce(t, NC_COLL_ALLTOALL,
+                                         NC_ALG_ALLTOALL_STAGED, SIZE_MAX)
+                  : nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
     if (t->p > 1 && nc__alltoall_unit(ch->f, t->p) < 8)
         return nc__team_fail(t, NUMACOLL_ERR_ARG, "alltoallv: the %zu-byte "
                              "staging slot (reduce_frag_size) holds no "
@@ -494,15 +498,16 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
         if (!a->in_place && a->v && a->own != mine)
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: rank %d %s %zu "
                                  "bytes of its own, but its block in the "
-                                 "%s buffer has %zu", what, me,
+                                 "%s %s has %zu", what, me,
                                  gather ? "sends" : "receives", a->own,
-                                 gather ? "receive" : "send", mine);
+                                 gather ? "receive" : "send",
+                                 a->packed ? "counts" : "buffer", mine);
         a->own = mine;
         /* the buffer holding every block */
         const void *every = gather ? a->recv : a->send;
         if (*total > 0 && ga_lacks(a, every, !gather))
             return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s of %zu bytes in all "
-                                 "without a %s on rank %d", what, *total,
+                                 "without %s on rank %d", what, *total,
                                  ga_lack_name(a, !gather), me);
     }
     if (a->coll == NC_COLL_ALLTOALL && a->v) {
@@ -513,8 +518,8 @@ static int ga_check(numacoll_team_t *t, ga_args_t *a, size_t *total,
     /* the buffer of this rank's own block */
     const void *one = gather ? a->send : a->recv;
     if (!a->in_place && a->own > 0 && ga_lacks(a, one, gather))
-        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: no %s for the %zu "
-                             "bytes of rank %d", what,
+        return nc__team_fail(t, NUMACOLL_ERR_ARG, "%s: without %s for the "
+                             "%zu bytes of rank %d", what,
                              ga_lack_name(a, gather), a->own, me);
     return nc__team_check_abort(t);
 }

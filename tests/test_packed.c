@@ -15,7 +15,7 @@
 #include "nct.h"
 #include "numacoll.h"
 
-#define PMAX 8
+#define PMAX 16   /* the most ranks a test runs */
 
 enum { AG, GA, SC, AA };
 static const char *const names[] = {"allgatherv", "gatherv", "scatterv",
@@ -277,7 +277,7 @@ static int sweep_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_sweep(void)
 {
-    static const int ps[] = {1, 2, 3, 5, PMAX};
+    static const int ps[] = {1, 2, 3, 5, 8};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
         const int p = ps[i];
         for (int f = 0; f < 2; f++) {
@@ -396,6 +396,71 @@ static void test_errors(void)
         CU_ASSERT_EQUAL(nct_run(p, errors_body, NULL), 0);
 }
 
+/* A persistent packed Alltoallv made with counts of 0 and no callbacks,
+ * started after its counts have grown: NUMACOLL_ERR_CALLBACK on every
+ * rank, no crash, and the team goes on. */
+static int grown_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    const int me = b->rank, p = b->size;
+    numacoll_team_t *t = nct_team(b, 0, 0, 20000);
+    if (!t)
+        return 10;
+    size_t cnt[PMAX] = {0};
+    numacoll_request_t *req = NULL;
+    int bad = 0;
+    int rc = numacoll_alltoallv_packed_init(t, cnt, cnt, NULL, NULL, NULL,
+                                            &req);
+    if (rc != NUMACOLL_OK)
+        return nct_say(t, me, "persistent alltoallv of nothing", rc);
+    for (int j = 0; j < p; j++)
+        cnt[j] = 100;
+    if ((rc = numacoll_start(req)) != NUMACOLL_OK ||
+        (rc = numacoll_wait(&req)) != NUMACOLL_ERR_CALLBACK) {
+        bad++;
+        nct_say(t, me, "grown counts without callbacks", rc);
+    }
+    if (req)
+        numacoll_request_free(&req);
+    bad += nct_allreduce_probe(t, me, p) != 0;
+    numacoll_team_destroy(t);
+    return bad ? 1 : 0;
+}
+
+/* The staged rule a packed Alltoallv runs (the rule of its largest size
+ * names single copy here) holds no 8-byte header per peer at p = 10:
+ * refused on every rank, as the contiguous form is where it would run
+ * that rule. */
+static int small_slot_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    const int me = b->rank, p = b->size;
+    numacoll_team_t *t = nct_team(b, 0, 0, 50000);
+    if (!t)
+        return 10;
+    pk_t k;
+    if (pk_setup(&k, AA, me, p, 0, 50, 16) != 0)
+        return 11;
+    int bad = 0, rc = pk_call(t, &k, 0, NULL);
+    if (rc != NUMACOLL_ERR_ARG ||
+        !strstr(numacoll_team_last_error(t), "8-byte header"))
+        bad = nct_say(t, me, "packed alltoallv on a too small slot", rc);
+    pk_free(&k);
+    if ((rc = numacoll_barrier(t)) != NUMACOLL_OK)
+        bad = nct_say(t, me, "barrier after the refusal", rc);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_refused_later(void)
+{
+    CU_ASSERT_EQUAL(nct_run(3, grown_body, NULL), 0);
+    nct_team_rules = "alltoall p=1-* size=0-4095 alg=staged f=64 s=4\n"
+                     "alltoall p=1-* size=4096-* alg=cma f=4K s=4\n";
+    CU_ASSERT_EQUAL(nct_run(10, small_slot_body, NULL), 0);
+    nct_team_rules = NULL;
+}
+
 int nct_register_packed(void)
 {
     static const nct_test_t tests[] = {
@@ -405,6 +470,9 @@ int nct_register_packed(void)
         {"packed v forms: 4 MiB blocks", test_large},
         {"packed v forms: a failing unpack, missing callbacks, a packed "
          "call against a contiguous one", test_errors},
+        {"packed v forms: a persistent call's counts grown past missing "
+         "callbacks; Alltoallv's staged slot too small for its headers",
+         test_refused_later},
         {NULL, NULL}};
     return nct_add_suite("packed", tests);
 }
