@@ -959,7 +959,7 @@ static void fast_rules(numacoll_team_t *t)
     /* an inline Alltoallv block: up to a destination's share of the
      * lines (S of them, nc__ag_inline_lines), while the alltoall rules
      * say inline from 1 byte on */
-    const size_t S = t->p > 1 ? t->red->ar_al / (size_t)(t->p - 1) : 0;
+    const size_t S = nc__ar_share(t);
     t->red->a2av_max =
         S ? fast_max(t, NC_COLL_ALLTOALL, NC_ALG_ALLTOALL_INLINE,
                      NC_AG_FIRST + (S - 1) * NC_RED_INLINE, 0, 0)

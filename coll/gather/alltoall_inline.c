@@ -105,7 +105,7 @@ int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o)
 {
     nc__ga_pos_t *P = &o->g;
     const int me = t->rank, p = t->p;
-    const size_t S = t->red->ar_al / (size_t)(p - 1);
+    const size_t S = nc__ar_share(t);
     const unsigned char *src = o->ga.in_place ? o->ga.recv : o->ga.send;
     int rc;
     if (o->phase == 0) {

@@ -55,8 +55,7 @@
  * of a Scatterv, sv_max) */
 static size_t share(const numacoll_team_t *t, int root, int d)
 {
-    return (size_t)((d - root - 1 + t->p) % t->p) *
-           (t->red->ar_al / (size_t)(t->p - 1));
+    return (size_t)((d - root - 1 + t->p) % t->p) * nc__ar_share(t);
 }
 
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)

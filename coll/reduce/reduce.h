@@ -121,6 +121,14 @@ static inline nc__rline_t *nc__arline(const numacoll_team_t *t, int r,
                            ((size_t)slot * t->red->ar_al + k) * NC_CACHE_LINE);
 }
 
+/* Lines of a slot that one of a writer's p - 1 peers gets where each
+ * has a fixed share (the inline Alltoallv's blocks, a Scatterv root's
+ * destinations): floor(ar_al / (p - 1)); 0 at p = 1. */
+static inline size_t nc__ar_share(const numacoll_team_t *t)
+{
+    return t->p > 1 ? t->red->ar_al / (size_t)(t->p - 1) : 0;
+}
+
 /* The line slot of inline call seq: NC_AR_SLOTS of ar_al lines each per
  * rank, used in turn (shm_seg/layout.h). */
 static inline unsigned nc__ar_slot(uint64_t seq)
