@@ -187,6 +187,10 @@ int nc__alltoall_inline_step(numacoll_team_t *t, nc__op_t *o);
  * back to the rule's algorithm (o->ch) where some rank's blocks do not
  * fit. */
 int nc__alltoallv_inline_step(numacoll_team_t *t, nc__op_t *o);
+/* Scatterv tried through the lines (begin(), where its rule is single
+ * copy and the team's last such one fitted): falls back to the rule's
+ * algorithm where the root's blocks do not all fit. */
+int nc__scatterv_try_step(numacoll_team_t *t, nc__op_t *o);
 /* Single copy (coll/gather/gather_cma.c): any of the four, by o->coll. */
 int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o);
 /* Reduce_scatter (coll/reduce/reduce_scatter.c), Scan and Exscan

@@ -621,13 +621,21 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
                          t->red->a2av_max;
         if (a2av)
             o->alg = NC_ALG_ALLTOALL_INLINE;
+        /* A Scatterv whose rule is single copy tries the lines first
+         * where the team's last one fitted them (rooted_inline.c; sv_try
+         * is the same on every rank) */
+        const int svtry = o->coll == NC_COLL_SCATTER && o->ga.v &&
+                          !o->ga.packed && nc__ga_cma(o->alg) && t->p > 1 &&
+                          t->red->sv_try && t->red->sv_max;
+        if (svtry)
+            o->alg = NC_ALG_SCATTER_INLINE;
         /* ranks whose sizes picked different kinds of algorithm (a
          * uniform Gather or Scatter whose block sizes differ, Allgatherv
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
                         o->ga.packed              ? NC_GA_SIG_PACKED
-                        : a2av || o->ga.lines     ? NC_GA_SIG_VLINES
+                        : a2av || svtry || o->ga.lines ? NC_GA_SIG_VLINES
                                                   : nc__ga_sig_kind(o->alg));
     }
     else if (o->coll == NC_COLL_BARRIER)
@@ -692,10 +700,11 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
                : nc__ga_cma(o->alg)             ? nc__ga_cma_step(t, o)
                                                 : nc__gather_staged_step(t, o);
     case NC_COLL_SCATTER:
-        return o->alg == NC_ALG_SCATTER_INLINE
-                   ? nc__scatter_inline_step(t, o)
-               : nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
-                                    : nc__scatter_staged_step(t, o);
+        if (o->alg == NC_ALG_SCATTER_INLINE)
+            return o->ga.v ? nc__scatterv_try_step(t, o)
+                           : nc__scatter_inline_step(t, o);
+        return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                                  : nc__scatter_staged_step(t, o);
     case NC_COLL_ALLTOALL:
         if (o->alg == NC_ALG_ALLTOALL_INLINE)
             return o->ga.scounts ? nc__alltoallv_inline_step(t, o)

@@ -966,24 +966,22 @@ static void fast_rules(numacoll_team_t *t)
           : 0;
     t->red->a2av_try = 1;
     t->a2av_ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
-    /* A Gatherv's and a Scatterv's small blocks through the lines, where
-     * the rule of their largest size (which they take) is staged: a
+    /* A Gatherv's and a Scatterv's small blocks through the lines where
+     * the rule of their largest size (which they take) is staged, a
+     * Scatterv's too where it is single copy (tried first, sv_try): a
      * non-root's block in its own lines, a destination's in its share
      * (S) of the root's, while the uniform form's rules say inline */
     const size_t al = t->red->ar_al;
     t->red->gv_max =
-        t->p > 1 && al &&
-                nc__team_choice(t, NC_COLL_GATHER, SIZE_MAX)->alg ==
-                    NC_ALG_GATHER_STAGED
+        t->p > 1 && al
             ? fast_max(t, NC_COLL_GATHER, NC_ALG_GATHER_INLINE,
                        NC_AG_FIRST + (al - 1) * NC_RED_INLINE, 0, 0)
             : 0;
     t->red->sv_max =
-        S && nc__team_choice(t, NC_COLL_SCATTER, SIZE_MAX)->alg ==
-                 NC_ALG_SCATTER_STAGED
-            ? fast_max(t, NC_COLL_SCATTER, NC_ALG_SCATTER_INLINE,
-                       NC_AG_FIRST + (S - 1) * NC_RED_INLINE, 0, 0)
-            : 0;
+        S ? fast_max(t, NC_COLL_SCATTER, NC_ALG_SCATTER_INLINE,
+                     NC_AG_FIRST + (S - 1) * NC_RED_INLINE, 0, 0)
+          : 0;
+    t->red->sv_try = 1;
 }
 
 static int team_create(const numacoll_bootstrap_t *b,

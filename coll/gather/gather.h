@@ -207,6 +207,13 @@ static inline int nc__ga_in_lines(const nc__op_t *o, size_t n, size_t max)
     return o->ga.lines && n <= max;
 }
 
+/* A Scatterv root's first line of destination d's block (S lines a
+ * destination, nc__ar_share: the lines' part of a Scatterv, sv_max). */
+static inline size_t nc__sv_share(const numacoll_team_t *t, int root, int d)
+{
+    return (size_t)((d - root - 1 + t->p) % t->p) * nc__ar_share(t);
+}
+
 /* Line 0 of writer j's block for this rank (first: its line) in a call
  * through the lines: wait for it, and fail as a mismatch where j put the
  * block in the lines and this rank expects it staged or the other way

@@ -355,6 +355,10 @@ static int pick(numacoll_team_t *t, nc__op_t *o)
      * inline (coll/gather/alltoall_inline.c), the same on every rank */
     if (!rooted)
         t->red->a2av_try = t->red->a2av_max && big <= t->red->a2av_max;
+    /* the root's largest block: whether the next Scatterv tries the
+     * lines (coll/gather/rooted_inline.c), the same on every rank */
+    if (o->coll == NC_COLL_SCATTER)
+        t->red->sv_try = t->red->sv_max && big <= t->red->sv_max;
     const nc__choice_t *ch = nc__team_choice(t, o->coll, (size_t)big);
     if (nc__ga_cma((int)ch->alg)) {
         o->ch = ch;

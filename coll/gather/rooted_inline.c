@@ -32,6 +32,21 @@
  * Cost: root (p - 1) L lines written (+ t_l for its readers' acks when no
  * call between told it); rank d 2 t_l (t_l where L = 1) + L lines read.
  *
+ * Scatterv whose rule (that of its largest size, which only the root
+ * knows) is single copy: tried through the lines first where the team's
+ * last such Scatterv fitted them (sv_try, equal on every rank). The root
+ * writes every destination's block in its share of S lines
+ * (nc__sv_share) where every block has at most sv_max bytes, else only
+ * line 0 of each share, NC_AG_UNFIT; a rank reads line 0 of its share
+ * and then its block, or, told unfit, the call runs its rule's algorithm
+ * (single copy, which chooses staged below its threshold) from its
+ * start on every rank, and the next Scatterv goes there directly until
+ * a single-copy choice (gather_cma.c's pick) sees the root's largest
+ * block fit again. Without the try, a small Scatterv paid the choice's
+ * line transfer and then the staged root's wait for its readers.
+ * Cost: as the uniform Scatter where it fits (line 0 carries the size,
+ * S lines a share); where it does not, t_l + the rule's algorithm.
+ *
  * Reuse: reduce.h's nc__ar_begin; a Gather's non-root reads nothing of
  * the root, so it relies on the root's ack line (plain store), as a
  * Scatter's root on its readers'. Shared lines: a writer's own lines and
@@ -117,4 +132,66 @@ int nc__scatter_inline_step(numacoll_team_t *t, nc__op_t *o)
     }
     nc__ar_end(t, P->base);
     return NUMACOLL_OK;
+}
+
+/* As steps (o->g): base the call's number, unfit the root's verdict (a
+ * reader: once read), r the line of this rank's block being read. */
+int nc__scatterv_try_step(numacoll_team_t *t, nc__op_t *o)
+{
+    nc__ga_pos_t *P = &o->g;
+    const int me = t->rank, p = t->p, root = o->root;
+    const size_t max = t->red->sv_max;
+    int rc;
+    if (o->phase == 0) {
+        if ((rc = nc__ar_begin(t, me == root ? NC_AR_RD_ALL : NC_AR_RD_NONE,
+                               -1, &P->base)) != NUMACOLL_OK)
+            return rc;
+        P->r = 0;
+        P->unfit = 0;
+        if (me == root) {
+            const unsigned slot = nc__ar_slot(P->base);
+            for (int k = 1; k < p; k++)
+                P->unfit |= nc__ga_count(o, (root + k) % p) > max;
+            for (int k = 1; k < p; k++) {
+                const int d = (root + k) % p;
+                if (P->unfit)
+                    nc__ag_put_unfit(t, slot, nc__sv_share(t, root, d),
+                                     P->base);
+                else
+                    nc__ag_put(t, slot, nc__sv_share(t, root, d),
+                               nc__ga_at(o->ga.send, nc__ga_displ(o, d)),
+                               nc__ga_count(o, d), P->base);
+            }
+            if (!P->unfit)
+                nc__ga_own(t, o, 0, SIZE_MAX);
+        }
+        o->phase = 1;
+    }
+    const unsigned slot = nc__ar_slot(P->base);
+    const size_t first = nc__sv_share(t, root, me);
+    if (me != root && P->r == 0) {
+        /* line 0: the root's verdict, or the block's size (again on a
+         * resumed read: the line stays until this rank's ack) */
+        uint64_t size;
+        if ((rc = nc__ag_size(t, root, slot, first, P->base, &size,
+                              "inline scatterv line")) != NUMACOLL_OK)
+            return rc;
+        P->unfit = size == NC_AG_UNFIT;
+    }
+    if (me != root && !P->unfit &&
+        (rc = nc__ag_get(t, root, slot, first, o->ga.recv, o->ga.own,
+                         P->base, &P->r, "inline scatterv line")) !=
+            NUMACOLL_OK)
+        return rc;
+    nc__ar_end(t, P->base);
+    /* every rank has the root's verdict */
+    t->red->sv_try = !P->unfit;
+    if (!P->unfit)
+        return NUMACOLL_OK;
+    /* the rule's algorithm from its start (nothing of it is done yet) */
+    o->alg = (int)o->ch->alg;
+    memset(P, 0, sizeof *P);
+    o->phase = 0;
+    return nc__ga_cma(o->alg) ? nc__ga_cma_step(t, o)
+                              : nc__scatter_staged_step(t, o);
 }

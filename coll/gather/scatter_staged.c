@@ -51,12 +51,6 @@
  */
 #include "coll/gather/gather.h"
 
-/* Destination d's share of the root's lines (S of them: the lines' part
- * of a Scatterv, sv_max) */
-static size_t share(const numacoll_team_t *t, int root, int d)
-{
-    return (size_t)((d - root - 1 + t->p) % t->p) * nc__ar_share(t);
-}
 
 int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
 {
@@ -82,11 +76,11 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
             const size_t bd = nc__ga_count(o, d);
             const unsigned slot = nc__ar_slot(P->lbase);
             if (nc__ga_in_lines(o, bd, lmax))
-                nc__ag_put(t, slot, share(t, root, d),
+                nc__ag_put(t, slot, nc__sv_share(t, root, d),
                            nc__ga_at(o->ga.send, nc__ga_displ(o, d)), bd,
                            P->lbase);
             else
-                nc__ag_put_unfit(t, slot, share(t, root, d), P->lbase);
+                nc__ag_put_unfit(t, slot, nc__sv_share(t, root, d), P->lbase);
         }
     }
     if (me != root) {
@@ -95,12 +89,12 @@ int nc__scatter_staged_step(numacoll_team_t *t, nc__op_t *o)
         if (o->ga.lines) {
             if (P->lr == 0 &&
                 (rc = nc__ga_line_check(t, root, P->lbase,
-                                        share(t, root, me), fit, mine,
+                                        nc__sv_share(t, root, me), fit, mine,
                                         "scatterv")) != NUMACOLL_OK)
                 return rc;
             if (fit) {
                 if ((rc = nc__ag_get(t, root, nc__ar_slot(P->lbase),
-                                     share(t, root, me), o->ga.recv, mine,
+                                     nc__sv_share(t, root, me), o->ga.recv, mine,
                                      P->lbase, &P->lr,
                                      "inline scatterv line")) != NUMACOLL_OK)
                     return rc;

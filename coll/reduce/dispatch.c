@@ -132,6 +132,7 @@ void nc__red_reset(numacoll_team_t *t)
     memset(r->ar_last, 0, sizeof r->ar_last);
     r->ar_all = UINT64_MAX;   /* none: no call n is that */
     r->a2av_try = 1;          /* as at creation (team.c's fast_rules) */
+    r->sv_try = 1;
 }
 
 /* ---- inline line reuse (reduce.h) --------------------------------------- */

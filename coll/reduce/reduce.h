@@ -77,8 +77,12 @@ struct nc__red {
     size_t a2av_max;
     int a2av_try;
     /* a Gatherv's, a Scatterv's blocks through the inline lines up to
-     * these (0: none; their staged steps, team.c's fast_rules) */
+     * these (0: none; their staged steps, team.c's fast_rules); whether
+     * the next Scatterv whose rule is single copy tries them first
+     * (rooted_inline.c): the last one's blocks all fitted (equal on
+     * every rank: each reads the root's verdict) */
     size_t gv_max, sv_max;
+    int sv_try;
     /* inline line reuse (nc__ar_begin): [p] inline calls rank j is known
      * to have finished; per line slot, who reads this rank's lines of
      * its last write there (kind NC_AR_RD_*, rank of NC_AR_RD_ONE) and
