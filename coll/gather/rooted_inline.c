@@ -32,11 +32,12 @@
  * Cost: root (p - 1) L lines written (+ t_l for its readers' acks when no
  * call between told it); rank d 2 t_l (t_l where L = 1) + L lines read.
  *
- * Scatterv whose rule (that of its largest size, which only the root
- * knows) is single copy: tried through the lines first where the team's
+ * Scatterv whose rule (that of the largest size: only the root knows
+ * the blocks) is single copy: tried through the lines first where the team's
  * last such Scatterv fitted them (sv_try, equal on every rank). The root
  * writes every destination's block in its share of S lines
- * (nc__sv_share) where every block has at most sv_max bytes, else only
+ * (nc__sv_share) where each of them has at most sv_max bytes (its own
+ * does not travel), else only
  * line 0 of each share, NC_AG_UNFIT; a rank reads line 0 of its share
  * and then its block, or, told unfit, the call runs its rule's algorithm
  * (single copy, which chooses staged below its threshold) from its
@@ -46,6 +47,9 @@
  * line transfer and then the staged root's wait for its readers.
  * Cost: as the uniform Scatter where it fits (line 0 carries the size,
  * S lines a share); where it does not, t_l + the rule's algorithm.
+ * As in every lines-only Scatter, a rank that takes itself for the root
+ * while the others name another writes and returns unnoticed (the
+ * single-copy choice found it: docs/usage.md).
  *
  * Reuse: reduce.h's nc__ar_begin; a Gather's non-root reads nothing of
  * the root, so it relies on the root's ack line (plain store), as a
