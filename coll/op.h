@@ -95,6 +95,10 @@ typedef struct nc__ga_pos {
      * number, and the line of the block being read (nc__ag_get's r) */
     uint64_t lbase;
     size_t lr;
+    /* Gatherv under a single-copy rule: the lines were numbered and line
+     * 0 of every block written (and read, at the root) before the
+     * choice (gather_cma.c), not again by the staged step */
+    int lines_done;
 } nc__ga_pos_t;
 
 typedef struct nc__op {

@@ -56,6 +56,9 @@ static void op_reset(nc__op_t *o)
     o->begun = 0;
     o->phase = 0;
     o->sub = 0;
+    /* read by the staged Gatherv before anything sets it on that path
+     * (a request's position is not cleared between calls) */
+    o->g.lines_done = 0;
 }
 
 NC_INLINE void bcast_make(numacoll_team_t *t, nc__op_t *o, size_t nbytes,

@@ -1554,20 +1554,23 @@ static void test_v_lines(void)
     nct_team_single_copy = 2;
 }
 
-/* A Scatterv whose rule is single copy (the built-in table's, single
- * copy taken wherever permitted) tries the lines first where the team's
- * last one fitted them: every root, rank p - 1's block at the limit, one
- * past it and far past it (the call then goes single copy, or staged
- * below its threshold, from its start), in place at the root; the result
- * exact and sv_try on every rank saying whether the call fitted. */
+/* Gatherv and Scatterv whose rule is single copy (the built-in table's,
+ * single copy taken wherever permitted; arg: GA or SC). A Scatterv tries
+ * the lines first where the team's last one fitted them; a Gatherv sends
+ * the blocks that fit through them, before the single-copy choice, which
+ * serves the others. Every root, rank p - 1's block at the limit, one
+ * past it and far past it (single copy, or staged below its threshold,
+ * the others still in the lines for a Gatherv), in place at the root;
+ * the result exact and, for a Scatterv, sv_try on every rank saying
+ * whether the call fitted. */
 static int sv_try_body(const numacoll_bootstrap_t *b, void *arg)
 {
-    (void)arg;
+    const int k = *(const int *)arg;
     numacoll_team_t *t = nct_team(b, 0, 0, 50000);
     if (!t)
         return 1;
     const int p = b->size, me = b->rank;
-    const size_t max = t->red->sv_max;
+    const size_t max = k == SC ? t->red->sv_max : t->red->gv_max;
     int bad = p > 1 && (!max || !numacoll_team_single_copy(t, NULL));
     if (bad)
         fprintf(stderr, "rank %d: Scatterv lines %zu, single copy %d at "
@@ -1579,10 +1582,10 @@ static int sv_try_body(const numacoll_bootstrap_t *b, void *arg)
         for (int l = 0; l < (int)(sizeof last / sizeof last[0]) && !bad;
              l++) {
             v_last = last[l];
-            bad = one(t, me, p, SC, root, 1, (l & 1) && me == root, 8,
+            bad = one(t, me, p, k, root, 1, (l & 1) && me == root, 8,
                       call++);
             const int fits = root == p - 1 || last[l] <= max;
-            if (!bad && p > 1 && t->red->sv_try != fits) {
+            if (!bad && k == SC && p > 1 && t->red->sv_try != fits) {
                 fprintf(stderr, "rank %d: after a scatterv from %d with a "
                         "%zu-byte block (lines up to %zu), sv_try %d\n", me,
                         root, last[l], max, t->red->sv_try);
@@ -1596,19 +1599,23 @@ static int sv_try_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_sv_try(void)
 {
-    for (int p = 1; p <= 8; p++) {
-        int rc = nct_run(p, sv_try_body, NULL);
-        CU_ASSERT_EQUAL(rc, 0);
-        if (rc)
-            fprintf(stderr, "scatterv try: p = %d failed\n", p);
-    }
-    /* a block the root puts in the lines against a rank that expects it
-     * past them, and the other way round (the try's line 0 or the single
-     * copy's sizes find it) */
-    for (int how = 2; how <= 4; how += 2)
-        bad_runs((bad_case_t){SC, how, 0, 1}, 4, "scatterv try");
+    for (int k = GA; k <= SC; k += SC - GA)
+        for (int p = 1; p <= 8; p++) {
+            int rc = nct_run(p, sv_try_body, &k);
+            CU_ASSERT_EQUAL(rc, 0);
+            if (rc)
+                fprintf(stderr, "%s with single copy: p = %d failed\n",
+                        kind_name[k], p);
+        }
+    /* a block one side puts in the lines and the other expects past
+     * them, either way round (line 0, or the single copy's sizes, find
+     * it) */
     static const size_t ns[] = {40, 300};
-    v_mismatches(SC, ns, 2);
+    for (int k = GA; k <= SC; k += SC - GA) {
+        for (int how = 2; how <= 4; how += 2)
+            bad_runs((bad_case_t){k, how, 0, 1}, 4, "v lines, single copy");
+        v_mismatches(k, ns, 2);
+    }
 }
 
 static void test_calls(void)
@@ -1654,9 +1661,9 @@ int nct_register_gather(void)
         {"gatherv, scatterv: small blocks through the lines, one past them "
          "in the same call, every root, in place; mismatches",
          test_v_lines},
-        {"scatterv with single copy: tried through the lines first, every "
-         "root, blocks at the limit and past it, in place; mismatches",
-         test_sv_try},
+        {"gatherv, scatterv with single copy: small blocks through the "
+         "lines first, every root, blocks at the limit and past it, in "
+         "place; mismatches", test_sv_try},
         {"numacoll_team_calls: every collective, every form, once per call",
          test_calls},
         {NULL, NULL}};

@@ -50,6 +50,18 @@
  * completes a staged call before every other has published its entries,
  * which it does after reading the offers). Small v calls pay one line
  * transfer for the choice, not the system calls.
+ * A Gatherv (where the team has lines for its blocks, gv_max) first
+ * sends every block of at most gv_max bytes through its writer's inline
+ * lines, as a staged Gatherv does (gather_staged.c): every non-root
+ * numbers the call in the lines and writes line 0 of its block (the
+ * block, or NC_AG_UNFIT); one whose block is in the lines takes its
+ * ticket, raises its fin (it touches no buffer) and returns, with
+ * nothing offered. The root reads every line 0 (a block that went the
+ * other way than its count says is a mismatch) and copies the blocks
+ * from the lines (LINES); where every block was there it returns
+ * without an offer, else the choice above serves the other ranks, a
+ * staged one skipping the blocks in the lines. A small Gatherv so costs
+ * one line transfer, not the choice's and then the slot's.
  * Own blocks are copied locally (nc__ga_begin), not at all in place. A
  * block's size as its owner (or the root) counts it is compared with the
  * reader's (or writer's) own count, and the view's sig with the call's: a
@@ -97,9 +109,10 @@
 #include "coll/gather/gather.h"
 #include "coll/wait.h"
 
-/* Phases of o: the offer, the choice of a v form (PICK), the peers'
- * moves, then the wait for those that touch this rank's buffer. */
-enum { START = 0, PICK = 2, MOVE, FINS };
+/* Phases of o: the offer, a Gatherv root's reading of the lines
+ * (LINES), the choice of a v form (PICK), the peers' moves, then the
+ * wait for those that touch this rank's buffer. */
+enum { START = 0, LINES, PICK, MOVE, FINS };
 
 /* How the call runs (o->g.mode): single copy, not chosen yet, staged;
  * single copy, and this root has moved a share of some block. */
@@ -279,10 +292,88 @@ static int private_copy(numacoll_team_t *t, nc__op_t *o)
     return NUMACOLL_OK;
 }
 
+/* A Gatherv's blocks through the lines before the choice (see the top):
+ * where the team has lines for them. */
+static int gv_lines(const numacoll_team_t *t, const nc__op_t *o)
+{
+    return o->coll == NC_COLL_GATHER && o->ga.v && t->p > 1 &&
+           t->red->gv_max;
+}
+
+/* A Gatherv non-root's block in the lines: line 0 written (the block,
+ * or NC_AG_UNFIT), and where it fits, this rank's whole call: its
+ * ticket taken, nothing offered, nobody's buffer touched (its fin says
+ * so to a root that waits for every rank's). 1 where the call is done. */
+static int gv_put(numacoll_team_t *t, nc__op_t *o)
+{
+    const unsigned slot = nc__ar_slot(o->g.lbase);
+    if (o->ga.own > t->red->gv_max) {
+        nc__ag_put_unfit(t, slot, 0, o->g.lbase);
+        return 0;
+    }
+    nc__ag_put(t, slot, 0, o->ga.send, o->ga.own, o->g.lbase);
+    nc__ga_begin(t, o);
+    atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.call,
+                          memory_order_release);
+    nc__ar_end(t, o->g.lbase);
+    return 1;
+}
+
+/* Whether a Gatherv root has a block past the lines (which the choice
+ * then serves). */
+static int gv_unfit(const numacoll_team_t *t, const nc__op_t *o)
+{
+    for (int j = 0; j < t->p; j++)
+        if (j != t->rank && nc__ga_count(o, j) > t->red->gv_max)
+            return 1;
+    return 0;
+}
+
+/* A Gatherv root: line 0 of every other rank's block (a mismatch where
+ * it went the other way than this root counts), and the blocks in the
+ * lines copied out; o->g.i the rank reached, lr its line. */
+static int gv_read(numacoll_team_t *t, nc__op_t *o)
+{
+    const int me = t->rank, p = t->p;
+    const unsigned slot = nc__ar_slot(o->g.lbase);
+    int rc;
+    for (; o->g.i < p; o->g.i++, o->g.lr = 0) {
+        const int j = (me + o->g.i) % p;
+        const size_t bj = nc__ga_count(o, j);
+        const int fit = bj <= t->red->gv_max;
+        /* (again on a resumed read: the line stays until our ack) */
+        if (o->g.lr == 0 &&
+            (rc = nc__ga_line_check(t, j, o->g.lbase, 0, fit, bj,
+                                    "gatherv")) != NUMACOLL_OK)
+            return rc;
+        if (fit &&
+            (rc = nc__ag_get(t, j, slot, 0,
+                             nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), bj,
+                             o->g.lbase, &o->g.lr, "inline gatherv line")) !=
+                NUMACOLL_OK)
+            return rc;
+    }
+    o->g.i = 1;
+    return NUMACOLL_OK;
+}
+
 /* The call's start: its number and base, the own block, the offer. */
 static int start(numacoll_team_t *t, nc__op_t *o)
 {
     const int me = t->rank;
+    /* a Gatherv is numbered in the lines first: where that waits (a
+     * non-root for the root's ack of the slot's last use), nothing of
+     * the call is done yet */
+    o->g.lines_done = gv_lines(t, o);
+    if (o->g.lines_done) {
+        int rc = nc__ar_begin(t, me == o->root ? NC_AR_RD_NONE
+                                               : NC_AR_RD_ONE,
+                              o->root, &o->g.lbase);
+        if (rc != NUMACOLL_OK)
+            return rc;
+        o->g.lr = 0;
+        o->ga.lines = 1;   /* a staged choice skips the blocks in them */
+    }
     o->g.cbase = t->cma_bytes;
     o->g.call = t->cma_calls + 1;
     o->g.tmp = NULL;
@@ -296,6 +387,26 @@ static int start(numacoll_team_t *t, nc__op_t *o)
     if (o->g.mode == CMA)
         nc__ga_begin(t, o);   /* the own block (takes a ticket it leaves) */
     o->g.i = 1;
+    if (o->g.lines_done && me != o->root && gv_put(t, o)) {
+        o->phase = FINS;   /* through the lines: done */
+        return NUMACOLL_OK;
+    }
+    if (o->g.lines_done && me == o->root) {
+        /* the blocks it copies out of the lines: their misses overlap
+         * the waits (as nc__ga_begin's for a staged call) */
+        size_t ask = NC_PREFETCH_MAX;
+        for (int j = 0; j < t->p && ask; j++) {
+            const size_t n = nc__ga_count(o, j);
+            if (j == me || n > t->red->gv_max)
+                continue;
+            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n, ask);
+            ask -= n < ask ? n : ask;
+        }
+        if (!gv_unfit(t, o)) {
+            o->phase = LINES;   /* every block in the lines: no offer */
+            return NUMACOLL_OK;
+        }
+    }
     switch (o->coll) {
     case NC_COLL_ALLGATHER:   /* where the others' blocks go */
         offer(t, o, o->ga.recv, o->ga.each, o->ga.counts, o->ga.displs);
@@ -321,7 +432,9 @@ static int start(numacoll_team_t *t, nc__op_t *o)
         offer(t, o, o->ga.recv, o->ga.each, o->ga.counts, o->ga.displs);
     }
     }
-    o->phase = o->g.mode == UNDECIDED ? PICK : MOVE;
+    o->phase = o->g.mode != UNDECIDED ? MOVE
+               : o->g.lines_done && me == o->root ? LINES
+                                                  : PICK;
     return NUMACOLL_OK;
 }
 
@@ -502,6 +615,17 @@ static int step(numacoll_team_t *t, nc__op_t *o)
         return staged(t, o);
     if (o->phase == START && (rc = start(t, o)) != NUMACOLL_OK)
         return rc;
+    if (o->phase == LINES) {
+        if ((rc = gv_read(t, o)) != NUMACOLL_OK)
+            return rc;
+        if (!gv_unfit(t, o)) {
+            /* every block was in the lines: the own block, the ticket */
+            nc__ga_begin(t, o);
+            nc__ar_end(t, o->g.lbase);
+            return NUMACOLL_OK;
+        }
+        o->phase = PICK;
+    }
     if (o->phase == PICK) {
         if ((rc = pick(t, o)) != NUMACOLL_OK)
             return rc;
@@ -527,6 +651,10 @@ static int step(numacoll_team_t *t, nc__op_t *o)
 int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o)
 {
     int rc = step(t, o);
+    /* a Gatherv numbered in the lines: this rank reads no more of them
+     * (a store of the same value where a path stored it already) */
+    if (rc == NUMACOLL_OK && o->g.lines_done)
+        nc__ar_end(t, o->g.lbase);
     if (rc != NC_AGAIN)   /* start() has numbered the call by now */
         leave(t, o);
     /* the private copy lives until the op ends, whichever way */

@@ -20,7 +20,9 @@
  * lines, one per rank.
  *
  * Gatherv through the lines (ga.lines: the rule of its largest size is
- * this one and the gather rules say inline up to gv_max): a block of at
+ * this one, or single copy's choice picked it after the lines were
+ * numbered and read (P->lines_done, gather_cma.c), and the gather rules
+ * say inline up to gv_max): a block of at
  * most gv_max bytes goes in its writer's inline lines instead, as the
  * inline Gather's (rooted_inline.c), and only the larger ones through the
  * slots, in the same call. The block's size decides, which the writer
@@ -54,13 +56,13 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
     int rc;
     if (o->phase == 0) {
         /* through the lines: numbered there too (every rank, every call) */
-        if (o->ga.lines &&
+        if (o->ga.lines && !P->lines_done &&
             (rc = nc__ar_begin(t, me == root ? NC_AR_RD_NONE : NC_AR_RD_ONE,
                                root, &P->lbase)) != NUMACOLL_OK)
             return rc;
         nc__ga_begin(t, o);
         P->lr = 0;
-        if (o->ga.lines && me != root) {
+        if (o->ga.lines && !P->lines_done && me != root) {
             const unsigned slot = nc__ar_slot(P->lbase);
             if (nc__ga_in_lines(o, o->ga.own, lmax))
                 nc__ag_put(t, slot, 0, o->ga.send, o->ga.own, P->lbase);
@@ -91,7 +93,7 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
             const int j = (root + P->i) % p;
             const size_t bj = nc__ga_count(o, j);
             const int fit = nc__ga_in_lines(o, bj, lmax);
-            if (o->ga.lines && P->r == 0) {
+            if (o->ga.lines && !P->lines_done && P->r == 0) {
                 /* line 0 says where j put its block (again on a resumed
                  * staged take: the line stays until this root's ack) */
                 if (P->lr == 0 &&

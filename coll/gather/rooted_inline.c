@@ -168,6 +168,8 @@ int nc__scatterv_try_step(numacoll_team_t *t, nc__op_t *o)
             }
             if (!P->unfit)
                 nc__ga_own(t, o, 0, SIZE_MAX);
+        } else {
+            nc__prefetch_w(o->ga.recv, o->ga.own, NC_PREFETCH_MAX);
         }
         o->phase = 1;
     }
