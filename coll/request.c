@@ -636,10 +636,12 @@ NC_INLINE int begin(numacoll_team_t *t, nc__op_t *o)
          * uniform Gather or Scatter whose block sizes differ, Allgatherv
          * counts that differ at an equal total) meet as a mismatch
          * instead of waiting for each other */
+        const int vlines = a2av || svtry || o->ga.lines ||
+                           nc__gv_lines_first(t, o);
         c = nc__call_of(o->coll, o->root, o->ga.sig_bytes,
-                        o->ga.packed              ? NC_GA_SIG_PACKED
-                        : a2av || svtry || o->ga.lines ? NC_GA_SIG_VLINES
-                                                  : nc__ga_sig_kind(o->alg));
+                        o->ga.packed ? NC_GA_SIG_PACKED
+                        : vlines     ? NC_GA_SIG_VLINES
+                                     : nc__ga_sig_kind(o->alg));
     }
     else if (o->coll == NC_COLL_BARRIER)
         c = nc__call_of(o->coll, o->root, 0, 0);

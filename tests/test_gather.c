@@ -1597,8 +1597,49 @@ static int sv_try_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
+/* A uniform Gather of a block past the lines against a Gatherv whose
+ * other blocks go through them (single copy its rule): an error on some
+ * rank, not a hang (the root read lines the uniform rank never writes),
+ * and the team goes on. */
+static int gv_uniform_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *t = nct_team(b, 0, 0, 0);
+    if (!t)
+        return 1;
+    const int p = b->size, me = b->rank;
+    enum { BIG = 100000 };
+    size_t cnt[8], dsp[8], off = 0;
+    for (int j = 0; j < p; j++) {
+        cnt[j] = j == p - 1 ? BIG : 40;
+        dsp[j] = off;
+        off += cnt[j];
+    }
+    unsigned char *in = calloc(BIG, 1), *out = calloc(off, 1);
+    int rc = me == p - 1 ? numacoll_gather(t, in, out, BIG, 0)
+                         : numacoll_gatherv(t, in, cnt[me], out, cnt, dsp, 0);
+    int all[64], bad = 0, failed = 0;
+    if (!nct_oob_all(b, rc, all))
+        bad = 11;
+    for (int j = 0; j < p; j++)
+        failed += all[j] != NUMACOLL_OK;
+    if (!bad && !failed)
+        bad = nct_say(t, me, "uniform gather against gatherv passed", rc);
+    (void)numacoll_barrier(t);
+    if (!bad && !nct_oob_all(b, 0, all))
+        bad = 13;
+    if (!bad)
+        bad = nct_allreduce_probe(t, me, p);
+    free(in);
+    free(out);
+    numacoll_team_destroy(t);
+    return bad;
+}
+
 static void test_sv_try(void)
 {
+    for (int p = 2; p <= 4; p++)
+        CU_ASSERT_EQUAL(nct_run(p, gv_uniform_body, NULL), 0);
     for (int k = GA; k <= SC; k += SC - GA)
         for (int p = 1; p <= 8; p++) {
             int rc = nct_run(p, sv_try_body, &k);

@@ -214,6 +214,15 @@ static inline size_t nc__sv_share(const numacoll_team_t *t, int root, int d)
     return (size_t)((d - root - 1 + t->p) % t->p) * nc__ar_share(t);
 }
 
+/* A Gatherv whose rule is single copy: its blocks of at most gv_max
+ * bytes go through the lines before the choice (gather_cma.c). */
+static inline int nc__gv_lines_first(const numacoll_team_t *t,
+                                     const nc__op_t *o)
+{
+    return o->coll == NC_COLL_GATHER && o->ga.v && !o->ga.packed &&
+           nc__ga_cma(o->alg) && t->p > 1 && t->red->gv_max;
+}
+
 /* Line 0 of writer j's block for this rank (first: its line) in a call
  * through the lines: wait for it, and fail as a mismatch where j put the
  * block in the lines and this rank expects it staged or the other way

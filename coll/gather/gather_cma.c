@@ -112,7 +112,7 @@
 /* Phases of o: the offer, a Gatherv root's reading of the lines
  * (LINES), the choice of a v form (PICK), the peers' moves, then the
  * wait for those that touch this rank's buffer. */
-enum { START = 0, LINES, PICK, MOVE, FINS };
+enum { START = 0, LINES, PICK, MOVE, FINS, DONE };
 
 /* How the call runs (o->g.mode): single copy, not chosen yet, staged;
  * single copy, and this root has moved a share of some block. */
@@ -293,11 +293,12 @@ static int private_copy(numacoll_team_t *t, nc__op_t *o)
 }
 
 /* A Gatherv's blocks through the lines before the choice (see the top):
- * where the team has lines for them. */
+ * where the team has lines for them (request.c's begin() gives such a
+ * call the signature kind of the lines, so that a uniform Gather does
+ * not meet it as a single-copy call). */
 static int gv_lines(const numacoll_team_t *t, const nc__op_t *o)
 {
-    return o->coll == NC_COLL_GATHER && o->ga.v && t->p > 1 &&
-           t->red->gv_max;
+    return nc__gv_lines_first(t, o);
 }
 
 /* A Gatherv non-root's block in the lines: line 0 written (the block,
@@ -388,7 +389,7 @@ static int start(numacoll_team_t *t, nc__op_t *o)
         nc__ga_begin(t, o);   /* the own block (takes a ticket it leaves) */
     o->g.i = 1;
     if (o->g.lines_done && me != o->root && gv_put(t, o)) {
-        o->phase = FINS;   /* through the lines: done */
+        o->phase = DONE;   /* through the lines: the whole call */
         return NUMACOLL_OK;
     }
     if (o->g.lines_done && me == o->root) {
@@ -615,6 +616,8 @@ static int step(numacoll_team_t *t, nc__op_t *o)
         return staged(t, o);
     if (o->phase == START && (rc = start(t, o)) != NUMACOLL_OK)
         return rc;
+    if (o->phase == DONE)
+        return NUMACOLL_OK;
     if (o->phase == LINES) {
         if ((rc = gv_read(t, o)) != NUMACOLL_OK)
             return rc;
