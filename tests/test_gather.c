@@ -1597,13 +1597,16 @@ static int sv_try_body(const numacoll_bootstrap_t *b, void *arg)
     return bad;
 }
 
-/* A uniform Gather of a block past the lines against a Gatherv whose
- * other blocks go through them (single copy its rule): an error on some
- * rank, not a hang (the root read lines the uniform rank never writes),
- * and the team goes on. */
+/* A Gatherv whose other blocks go through the lines (single copy its
+ * rule) against, on rank p - 1, a uniform Gather of a block past the
+ * lines (arg 0: the root would read lines that rank never writes), or a
+ * Gatherv of 40 bytes where the root counts 100000 (arg 1: that rank
+ * sends through the lines and leaves while the root would move its
+ * block by single copy; arg 2: the other way round): an error on some
+ * rank, not a hang or a silent success, and the team goes on. */
 static int gv_uniform_body(const numacoll_bootstrap_t *b, void *arg)
 {
-    (void)arg;
+    const int how = *(const int *)arg;
     numacoll_team_t *t = nct_team(b, 0, 0, 0);
     if (!t)
         return 1;
@@ -1616,8 +1619,13 @@ static int gv_uniform_body(const numacoll_bootstrap_t *b, void *arg)
         off += cnt[j];
     }
     unsigned char *in = calloc(BIG, 1), *out = calloc(off, 1);
-    int rc = me == p - 1 ? numacoll_gather(t, in, out, BIG, 0)
-                         : numacoll_gatherv(t, in, cnt[me], out, cnt, dsp, 0);
+    if (how == 2)
+        cnt[p - 1] = 40;   /* the root's count; the rank sends BIG */
+    int rc = me == p - 1 && how == 0
+                 ? numacoll_gather(t, in, out, BIG, 0)
+                 : numacoll_gatherv(t, in,
+                                    me != p - 1 ? cnt[me] : how == 1 ? 40 : BIG,
+                                    out, cnt, dsp, 0);
     int all[64], bad = 0, failed = 0;
     if (!nct_oob_all(b, rc, all))
         bad = 11;
@@ -1638,8 +1646,9 @@ static int gv_uniform_body(const numacoll_bootstrap_t *b, void *arg)
 
 static void test_sv_try(void)
 {
-    for (int p = 2; p <= 4; p++)
-        CU_ASSERT_EQUAL(nct_run(p, gv_uniform_body, NULL), 0);
+    for (int how = 0; how < 3; how++)
+        for (int p = 2; p <= 4; p++)
+            CU_ASSERT_EQUAL(nct_run(p, gv_uniform_body, &how), 0);
     for (int k = GA; k <= SC; k += SC - GA)
         for (int p = 1; p <= 8; p++) {
             int rc = nct_run(p, sv_try_body, &k);

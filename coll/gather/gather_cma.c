@@ -330,9 +330,11 @@ static int gv_unfit(const numacoll_team_t *t, const nc__op_t *o)
     return 0;
 }
 
-/* A Gatherv root: line 0 of every other rank's block (a mismatch where
- * it went the other way than this root counts), and the blocks in the
- * lines copied out; o->g.i the rank reached, lr its line. */
+/* A Gatherv root: the blocks it counts in the lines, line 0 checked (a
+ * mismatch where the rank sent it the other way) and copied out; o->g.i
+ * the rank reached, lr its line. The other blocks' line 0 is checked
+ * where the choice serves them (moves(), gather_staged.c), so that it
+ * overlaps their waits instead of preceding them. */
 static int gv_read(numacoll_team_t *t, nc__op_t *o)
 {
     const int me = t->rank, p = t->p;
@@ -341,14 +343,14 @@ static int gv_read(numacoll_team_t *t, nc__op_t *o)
     for (; o->g.i < p; o->g.i++, o->g.lr = 0) {
         const int j = (me + o->g.i) % p;
         const size_t bj = nc__ga_count(o, j);
-        const int fit = bj <= t->red->gv_max;
+        if (bj > t->red->gv_max)
+            continue;
         /* (again on a resumed read: the line stays until our ack) */
         if (o->g.lr == 0 &&
-            (rc = nc__ga_line_check(t, j, o->g.lbase, 0, fit, bj,
+            (rc = nc__ga_line_check(t, j, o->g.lbase, 0, 1, bj,
                                     "gatherv")) != NUMACOLL_OK)
             return rc;
-        if (fit &&
-            (rc = nc__ag_get(t, j, slot, 0,
+        if ((rc = nc__ag_get(t, j, slot, 0,
                              nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), bj,
                              o->g.lbase, &o->g.lr, "inline gatherv line")) !=
                 NUMACOLL_OK)
@@ -553,6 +555,13 @@ static int moves(numacoll_team_t *t, nc__op_t *o)
             const int j = (root + o->g.i) % p;
             const size_t b = nc__ga_count(o, j);
             const size_t x = root_share(b, p);
+            /* a Gatherv block past the lines: its line 0 says so before
+             * anything of it is waited for (a rank that sent it through
+             * the lines has left: a mismatch, not a wait) */
+            if (gather && o->g.lines_done && b > t->red->gv_max &&
+                (rc = nc__ga_line_check(t, j, o->g.lbase, 0, 0, b,
+                                        "gatherv")) != NUMACOLL_OK)
+                return rc;
             unsigned char *at = nc__ga_at(gather ? o->ga.recv
                                                  : (unsigned char *)o->ga.send,
                                           nc__ga_displ(o, j));

@@ -93,7 +93,9 @@ int nc__gather_staged_step(numacoll_team_t *t, nc__op_t *o)
             const int j = (root + P->i) % p;
             const size_t bj = nc__ga_count(o, j);
             const int fit = nc__ga_in_lines(o, bj, lmax);
-            if (o->ga.lines && !P->lines_done && P->r == 0) {
+            /* (a single-copy call that chose staged read the blocks in
+             * the lines already, not their line 0 past them) */
+            if (o->ga.lines && P->r == 0 && (!P->lines_done || !fit)) {
                 /* line 0 says where j put its block (again on a resumed
                  * staged take: the line stays until this root's ack) */
                 if (P->lr == 0 &&
