@@ -95,9 +95,10 @@ typedef struct nc__ga_pos {
      * number, and the line of the block being read (nc__ag_get's r) */
     uint64_t lbase;
     size_t lr;
-    /* Gatherv under a single-copy rule: the lines were numbered and line
-     * 0 of every block written (and read, at the root) before the
-     * choice (gather_cma.c), not again by the staged step */
+    /* Gatherv under a single-copy rule: the lines were numbered, line 0
+     * of every block written and the blocks in the lines read by the
+     * root before the choice (gather_cma.c); the staged step only checks
+     * the line 0 of the blocks past them */
     int lines_done;
 } nc__ga_pos_t;
 

@@ -56,11 +56,13 @@
  * numbers the call in the lines and writes line 0 of its block (the
  * block, or NC_AG_UNFIT); one whose block is in the lines takes its
  * ticket, raises its fin (it touches no buffer) and returns, with
- * nothing offered. The root reads every line 0 (a block that went the
- * other way than its count says is a mismatch) and copies the blocks
- * from the lines (LINES); where every block was there it returns
- * without an offer, else the choice above serves the other ranks, a
- * staged one skipping the blocks in the lines. A small Gatherv so costs
+ * nothing offered. The root checks line 0 of the blocks it counts in
+ * the lines and copies them out (LINES); where every block was there it
+ * returns without an offer, else the choice above serves the other
+ * ranks, a staged one skipping the blocks in the lines. The line 0 of a
+ * block past them is checked where the choice serves it (moves(), the
+ * staged step's round 0), before any wait for its rank: either way a
+ * block that went the other way than the root counts is a mismatch. A small Gatherv so costs
  * one line transfer, not the choice's and then the slot's.
  * Own blocks are copied locally (nc__ga_begin), not at all in place. A
  * block's size as its owner (or the root) counts it is compared with the
