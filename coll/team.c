@@ -967,8 +967,9 @@ static void fast_rules(numacoll_team_t *t)
     t->red->a2av_try = 1;
     t->a2av_ch = nc__team_choice(t, NC_COLL_ALLTOALL, SIZE_MAX);
     /* A Gatherv's and a Scatterv's small blocks through the lines where
-     * the rule of their largest size (which they take) is staged, a
-     * Scatterv's too where it is single copy (tried first, sv_try): a
+     * the rule of their largest size (which they take) is staged, and
+     * before its choice where it is single copy (a Gatherv's sent first,
+     * gather_cma.c; a Scatterv's tried first, sv_try): a
      * non-root's block in its own lines, a destination's in its share
      * (S) of the root's, while the uniform form's rules say inline */
     const size_t al = t->red->ar_al;

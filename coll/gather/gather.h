@@ -238,6 +238,23 @@ int nc__ga_line_check(numacoll_team_t *t, int j, uint64_t lbase,
  * Never waits; with p = 1 it is the whole call. */
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o);
 
+/* The first NC_PREFETCH_MAX bytes of the blocks this rank receives from
+ * the others (those of at most max bytes) asked for, so that their
+ * misses overlap the waits. */
+void nc__ga_prefetch_blocks(const numacoll_team_t *t, const nc__op_t *o,
+                            size_t max);
+
+/* Whether a block of another rank than this one (all of them: a root's
+ * view) has more than max bytes. */
+static inline int nc__ga_past(const numacoll_team_t *t, const nc__op_t *o,
+                              size_t max)
+{
+    for (int j = 0; j < t->p; j++)
+        if (j != t->rank && nc__ga_count(o, j) > max)
+            return 1;
+    return 0;
+}
+
 /* Bytes [off, off + n) of this rank's own block (cut to it) copied from
  * the send side to the receive side (packed: packed, then unpacked,
  * through a buffer on the stack): into its place among the received

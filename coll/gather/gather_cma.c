@@ -62,8 +62,11 @@
  * ranks, a staged one skipping the blocks in the lines. The line 0 of a
  * block past them is checked where the choice serves it (moves(), the
  * staged step's round 0), before any wait for its rank: either way a
- * block that went the other way than the root counts is a mismatch. A small Gatherv so costs
- * one line transfer, not the choice's and then the slot's.
+ * block that went the other way than the root counts is a mismatch. A
+ * small Gatherv so costs one line transfer, not the choice's and then
+ * the slot's. (request.c's begin() gives such a call the lines'
+ * signature kind, so that a uniform Gather does not meet it as a
+ * single-copy call.)
  * Own blocks are copied locally (nc__ga_begin), not at all in place. A
  * block's size as its owner (or the root) counts it is compared with the
  * reader's (or writer's) own count, and the view's sig with the call's: a
@@ -294,15 +297,6 @@ static int private_copy(numacoll_team_t *t, nc__op_t *o)
     return NUMACOLL_OK;
 }
 
-/* A Gatherv's blocks through the lines before the choice (see the top):
- * where the team has lines for them (request.c's begin() gives such a
- * call the signature kind of the lines, so that a uniform Gather does
- * not meet it as a single-copy call). */
-static int gv_lines(const numacoll_team_t *t, const nc__op_t *o)
-{
-    return nc__gv_lines_first(t, o);
-}
-
 /* A Gatherv non-root's block in the lines: line 0 written (the block,
  * or NC_AG_UNFIT), and where it fits, this rank's whole call: its
  * ticket taken, nothing offered, nobody's buffer touched (its fin says
@@ -318,18 +312,7 @@ static int gv_put(numacoll_team_t *t, nc__op_t *o)
     nc__ga_begin(t, o);
     atomic_store_explicit(&nc__sync(t, t->rank)->fin, o->g.call,
                           memory_order_release);
-    nc__ar_end(t, o->g.lbase);
     return 1;
-}
-
-/* Whether a Gatherv root has a block past the lines (which the choice
- * then serves). */
-static int gv_unfit(const numacoll_team_t *t, const nc__op_t *o)
-{
-    for (int j = 0; j < t->p; j++)
-        if (j != t->rank && nc__ga_count(o, j) > t->red->gv_max)
-            return 1;
-    return 0;
 }
 
 /* A Gatherv root: the blocks it counts in the lines, line 0 checked (a
@@ -369,7 +352,7 @@ static int start(numacoll_team_t *t, nc__op_t *o)
     /* a Gatherv is numbered in the lines first: where that waits (a
      * non-root for the root's ack of the slot's last use), nothing of
      * the call is done yet */
-    o->g.lines_done = gv_lines(t, o);
+    o->g.lines_done = nc__gv_lines_first(t, o);
     if (o->g.lines_done) {
         int rc = nc__ar_begin(t, me == o->root ? NC_AR_RD_NONE
                                                : NC_AR_RD_ONE,
@@ -397,17 +380,9 @@ static int start(numacoll_team_t *t, nc__op_t *o)
         return NUMACOLL_OK;
     }
     if (o->g.lines_done && me == o->root) {
-        /* the blocks it copies out of the lines: their misses overlap
-         * the waits (as nc__ga_begin's for a staged call) */
-        size_t ask = NC_PREFETCH_MAX;
-        for (int j = 0; j < t->p && ask; j++) {
-            const size_t n = nc__ga_count(o, j);
-            if (j == me || n > t->red->gv_max)
-                continue;
-            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n, ask);
-            ask -= n < ask ? n : ask;
-        }
-        if (!gv_unfit(t, o)) {
+        /* the blocks it copies out of the lines */
+        nc__ga_prefetch_blocks(t, o, t->red->gv_max);
+        if (!nc__ga_past(t, o, t->red->gv_max)) {
             o->phase = LINES;   /* every block in the lines: no offer */
             return NUMACOLL_OK;
         }
@@ -632,10 +607,9 @@ static int step(numacoll_team_t *t, nc__op_t *o)
     if (o->phase == LINES) {
         if ((rc = gv_read(t, o)) != NUMACOLL_OK)
             return rc;
-        if (!gv_unfit(t, o)) {
+        if (!nc__ga_past(t, o, t->red->gv_max)) {
             /* every block was in the lines: the own block, the ticket */
             nc__ga_begin(t, o);
-            nc__ar_end(t, o->g.lbase);
             return NUMACOLL_OK;
         }
         o->phase = PICK;
@@ -666,7 +640,7 @@ int nc__ga_cma_step(numacoll_team_t *t, nc__op_t *o)
 {
     int rc = step(t, o);
     /* a Gatherv numbered in the lines: this rank reads no more of them
-     * (a store of the same value where a path stored it already) */
+     * (on every path; the staged step has stored the same already) */
     if (rc == NUMACOLL_OK && o->g.lines_done)
         nc__ar_end(t, o->g.lbase);
     if (rc != NC_AGAIN)   /* start() has numbered the call by now */

@@ -154,8 +154,7 @@ int nc__scatterv_try_step(numacoll_team_t *t, nc__op_t *o)
         P->unfit = 0;
         if (me == root) {
             const unsigned slot = nc__ar_slot(P->base);
-            for (int k = 1; k < p; k++)
-                P->unfit |= nc__ga_count(o, (root + k) % p) > max;
+            P->unfit = nc__ga_past(t, o, max);
             for (int k = 1; k < p; k++) {
                 const int d = (root + k) % p;
                 if (P->unfit)

@@ -43,6 +43,19 @@ void nc__ga_own(numacoll_team_t *t, nc__op_t *o, size_t off, size_t n)
     memcpy(to + off, from + off, n);
 }
 
+void nc__ga_prefetch_blocks(const numacoll_team_t *t, const nc__op_t *o,
+                            size_t max)
+{
+    size_t ask = NC_PREFETCH_MAX;
+    for (int j = 0; j < t->p && ask; j++) {
+        const size_t n = nc__ga_count(o, j);
+        if (j == t->rank || n > max)
+            continue;
+        nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n, ask);
+        ask -= n < ask ? n : ask;
+    }
+}
+
 void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
 {
     const size_t f = o->ch->f;
@@ -79,14 +92,7 @@ void nc__ga_begin(numacoll_team_t *t, nc__op_t *o)
         if (me != o->root && !nc__ga_cma(o->alg))
             nc__prefetch_w(o->ga.recv, o->ga.own, NC_PREFETCH_MAX);
     } else if (all && !nc__ga_cma(o->alg)) {
-        size_t ask = NC_PREFETCH_MAX;
-        for (int j = 0; j < t->p && ask; j++) {
-            if (j == me)
-                continue;
-            const size_t n = nc__ga_count(o, j);
-            nc__prefetch_w(nc__ga_at(o->ga.recv, nc__ga_displ(o, j)), n, ask);
-            ask -= n < ask ? n : ask;
-        }
+        nc__ga_prefetch_blocks(t, o, SIZE_MAX);
     }
     /* Entries number from the team's ticket (equal on every rank), one
      * ticket per call: back-to-back calls start in different slots, so a
