@@ -175,7 +175,7 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
                 if (len == NC_INL_PAYLOAD && io->buf)
                     memcpy(l->data, io->buf + off, NC_INL_PAYLOAD);
                 else if (len && io->buf)
-                    memcpy(l->data, io->buf + off, len);
+                    nc__copy_line_in(l->data, io->buf + off, len);
                 else if (len)
                     memcpy(l->data, tmp + (off - coff), len);
                 atomic_store_explicit(&l->word, want, memory_order_release);

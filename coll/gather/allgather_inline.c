@@ -55,7 +55,7 @@ void nc__ag_put(numacoll_team_t *t, unsigned slot, size_t first,
         nc__rline_t *l = nc__arline(t, t->rank, slot, first + k);
         size_t off, len = piece(n, k, &off);
         if (len)
-            memcpy(l->data, src + off, len);
+            nc__copy_line_in(l->data, src + off, len);
         if (k == 0) {
             uint64_t size = n;
             memcpy(l->data + FIRST, &size, sizeof size);

@@ -118,8 +118,8 @@ static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
         nc__rline_t *mine = nc__arline(t, t->rank, slot, k);
         const size_t off = k * lb;
         if (off < nbytes)
-            memcpy(mine->data, (const unsigned char *)own + off,
-                   nbytes - off < lb ? nbytes - off : lb);
+            nc__copy_line_in(mine->data, (const unsigned char *)own + off,
+                             nbytes - off < lb ? nbytes - off : lb);
         atomic_store_explicit(&mine->word, word, memory_order_release);
     }
 }

@@ -75,8 +75,8 @@ static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned slot,
     for (size_t k = 0; k < nc__ar_lines(o->count, epl); k++) {
         nc__rline_t *l = nc__arline(t, t->rank, slot, first + k);
         const size_t off = k * lb;
-        memcpy(l->data, (const unsigned char *)o->own + off,
-               nbytes - off < lb ? nbytes - off : lb);
+        nc__copy_line_in(l->data, (const unsigned char *)o->own + off,
+                         nbytes - off < lb ? nbytes - off : lb);
         /* the payload must be visible before its sequence number */
         atomic_store_explicit(&l->word, word, memory_order_release);
     }
