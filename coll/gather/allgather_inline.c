@@ -151,11 +151,15 @@ int nc__allgather_inline_step(numacoll_team_t *t, nc__op_t *o)
         int rc = nc__ar_begin(t, NC_AR_RD_ALL, -1, &P->base);
         if (rc != NUMACOLL_OK)
             return rc;
-        if (!o->ga.in_place && mine)
-            memcpy(o->ga.recv + nc__ga_displ(o, me), src, mine);
         P->i = 0;
         P->r = 0;
         nc__ag_put(t, nc__ar_slot(P->base), 0, src, mine, P->base);
+        /* the own block after the lines: stores to a receive buffer not
+         * in cache, ahead of the lines' release, would hold back their
+         * publication until its misses are served (x86 stores become
+         * visible in order) */
+        if (!o->ga.in_place && mine)
+            memcpy(o->ga.recv + nc__ga_displ(o, me), src, mine);
         o->phase = 1;
     }
     const unsigned slot = nc__ar_slot(P->base);
