@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 45);
-    nc__tune_rule_t want[45];
+    CU_ASSERT_EQUAL_FATAL(b->n, 51);
+    nc__tune_rule_t want[51];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -103,50 +103,50 @@ static void test_builtin_rules(void)
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
                                 0};
-    want[36] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
+    want[42] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
-    want[36].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
+    want[42].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
                                  0};
     want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, 4 * 1024 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0}, 0};
-    want[37] = rule(NC_COLL_BCAST, 1, U, 4 * 1024 * 1024, Z,
+    want[43] = rule(NC_COLL_BCAST, 1, U, 4 * 1024 * 1024, Z,
                     NC_ALG_BCAST_PIPELINED);
-    want[37].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
+    want[43].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0,
                                  {0}, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
     want[2].ch.k = 64;
     want[3] = rule(NC_COLL_REDUCE, 3, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
     want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_ADAPT, 0, {0}, 0};
-    want[38] = rule(NC_COLL_REDUCE, 3, U, 0, 112, NC_ALG_REDUCE_INLINE);
-    want[38].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
+    want[44] = rule(NC_COLL_REDUCE, 3, U, 0, 112, NC_ALG_REDUCE_INLINE);
+    want[44].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
                                  NC_COPY_AUTO, 0, {0}, 0};
     /* at p <= 2 inline up to 255 bytes (the last two rules) */
-    want[43] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
-    want[43].ch = want[38].ch;
-    want[44] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
-    want[44].ch = want[3].ch;
+    want[49] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
+    want[49].ch = want[44].ch;
+    want[50] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
+    want[50].ch = want[3].ch;
     want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0};
     /* p <= 2: inline up to 112 bytes, allfold up to 16 KiB (adapt from
      * 4 KiB), then rsag */
-    want[39] = rule(NC_COLL_ALLREDUCE, 1, 2, 113, 4095,
+    want[45] = rule(NC_COLL_ALLREDUCE, 1, 2, 113, 4095,
                     NC_ALG_ALLREDUCE_ALLFOLD);
-    want[39].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
+    want[45].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
                                  NC_COPY_AUTO, 0, {0}, 0};
-    want[40] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
+    want[46] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
                     NC_ALG_ALLREDUCE_RSAG);
-    want[40].ch = want[5].ch;
-    want[41] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 112, NC_ALG_ALLREDUCE_INLINE);
-    want[42] = rule(NC_COLL_ALLREDUCE, 1, 2, 4096, 16 * 1024 - 1,
+    want[46].ch = want[5].ch;
+    want[47] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 112, NC_ALG_ALLREDUCE_INLINE);
+    want[48] = rule(NC_COLL_ALLREDUCE, 1, 2, 4096, 16 * 1024 - 1,
                     NC_ALG_ALLREDUCE_ALLFOLD);
-    want[42].ch = want[39].ch;
-    want[42].ch.copy = NC_COPY_ADAPT;
+    want[48].ch = want[45].ch;
+    want[48].ch.copy = NC_COPY_ADAPT;
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
@@ -162,17 +162,22 @@ static void test_builtin_rules(void)
         size_t lo, hi;
         int alg;
         size_t f;
-    } ga[28] = {
-        {NC_COLL_ALLGATHER, 1, U, 0, 64, NC_ALG_ALLGATHER_INLINE, 0},
-        {NC_COLL_GATHER, 1, 8, 0, 64, NC_ALG_GATHER_INLINE, 0},
+    } ga[34] = {
+        {NC_COLL_ALLGATHER, 1, 2, 0, 256, NC_ALG_ALLGATHER_INLINE, 0},
+        {NC_COLL_ALLGATHER, 3, U, 0, 64, NC_ALG_ALLGATHER_INLINE, 0},
+        {NC_COLL_GATHER, 1, 2, 0, 256, NC_ALG_GATHER_INLINE, 0},
+        {NC_COLL_GATHER, 3, 8, 0, 64, NC_ALG_GATHER_INLINE, 0},
         {NC_COLL_SCATTER, 1, 3, 0, 256, NC_ALG_SCATTER_INLINE, 0},
         {NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE, 0},
-        {NC_COLL_REDUCE_SCATTER, 1, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
+        {NC_COLL_REDUCE_SCATTER, 1, 2, 0, 256, NC_ALG_REDUCE_SCATTER_INLINE, 0},
+        {NC_COLL_REDUCE_SCATTER, 3, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
         {NC_COLL_SCAN, 1, U, 0, 64, NC_ALG_SCAN_INLINE, 0},
         {NC_COLL_EXSCAN, 1, U, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
-        {NC_COLL_ALLGATHER, 1, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
+        {NC_COLL_ALLGATHER, 1, 2, 257, 65535, NC_ALG_ALLGATHER_STAGED, S},
+        {NC_COLL_ALLGATHER, 3, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 1, U, 65536, Z, NC_ALG_ALLGATHER_CMA, M},
-        {NC_COLL_GATHER, 1, 8, 65, 32767, NC_ALG_GATHER_STAGED, S},
+        {NC_COLL_GATHER, 1, 2, 257, 32767, NC_ALG_GATHER_STAGED, S},
+        {NC_COLL_GATHER, 3, 8, 65, 32767, NC_ALG_GATHER_STAGED, S},
         {NC_COLL_GATHER, 9, U, 0, 32767, NC_ALG_GATHER_STAGED, S},
         {NC_COLL_GATHER, 1, U, 32768, Z, NC_ALG_GATHER_CMA, M},
         {NC_COLL_SCATTER, 4, 8, 0, 104, NC_ALG_SCATTER_INLINE, 0},
@@ -185,13 +190,14 @@ static void test_builtin_rules(void)
         {NC_COLL_ALLTOALL, 4, 8, 105, 32767, NC_ALG_ALLTOALL_STAGED, S},
         {NC_COLL_ALLTOALL, 9, U, 0, 32767, NC_ALG_ALLTOALL_STAGED, S},
         {NC_COLL_ALLTOALL, 1, U, 32768, Z, NC_ALG_ALLTOALL_CMA, M},
-        {NC_COLL_REDUCE_SCATTER, 1, 8, 65, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
+        {NC_COLL_REDUCE_SCATTER, 1, 2, 257, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
+        {NC_COLL_REDUCE_SCATTER, 3, 8, 65, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_REDUCE_SCATTER, 9, U, 0, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_SCAN, 1, 2, 65, Z, NC_ALG_SCAN_STAGED, S},
         {NC_COLL_SCAN, 3, U, 65, Z, NC_ALG_SCAN_STAGED, S},
         {NC_COLL_EXSCAN, 1, 2, 65, Z, NC_ALG_EXSCAN_STAGED, S},
         {NC_COLL_EXSCAN, 3, U, 65, Z, NC_ALG_EXSCAN_STAGED, S}};
-    for (int g = 0; g < 28; g++) {
+    for (int g = 0; g < 34; g++) {
         want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
                            ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
         /* adapt's stores, staged in the slots and where single copy
@@ -201,7 +207,7 @@ static void test_builtin_rules(void)
                                             0, -1, 0, NC_COPY_ADAPT, 0, {0},
                                             0};
     }
-    for (int i = 0; i < 45; i++) {
+    for (int i = 0; i < 51; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -416,7 +422,7 @@ static void test_format(void)
     nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
-    nc__tune_format_rule(&b->rules[36], buf, sizeof buf);
+    nc__tune_format_rule(&b->rules[42], buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=16K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
@@ -1059,8 +1065,8 @@ static void test_resolve_gaps(void)
     /* line: of the table, or the index + 1 of the built-in rule */
     static const struct { size_t lo, hi; int builtin, line; } want[] = {
         {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 16383, 1, 2},
-        {16384, 131071, 1, 37}, {131072, (4u << 20) - 1, 1, 8},
-        {4u << 20, (1u << 30) - 1, 1, 38},
+        {16384, 131071, 1, 43}, {131072, (4u << 20) - 1, 1, 8},
+        {4u << 20, (1u << 30) - 1, 1, 44},
         {1u << 30, SIZE_MAX, 0, 2},
     };
     const nc__tune_table_t *b = nc__tune_builtin();
