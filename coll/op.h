@@ -60,6 +60,7 @@ typedef struct nc__red_pos {
     int part;           /* what of round k is done (per algorithm)         */
     int i;              /* peers / slices handled within the part          */
     int fold;           /* operands of the fold consumed (nc__fold_step)   */
+    int late;           /* inline Scan: a writer's line was not there yet  */
     /* inline Allreduce: the line being folded (a private buffer: the
      * user op's inout must be no operand, recv may be this rank's input) */
     _Alignas(NC_CACHE_LINE) unsigned char acc[NC_INL_PAYLOAD];
