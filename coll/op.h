@@ -52,6 +52,7 @@ typedef struct nc__bcast_pos {
                                   * variant + 1 under whole-call adapt (0:
                                   * none) and the clock at its start     */
     unsigned char *tmp; /* cma: packing buffer (freed when the op ends)    */
+    int late;           /* inline reader: line 0 not there at first look   */
 } nc__bcast_pos_t;
 
 typedef struct nc__red_pos {
