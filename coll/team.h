@@ -290,8 +290,8 @@ struct numacoll_team {
      * size: il lines, inl_max payload bytes. */
     uint64_t inl_seq, inl_ok;
     uint64_t inl_word[NC_INL_SLOTS];
-    int inl_root;               /* the root of this rank's last inline Bcast */
-    unsigned inl_ahead;         /* its calls in a row that found the root ahead */
+    int inl_root;               /* root of this rank's last inline Bcast */
+    unsigned inl_ahead;         /* calls in a row that found it ahead    */
     unsigned inl_lines;
     size_t inl_max;
     /* the blocking fast Bcast's sizes (request.c), 1 .. bc_fast_max

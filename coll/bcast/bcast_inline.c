@@ -27,9 +27,10 @@
  *  all:    store the call's word into its own ack line, word n % SLOTS
  *          (release: its copy-out is done).
  *  reader that found line 0 there at its first look in this call and
- *          the last, from the same root: asks for the parent's first lines of the
- *          next two calls (prefetch), so back to back from one root
- *          their transfer overlaps the caller's work between calls.
+ *          the last, from the same root: asks for the parent's first
+ *          lines of the next two calls (prefetch), so back to back from
+ *          one root their transfer overlaps the caller's work between
+ *          calls.
  * Acks: before rewriting slot j a writer needs every other rank's ack of
  * the call that last used j. It keeps inl_ok, the latest call all ranks
  * have acked, and reloads the p-1 ack lines only when inl_ok is too old;
