@@ -204,9 +204,9 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
                                   (long)n};
             uint64_t seen;
             if (c0 == 0 &&
-                (int32_t)((uint32_t)atomic_load_explicit(
-                              &src->word, memory_order_relaxed) -
-                          (uint32_t)n) < 0)
+                !nc__cond_holds(atomic_load_explicit(&src->word,
+                                                     memory_order_relaxed),
+                                NC_WAIT_GE32, n))
                 o->b.late = 1;
             rc = nc__poll(t, &src->word, NC_WAIT_GE32, n, &seen, &why);
             if (rc != NUMACOLL_OK)
@@ -245,17 +245,17 @@ int nc__bcast_inline_step(numacoll_team_t *t, nc__op_t *o)
     t->inl_seq = n;
     /* A reader that found the call's first line there at its first look,
      * twice in a row from the same root: that root runs ahead (calls back
-     * to back from one root), so ask for its parent's
-     * first lines of the next NC_INL_AHEAD calls now, and their transfer
-     * overlaps what the caller does between calls, as the hardware
-     * prefetcher does for tuned's eager FIFO (OSU-style loop on the VM,
-     * p = 2, reused buffers, back to back: 8 B 0.13-0.18 us a call against
-     * 0.16-0.25 without, 64 B 0.15-0.20 against 0.19-0.24, tuned 0.10-0.16
-     * and 0.18-0.30; with a barrier before each call 0.94-0.96x, cold
-     * buffers back to back from root 0 1.02-1.05x). Not
-     * where the root changes from call to call: the lines asked for would
-     * then be ones their writer is about to rewrite, and its stores would
-     * first have to take them back. */
+     * to back from one root), so ask for its parent's first lines of the
+     * next NC_INL_AHEAD calls now, and their transfer overlaps what the
+     * caller does between calls, as the hardware prefetcher does for
+     * tuned's eager FIFO (OSU-style loop on the VM, p = 2, reused
+     * buffers, back to back: 8 B 0.13-0.18 us a call against 0.16-0.25
+     * without, 64 B 0.15-0.20 against 0.19-0.24, tuned 0.10-0.16 and
+     * 0.18-0.30; with a barrier before each call 0.94-0.96x, cold buffers
+     * back to back from root 0 1.02-1.05x). Not where the root changes
+     * from call to call: the lines asked for would then be ones their
+     * writer is about to rewrite, and its stores would first have to take
+     * them back. */
     t->inl_ahead = t->rank != root && !o->b.late && root == t->inl_root
                        ? t->inl_ahead + 1
                        : 0;

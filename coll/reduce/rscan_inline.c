@@ -209,9 +209,10 @@ int nc__scan_inline_step(numacoll_team_t *t, nc__op_t *o)
     const unsigned slot = nc__ar_slot(P->base);
     for (; P->part == 0 && P->i < me; P->i++) {
         unsigned char *d;
-        if (atomic_load_explicit(&nc__arline(t, P->i, slot, last)->word,
-                                 memory_order_relaxed) !=
-            nc__dword(t, P->base + 1))
+        if (!nc__cond_holds(
+                atomic_load_explicit(&nc__arline(t, P->i, slot, last)->word,
+                                     memory_order_relaxed),
+                NC_WAIT_EQ, nc__dword(t, P->base + 1)))
             P->late = 1;
         int rc = nc__ar_wait_line(t, P->i, P->base, last, &d);
         if (rc != NUMACOLL_OK)
