@@ -318,11 +318,22 @@ static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
  * there: elements [lo, hi) of operands 0 .. nfold - 1, in lines first ..
  * of their line slot (own non-NULL: this rank's operand from there
  * instead, element-indexed), line by line x_0 op x_1 op ... with the
- * kernels alone, in the order and with the calls nc__fold_step makes but
- * without its callbacks per line and operand (about 200 instructions a
- * line at p = 2), through acc (one line) into recv + (at - lo) elements.
- * One operand is copied, unless it is its result already (a Scan's rank
- * 0 in place). */
+ * kernels alone, in nc__fold_step's order (every rank of a call folds the
+ * same way, so their results are bitwise equal) but without its
+ * callbacks per line and operand (about 200 instructions a
+ * line at p = 2), into recv + (at - lo) elements. One operand is copied,
+ * unless it is its result already (a Scan's rank 0 in place).
+ * The last op of a line writes recv itself (k3), the others acc (one
+ * line): copying acc out instead made loads of bytes that the kernel had
+ * just stored with other widths (a scalar tail's 4-byte stores under
+ * memcpy's 8- or 16-byte loads). x86 cannot forward such a load from its
+ * store buffer, so it waits until every older store is in the cache,
+ * the previous line's stores into recv with their misses among them:
+ * the inline Allreduce of uint32 took 0.15-0.2 us more at 68, 76 and
+ * 80-112 bytes than at 64 and 72 (p = 2, cold buffers). Not where the
+ * type has padding after its last field (the kernel writes whole
+ * elements, recv may end before it) or where this rank's operand lies
+ * in recv (in place: restrict). */
 static inline void nc__fold_lines(const numacoll_team_t *t,
                                   const nc__red_op_t *op, unsigned slot,
                                   size_t first, size_t lo, size_t hi,
@@ -330,6 +341,10 @@ static inline void nc__fold_lines(const numacoll_team_t *t,
                                   unsigned char *acc, void *recv)
 {
     const size_t e = op->elem, epl = nc__ar_per_line(e);
+    const unsigned char *r0 = recv;
+    const int direct = nc__dtype_tail(op->dtype) == 0 &&
+                       (!own || own + hi * e <= r0 ||
+                        r0 + (hi - lo) * e <= own + lo * e);
     for (size_t at = lo; at < hi;) {
         const size_t k = at / epl, in = at - k * epl,
                      end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
@@ -341,6 +356,16 @@ static inline void nc__fold_lines(const numacoll_team_t *t,
         if (nfold == 1) {
             if (out != NC_OPND(0))
                 memcpy(out, NC_OPND(0), nc__res_bytes(op, n));
+        } else if (direct) {
+            const int last = nfold - 1;
+            if (last == 1) {
+                op->impl->k3(out, NC_OPND(0), NC_OPND(1), n);
+            } else {
+                op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
+                for (int j = 2; j < last; j++)
+                    op->impl->k2(acc, NC_OPND(j), n);
+                op->impl->k3(out, acc, NC_OPND(last), n);
+            }
         } else {
             nc__op_apply(op->impl, acc, NC_OPND(0), NC_OPND(1), n);
             for (int j = 2; j < nfold; j++)
