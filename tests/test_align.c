@@ -483,7 +483,7 @@ static const sz_t packed_sizes[] = {
     {57, 0}, {8191, 0}, {8193, 1}, {262145, 0}, {600001, 0},
 };
 /* Doubles: inline (7 = 56 bytes: one line) up to 191 bytes (at p = 2 up
- * to 112), then at p = 2 allfold up to 16 KiB (2047; adapt's stores from
+ * to 255), then at p = 2 allfold up to 16 KiB (2047; adapt's stores from
  * 512), rsag from there (at p = 3 from 24); one
  * 128 KiB slot = 16384; the 4 slots = 65536; past them. */
 static const sz_t double_sizes[] = {

@@ -1181,9 +1181,9 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
                  end = offsetof(numacoll_long_int_t, i) + sizeof(int);
     int bad = 0;
     /* inline sizes, then the staged and reduce-scatter ones (Reduce from
-     * 113 bytes, Allreduce's allfold at p = 2 from 113 and rsag at p > 2
+     * 113 bytes, Allreduce's allfold at p = 2 from 256 and rsag at p > 2
      * from 192, Scan staged at p > 2) */
-    static const size_t counts[] = {1, 2, 3, 4, 13, 300};
+    static const size_t counts[] = {1, 2, 3, 4, 13, 20, 300};
     numacoll_long_int_t *in = malloc(300 * 8 * S), *out = malloc(300 * S);
     if (!in || !out)
         bad = 14;

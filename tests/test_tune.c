@@ -133,16 +133,16 @@ static void test_builtin_rules(void)
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
     want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0};
-    /* p <= 2: inline up to 112 bytes, allfold up to 16 KiB (adapt from
+    /* p <= 2: inline up to 255 bytes, allfold up to 16 KiB (adapt from
      * 4 KiB), then rsag */
-    want[45] = rule(NC_COLL_ALLREDUCE, 1, 2, 113, 4095,
+    want[45] = rule(NC_COLL_ALLREDUCE, 1, 2, 256, 4095,
                     NC_ALG_ALLREDUCE_ALLFOLD);
     want[45].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
                                  NC_COPY_AUTO, 0, {0}, 0};
     want[46] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
                     NC_ALG_ALLREDUCE_RSAG);
     want[46].ch = want[5].ch;
-    want[47] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 112, NC_ALG_ALLREDUCE_INLINE);
+    want[47] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 255, NC_ALG_ALLREDUCE_INLINE);
     want[48] = rule(NC_COLL_ALLREDUCE, 1, 2, 4096, 16 * 1024 - 1,
                     NC_ALG_ALLREDUCE_ALLFOLD);
     want[48].ch = want[45].ch;
@@ -1042,8 +1042,8 @@ static void test_resolve_custom(void)
     AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
     AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 112, NC_ALG_ALLREDUCE_INLINE, 1);   /* p <= 2 */
-    AT(&tt, ALLREDUCE, 113, NC_ALG_ALLREDUCE_ALLFOLD, 1);
+    AT(&tt, ALLREDUCE, 255, NC_ALG_ALLREDUCE_INLINE, 1);   /* p <= 2 */
+    AT(&tt, ALLREDUCE, 256, NC_ALG_ALLREDUCE_ALLFOLD, 1);
     AT(&tt, ALLREDUCE, 16383, NC_ALG_ALLREDUCE_ALLFOLD, 1);
     AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 1);
     nc__tune_team_free(&tt);
