@@ -93,8 +93,8 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 51);
-    nc__tune_rule_t want[51];
+    CU_ASSERT_EQUAL_FATAL(b->n, 53);
+    nc__tune_rule_t want[53];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
@@ -171,8 +171,8 @@ static void test_builtin_rules(void)
         {NC_COLL_ALLTOALL, 1, 3, 0, 256, NC_ALG_ALLTOALL_INLINE, 0},
         {NC_COLL_REDUCE_SCATTER, 1, 2, 0, 256, NC_ALG_REDUCE_SCATTER_INLINE, 0},
         {NC_COLL_REDUCE_SCATTER, 3, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
-        {NC_COLL_SCAN, 1, U, 0, 64, NC_ALG_SCAN_INLINE, 0},
-        {NC_COLL_EXSCAN, 1, U, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
+        {NC_COLL_SCAN, 1, 2, 0, 255, NC_ALG_SCAN_INLINE, 0},
+        {NC_COLL_EXSCAN, 1, 2, 0, 255, NC_ALG_EXSCAN_INLINE, 0},
         {NC_COLL_ALLGATHER, 1, 2, 257, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 3, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 1, U, 65536, Z, NC_ALG_ALLGATHER_CMA, M},
@@ -193,9 +193,9 @@ static void test_builtin_rules(void)
         {NC_COLL_REDUCE_SCATTER, 1, 2, 257, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_REDUCE_SCATTER, 3, 8, 65, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
         {NC_COLL_REDUCE_SCATTER, 9, U, 0, Z, NC_ALG_REDUCE_SCATTER_STAGED, S},
-        {NC_COLL_SCAN, 1, 2, 65, Z, NC_ALG_SCAN_STAGED, S},
+        {NC_COLL_SCAN, 1, 2, 256, Z, NC_ALG_SCAN_STAGED, S},
         {NC_COLL_SCAN, 3, U, 65, Z, NC_ALG_SCAN_STAGED, S},
-        {NC_COLL_EXSCAN, 1, 2, 65, Z, NC_ALG_EXSCAN_STAGED, S},
+        {NC_COLL_EXSCAN, 1, 2, 256, Z, NC_ALG_EXSCAN_STAGED, S},
         {NC_COLL_EXSCAN, 3, U, 65, Z, NC_ALG_EXSCAN_STAGED, S}};
     for (int g = 0; g < 34; g++) {
         want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
@@ -207,7 +207,10 @@ static void test_builtin_rules(void)
                                             0, -1, 0, NC_COPY_ADAPT, 0, {0},
                                             0};
     }
-    for (int i = 0; i < 51; i++) {
+    /* at p > 2 Scan and Exscan inline up to 64 bytes (the last rules) */
+    want[51] = rule(NC_COLL_SCAN, 3, U, 0, 64, NC_ALG_SCAN_INLINE);
+    want[52] = rule(NC_COLL_EXSCAN, 3, U, 0, 64, NC_ALG_EXSCAN_INLINE);
+    for (int i = 0; i < 53; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
