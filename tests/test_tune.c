@@ -93,12 +93,12 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 53);
-    nc__tune_rule_t want[53];
+    CU_ASSERT_EQUAL_FATAL(b->n, 55);
+    nc__tune_rule_t want[55];
     want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
     want[0].ch.tree = NUMACOLL_TREE_KARY;
     want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 1, U, 168, 16 * 1024 - 1,
+    want[1] = rule(NC_COLL_BCAST, 3, U, 168, 16 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
@@ -210,7 +210,14 @@ static void test_builtin_rules(void)
     /* at p > 2 Scan and Exscan inline up to 64 bytes (the last rules) */
     want[51] = rule(NC_COLL_SCAN, 3, U, 0, 64, NC_ALG_SCAN_INLINE);
     want[52] = rule(NC_COLL_EXSCAN, 3, U, 0, 64, NC_ALG_EXSCAN_INLINE);
-    for (int i = 0; i < 53; i++) {
+    /* at p <= 2 Bcast's 2-16 KiB take 2 KiB fragments */
+    want[53] = rule(NC_COLL_BCAST, 1, 2, 168, 2047, NC_ALG_BCAST_PIPELINED);
+    want[53].ch = want[1].ch;
+    want[54] = rule(NC_COLL_BCAST, 1, 2, 2048, 16 * 1024 - 1,
+                    NC_ALG_BCAST_PIPELINED);
+    want[54].ch = want[1].ch;
+    want[54].ch.f = 2048;
+    for (int i = 0; i < 55; i++) {
         CU_ASSERT(same_rule(&b->rules[i], &want[i]));
         CU_ASSERT(b->rules[i].line > 0);
     }
@@ -414,7 +421,7 @@ static void test_format(void)
     const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
     int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=168-16383 alg=pipelined "
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=168-16383 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
     CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
