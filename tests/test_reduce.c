@@ -1161,13 +1161,36 @@ static int bad_args_body(const numacoll_bootstrap_t *b, void *arg)
  * Reduce, Allreduce, Scan, Exscan, Reduce_scatter_block and
  * Reduce_scatter, inline and staged, write the fields of the last element
  * only, so a buffer of MPI's span (the last element's padding cut off, as
- * Open MPI's scratch) is not overrun. */
+ * Open MPI's scratch) is not overrun; nor do they read past such a send
+ * buffer (each call's is allocated to that span: the sanitizer run sees
+ * a read past it). */
 enum { PAD_REDUCE, PAD_ALLREDUCE, PAD_SCAN, PAD_RSB, PAD_EXSCAN, PAD_RS,
        PAD_KINDS };
+
+/* MPI's span of one pair: up to the end of its last field */
+#define PAD_END (offsetof(numacoll_long_int_t, i) + sizeof(int))
 
 static long pad_val(int r, size_t i)
 {
     return (long)((size_t)r * 7 + i) % 5;
+}
+
+/* One call of kind on long_int pairs, MINLOC; Reduce_scatter's counts
+ * per rank; in place where send == recv. */
+static int pad_call(numacoll_team_t *team, int kind, const void *send,
+                    void *recv, size_t n, const size_t *counts, int root)
+{
+    const numacoll_dtype_t dt = NUMACOLL_DTYPE_LONG_INT;
+    const numacoll_op_t op = NUMACOLL_OP_MINLOC;
+    return kind == PAD_REDUCE ? numacoll_reduce(team, send, recv, n, dt, op,
+                                                root)
+           : kind == PAD_ALLREDUCE
+               ? numacoll_allreduce(team, send, recv, n, dt, op)
+           : kind == PAD_SCAN   ? numacoll_scan(team, send, recv, n, dt, op)
+           : kind == PAD_EXSCAN ? numacoll_exscan(team, send, recv, n, dt, op)
+           : kind == PAD_RS
+               ? numacoll_reduce_scatter(team, send, recv, counts, dt, op)
+               : numacoll_reduce_scatter_block(team, send, recv, n, dt, op);
 }
 
 static int padding_body(const numacoll_bootstrap_t *b, void *arg)
@@ -1177,8 +1200,7 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
     if (!team)
         return 10;
     const int p = b->size, me = b->rank;
-    const size_t S = sizeof(numacoll_long_int_t),
-                 end = offsetof(numacoll_long_int_t, i) + sizeof(int);
+    const size_t S = sizeof(numacoll_long_int_t), end = PAD_END;
     int bad = 0;
     /* inline sizes, then the staged and reduce-scatter ones (Reduce from
      * 113 bytes, Allreduce's allfold at p = 2 from 256 and rsag at p > 2
@@ -1207,21 +1229,16 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
                 in[i].i = me;
             }
             const int root = (int)(n % (size_t)p);
-            const numacoll_dtype_t dt = NUMACOLL_DTYPE_LONG_INT;
-            const numacoll_op_t op = NUMACOLL_OP_MINLOC;
-            int rc = kind == PAD_REDUCE
-                         ? numacoll_reduce(team, in, out, n, dt, op, root)
-                     : kind == PAD_ALLREDUCE
-                         ? numacoll_allreduce(team, in, out, n, dt, op)
-                     : kind == PAD_SCAN
-                         ? numacoll_scan(team, in, out, n, dt, op)
-                     : kind == PAD_EXSCAN
-                         ? numacoll_exscan(team, in, out, n, dt, op)
-                     : kind == PAD_RS
-                         ? numacoll_reduce_scatter(team, in, out, counts, dt,
-                                                   op)
-                         : numacoll_reduce_scatter_block(team, in, out, n, dt,
-                                                         op);
+            /* the contribution in a buffer of its span exactly */
+            const size_t span = (nin - 1) * S + end;
+            void *x = malloc(span);
+            if (!x) {
+                bad = 14;
+                break;
+            }
+            memcpy(x, in, span);
+            int rc = pad_call(team, kind, x, out, n, counts, root);
+            free(x);
             if (rc != NUMACOLL_OK)
                 bad = 11;
             /* Exscan's rank 0 receives nothing: all its filler stays */
@@ -1260,6 +1277,80 @@ static void test_padding(void)
 {
     for (int p = 1; p <= 4; p++)   /* p = 1: the copy without the team */
         CU_ASSERT_EQUAL(nct_run(p, padding_body, NULL), 0);
+}
+
+/* The same in place, in a buffer of the contribution's span and 16 guard
+ * bytes: the result's fields equal those of the same call not in place,
+ * the bytes past the span stay (a staged Reduce_scatter whose block was
+ * the whole vector wrote its last element's padding there); Exscan's rank
+ * 0 keeps its contribution. Reduce_scatter gives the last rank every
+ * element. */
+static int padding_in_place_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_team_t *team = nct_team(b, 0, 0, 20000);
+    if (!team)
+        return 10;
+    const int p = b->size, me = b->rank;
+    const size_t S = sizeof(numacoll_long_int_t), end = PAD_END;
+    static const size_t ns[] = {1, 3, 13, 20, 300};
+    int bad = 0;
+    for (int kind = PAD_ALLREDUCE; kind < PAD_KINDS && !bad; kind++)
+        for (size_t c = 0; c < sizeof ns / sizeof *ns && !bad; c++) {
+            const size_t n = ns[c];
+            const int rs = kind == PAD_RSB || kind == PAD_RS;
+            const size_t nin = rs ? n * (size_t)p : n,
+                         span = (nin - 1) * S + end;
+            size_t counts[8];
+            for (int j = 0; j < p && j < 8; j++)
+                counts[j] = j == p - 1 ? nin : 0;
+            const size_t nout = kind == PAD_RS ? counts[me] : n;
+            numacoll_long_int_t *in = malloc(nin * S), *ref = malloc(nin * S);
+            unsigned char *x = malloc(span + 16);
+            if (!in || !ref || !x || p > 8) {
+                bad = 14;
+            } else {
+                for (size_t i = 0; i < nin; i++) {
+                    in[i].v = pad_val(me, i);
+                    in[i].i = me;
+                }
+                memset(ref, 0xe0, nin * S);
+                memcpy(x, in, span);
+                memset(x + span, 0xa5, 16);
+                if (pad_call(team, kind, in, ref, n, counts, 0) !=
+                        NUMACOLL_OK ||
+                    pad_call(team, kind, x, x, n, counts, 0) != NUMACOLL_OK)
+                    bad = 11;
+                const numacoll_long_int_t *want =
+                    kind == PAD_EXSCAN && me == 0 ? in : ref;
+                for (size_t i = 0; i < nout && !bad; i++) {
+                    numacoll_long_int_t got;
+                    memcpy(&got.v, x + i * S + offsetof(numacoll_long_int_t, v),
+                           sizeof got.v);
+                    memcpy(&got.i, x + i * S + offsetof(numacoll_long_int_t, i),
+                           sizeof got.i);
+                    if (got.v != want[i].v || got.i != want[i].i)
+                        bad = 12;
+                }
+                for (size_t g = 0; g < 16 && !bad; g++)
+                    if (x[span + g] != 0xa5)
+                        bad = 13;   /* written past the span */
+                if (bad)
+                    fprintf(stderr, "rank %d: kind %d in place, %zu long_int "
+                            "pairs: %d\n", me, kind, n, bad);
+            }
+            free(in);
+            free(ref);
+            free(x);
+        }
+    numacoll_team_destroy(team);
+    return bad;
+}
+
+static void test_padding_in_place(void)
+{
+    for (int p = 1; p <= 4; p++)
+        CU_ASSERT_EQUAL(nct_run(p, padding_in_place_body, NULL), 0);
 }
 
 static void test_bad_args(void)
@@ -1458,6 +1549,8 @@ int nct_register_reduce(void)
          test_ar_lines},
         {"determinism under random delays", test_determinism},
         {"pairs' padding after the last element left alone", test_padding},
+        {"pairs in place: the bytes past their span left alone",
+         test_padding_in_place},
         {"bad arguments", test_bad_args},
         {NULL, NULL},
     };

@@ -108,7 +108,9 @@ static void put_line(void *vp, int j)
 }
 
 /* This rank's lines of call base (its slot's): each line's payload,
- * then its word (release: the payload is visible before the number). */
+ * then its word (release: the payload is visible before the number).
+ * nbytes stops at the last element's last field (nc__res_bytes): an MPI
+ * buffer may end there, before the type's padding. */
 static void put_lines(numacoll_team_t *t, uint64_t base, const void *own,
                       size_t nbytes, size_t lb, size_t lines)
 {
@@ -160,7 +162,8 @@ int nc__allreduce_inline_step(numacoll_team_t *t, nc__op_t *o)
         P->k = 0;
         P->i = 0;
         P->fold = 0;
-        put_lines(t, P->base, o->own, nbytes, lb, lines);
+        put_lines(t, P->base, o->own, count ? nc__res_bytes(op, count) : 0,
+                  lb, lines);
         o->phase = 1;
         if (root >= 0 && t->rank != root) {
             nc__ar_end(t, P->base);

@@ -106,9 +106,11 @@ int nc__rs_stage(const nc__rs_t *s, size_t r)
                 continue;
             }
         }
+        /* a run's last element without its padding: the run may end the
+         * vector, and an MPI buffer may end before the padding */
         if (rn)
             nc__copy(cin, slot + rso * s->elem, s->own + rv * s->elem,
-                     rn * s->elem);
+                     nc__res_bytes(s->op, rn));
         rv = vo, rso = so, rn = n;
     }
     if (s->tag && r == 0)

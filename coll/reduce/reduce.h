@@ -318,8 +318,7 @@ static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
  * there: elements [lo, hi) of operands 0 .. nfold - 1, in lines first ..
  * of their line slot (own non-NULL: this rank's operand from there
  * instead, element-indexed), line by line x_0 op x_1 op ... with the
- * kernels alone, in nc__fold_step's order (every rank of a call folds the
- * same way, so their results are bitwise equal) but without its
+ * kernels alone, in nc__fold_step's order but without its
  * callbacks per line and operand (about 200 instructions a
  * line at p = 2), into recv + (at - lo) elements. One operand is copied,
  * unless it is its result already (a Scan's rank 0 in place).
@@ -333,7 +332,10 @@ static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
  * 80-112 bytes than at 64 and 72 (p = 2, cold buffers). Not where the
  * type has padding after its last field (the kernel writes whole
  * elements, recv may end before it) or where this rank's operand lies
- * in recv (in place: restrict). */
+ * in recv (in place: restrict); there the last op writes a scratch line
+ * that is copied out. Either way the kernels called are the same (k3,
+ * k2 ..., k3), so NaN payloads, which k2 and k3 may keep differently,
+ * do not depend on the path a rank took (in place or not). */
 static inline void nc__fold_lines(const numacoll_team_t *t,
                                   const nc__red_op_t *op, unsigned slot,
                                   size_t first, size_t lo, size_t hi,
@@ -366,11 +368,16 @@ static inline void nc__fold_lines(const numacoll_team_t *t,
                     op->impl->k2(acc, NC_OPND(j), n);
                 op->impl->k3(out, acc, NC_OPND(last), n);
             }
-        } else {
-            nc__op_apply(op->impl, acc, NC_OPND(0), NC_OPND(1), n);
-            for (int j = 2; j < nfold; j++)
-                op->impl->k2(acc, NC_OPND(j), n);
+        } else if (nfold == 2) {
+            op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
             memcpy(out, acc, nc__res_bytes(op, n));
+        } else {
+            _Alignas(NC_CACHE_LINE) unsigned char last[NC_CACHE_LINE];
+            op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
+            for (int j = 2; j < nfold - 1; j++)
+                op->impl->k2(acc, NC_OPND(j), n);
+            op->impl->k3(last, acc, NC_OPND(nfold - 1), n);
+            memcpy(out, last, nc__res_bytes(op, n));
         }
 #undef NC_OPND
         at = end;

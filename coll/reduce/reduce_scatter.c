@@ -112,8 +112,9 @@ static int fold_rs(const nc__rs_t *rs, size_t r)
         slot = nc__rs_slot(rs, t->rank, x, r) + so * rs->elem;
     }
     int rc = nc__rs_fold(rs, r, slot ? slot : out);
+    /* not the last element's padding: it may lie past the block's end */
     if (rc == NUMACOLL_OK && slot)
-        nc__copy(s->cout, out, slot, n * rs->elem);
+        nc__copy(s->cout, out, slot, nc__res_bytes(&o->rop, n));
     return rc;
 }
 

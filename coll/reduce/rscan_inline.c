@@ -72,12 +72,15 @@ static void put_line(void *vp, int j)
     (void)vp, (void)j;   /* reuse: nc__ar_begin */
 }
 
-/* Write count elements of own in lines first .. of this rank's slot. */
+/* Write count elements of own in lines first .. of this rank's slot: up
+ * to the last element's last field (an MPI buffer may end there, before
+ * the type's padding). */
 static void put_vec(numacoll_team_t *t, const nc__op_t *o, unsigned slot,
                     size_t first, uint64_t seq)
 {
     const size_t epl = nc__ar_per_line(o->rop.elem),
-                 lb = epl * o->rop.elem, nbytes = o->count * o->rop.elem;
+                 lb = epl * o->rop.elem,
+                 nbytes = o->count ? nc__res_bytes(&o->rop, o->count) : 0;
     const uint64_t word = nc__dword(t, seq + 1);
     for (size_t k = 0; k < nc__ar_lines(o->count, epl); k++) {
         nc__rline_t *l = nc__arline(t, t->rank, slot, first + k);
