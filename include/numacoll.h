@@ -527,9 +527,10 @@ int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
 /*
  * Reduce, with the result in every rank's recvbuf, bitwise identical on
  * every rank. The algorithm depends on the team's tuning table and the
- * size only (built in: inline up to 56 bytes, Reduce then Bcast below
- * 1 KiB, reduce-scatter/allgather from there on), so equal inputs give
- * equal results on every run with the same table.
+ * size only (built in: inline up to 191 bytes, at p <= 2 up to 255 and
+ * then allfold up to 16 KiB, reduce-scatter/allgather from there on;
+ * docs/tuning.md), so equal inputs give equal results on every run with
+ * the same table.
  */
 NUMACOLL_API
 int numacoll_allreduce(numacoll_team_t *team, const void *sendbuf,
