@@ -1,7 +1,9 @@
 /*
- * Allreduce as Reduce to rank 0 followed by Bcast from rank 0, for small
- * and medium messages (the built-in table: above the 56 inline bytes,
- * below 1 KiB): two waves along trees, each pipelined.
+ * Allreduce as Reduce to rank 0 followed by Bcast from rank 0 (the
+ * built-in table does not take it; a tuning table may, and elements over
+ * an inline line's 56 bytes come here from the inline rules): two waves
+ * along trees, each pipelined. The Bcast carries the result up to its
+ * last element's last field (nc__res_bytes).
  *
  *  root (rank 0): the Reduce root (folds its children's partial results
  *          into its receive buffer), then the Bcast root.
@@ -27,10 +29,13 @@ int nc__allreduce_reduce_bcast_step(numacoll_team_t *t, nc__op_t *o)
         int rc = nc__reduce_pipelined_step(t, o);
         if (rc != NUMACOLL_OK)
             return rc;
-        /* the Bcast rule for the size (coll/bcast/bcast.c), uncounted */
+        /* the Bcast rule for the size (coll/bcast/bcast.c), uncounted;
+         * not the last element's padding, which may lie past the
+         * receive buffer's end (nc__res_bytes) */
         nc__io_t io = {.buf = o->recv};
         nc__op_t b;
-        nc__bcast_op(t, &b, o->count * o->rop.elem, 0, &io);
+        nc__bcast_op(t, &b, o->count ? nc__res_bytes(&o->rop, o->count) : 0,
+                     0, &io);
         o->bc = b.bc;
         o->sub = 1;
         o->phase = 0;

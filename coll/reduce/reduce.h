@@ -42,6 +42,9 @@
 #include "coll/wait.h"
 
 #define NC_RED_INLINE 56   /* payload bytes in a full / inline line */
+/* a fold's private line (nc__red_pos_t's acc, NC_INL_PAYLOAD bytes) holds
+ * the elements of one inline line */
+_Static_assert(NC_INL_PAYLOAD >= NC_RED_INLINE, "acc holds a line");
 
 /* A line with its payload first, so the payload is 64-byte aligned. */
 typedef struct nc__rline {
