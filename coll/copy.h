@@ -123,7 +123,11 @@ void nc__copy_call_count(size_t nbytes, unsigned long used[2]);
  * A no-op on lines already in cache. NC_PREFETCH_MAX where the rank only
  * waits before it writes (a reader); NC_PREFETCH_SMALL where its own
  * copy-in runs meanwhile (more only competed with its reads) or where
- * only that much was measured. */
+ * only that much was measured. Built for baseline x86-64 (no -mprfchw),
+ * GCC emits the write hint as PREFETCHT0, a read prefetch: a private
+ * line not in any cache then comes exclusive all the same, so the store
+ * after it needs no further request; only a line another core holds
+ * comes shared. */
 #define NC_PREFETCH_MAX 4096
 #define NC_PREFETCH_SMALL 1024
 static inline void nc__prefetch_w(void *p, size_t n, size_t max)
