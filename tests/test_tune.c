@@ -125,9 +125,9 @@ static void test_builtin_rules(void)
     want[44].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
                                  NC_COPY_AUTO, 0, {0}, 0};
     /* at p <= 2 inline up to 255 bytes (the last two rules) */
-    want[49] = rule(NC_COLL_REDUCE, 1, 2, 0, 255, NC_ALG_REDUCE_INLINE);
+    want[49] = rule(NC_COLL_REDUCE, 1, 2, 0, 511, NC_ALG_REDUCE_INLINE);
     want[49].ch = want[44].ch;
-    want[50] = rule(NC_COLL_REDUCE, 1, 2, 256, Z, NC_ALG_REDUCE_PIPELINED);
+    want[50] = rule(NC_COLL_REDUCE, 1, 2, 512, Z, NC_ALG_REDUCE_PIPELINED);
     want[50].ch = want[3].ch;
     want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
