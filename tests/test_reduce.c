@@ -1193,13 +1193,8 @@ static int pad_call(numacoll_team_t *team, int kind, const void *send,
                : numacoll_reduce_scatter_block(team, send, recv, n, dt, op);
 }
 
-static int padding_body(const numacoll_bootstrap_t *b, void *arg)
+static int pad_out_of_place(numacoll_team_t *team, int p, int me)
 {
-    (void)arg;
-    numacoll_team_t *team = nct_team(b, 0, 0, 20000);
-    if (!team)
-        return 10;
-    const int p = b->size, me = b->rank;
     const size_t S = sizeof(numacoll_long_int_t), end = PAD_END;
     int bad = 0;
     /* inline sizes, then the staged and reduce-scatter ones (Reduce from
@@ -1270,6 +1265,19 @@ static int padding_body(const numacoll_bootstrap_t *b, void *arg)
         }
     free(in);
     free(out);
+    return bad;
+}
+
+static int pad_in_place(numacoll_team_t *team, int p, int me);
+
+/* arg non-NULL: the in-place calls */
+static int padding_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    numacoll_team_t *team = nct_team(b, 0, 0, 20000);
+    if (!team)
+        return 10;
+    int bad = arg ? pad_in_place(team, b->size, b->rank)
+                  : pad_out_of_place(team, b->size, b->rank);
     numacoll_team_destroy(team);
     return bad;
 }
@@ -1298,13 +1306,8 @@ static void test_padding(void)
  * the whole vector wrote its last element's padding there); Exscan's rank
  * 0 keeps its contribution. Reduce_scatter gives the last rank every
  * element; Reduce is in place at its root, rank 0. */
-static int padding_in_place_body(const numacoll_bootstrap_t *b, void *arg)
+static int pad_in_place(numacoll_team_t *team, int p, int me)
 {
-    (void)arg;
-    numacoll_team_t *team = nct_team(b, 0, 0, 20000);
-    if (!team)
-        return 10;
-    const int p = b->size, me = b->rank;
     const size_t S = sizeof(numacoll_long_int_t), end = PAD_END;
     static const size_t ns[] = {1, 3, 13, 20, 300};
     int bad = 0;
@@ -1364,14 +1367,13 @@ static int padding_in_place_body(const numacoll_bootstrap_t *b, void *arg)
             free(ref);
             free(x);
         }
-    numacoll_team_destroy(team);
     return bad;
 }
 
 static void test_padding_in_place(void)
 {
     for (int p = 1; p <= 4; p++)
-        CU_ASSERT_EQUAL(nct_run(p, padding_in_place_body, NULL), 0);
+        CU_ASSERT_EQUAL(nct_run(p, padding_body, "in place"), 0);
 }
 
 static void test_bad_args(void)

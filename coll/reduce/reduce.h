@@ -332,13 +332,13 @@ static inline size_t nc__res_bytes(const nc__red_op_t *op, size_t n)
  * store buffer, so it waits until every older store is in the cache,
  * the previous line's stores into recv with their misses among them:
  * the inline Allreduce of uint32 took 0.15-0.2 us more at 68, 76 and
- * 80-112 bytes than at 64 and 72 (p = 2, cold buffers). Not where the
- * type has padding after its last field (the kernel writes whole
- * elements, recv may end before it) or where this rank's operand lies
- * in recv (in place: restrict); there the last op writes a scratch line
- * that is copied out. Either way the kernels called are the same (k3,
- * k2 ..., k3), so NaN payloads, which k2 and k3 may keep differently,
- * do not depend on the path a rank took (in place or not). */
+ * 80-112 bytes than at 64 and 72 (p = 2, cold buffers). The kernels
+ * write an element's fields only, never a pair type's padding, so recv
+ * is not written past its MPI span. Where this rank's operand lies in
+ * recv (in place: k3's restrict) the last op writes a scratch line that
+ * is copied out; the kernels called are the same (k3, k2 ..., k3), so NaN
+ * payloads, which k2 and k3 may keep differently, do not depend on
+ * whether a rank called in place. */
 static inline void nc__fold_lines(const numacoll_team_t *t,
                                   const nc__red_op_t *op, unsigned slot,
                                   size_t first, size_t lo, size_t hi,
@@ -347,9 +347,10 @@ static inline void nc__fold_lines(const numacoll_team_t *t,
 {
     const size_t e = op->elem, epl = nc__ar_per_line(e);
     const unsigned char *r0 = recv;
-    const int direct = nc__dtype_tail(op->dtype) == 0 &&
-                       (!own || own + hi * e <= r0 ||
-                        r0 + (hi - lo) * e <= own + lo * e);
+    const int direct =
+        !own || own + hi * e <= r0 || r0 + (hi - lo) * e <= own + lo * e;
+    /* zeroed: a pair type's padding, which the kernels leave, is copied */
+    _Alignas(NC_CACHE_LINE) unsigned char last[NC_CACHE_LINE] = {0};
     for (size_t at = lo; at < hi;) {
         const size_t k = at / epl, in = at - k * epl,
                      end = (k + 1) * epl < hi ? (k + 1) * epl : hi,
@@ -361,26 +362,17 @@ static inline void nc__fold_lines(const numacoll_team_t *t,
         if (nfold == 1) {
             if (out != NC_OPND(0))
                 memcpy(out, NC_OPND(0), nc__res_bytes(op, n));
-        } else if (direct) {
-            const int last = nfold - 1;
-            if (last == 1) {
-                op->impl->k3(out, NC_OPND(0), NC_OPND(1), n);
-            } else {
-                op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
-                for (int j = 2; j < last; j++)
-                    op->impl->k2(acc, NC_OPND(j), n);
-                op->impl->k3(out, acc, NC_OPND(last), n);
-            }
-        } else if (nfold == 2) {
-            op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
-            memcpy(out, acc, nc__res_bytes(op, n));
         } else {
-            _Alignas(NC_CACHE_LINE) unsigned char last[NC_CACHE_LINE];
-            op->impl->k3(acc, NC_OPND(0), NC_OPND(1), n);
-            for (int j = 2; j < nfold - 1; j++)
-                op->impl->k2(acc, NC_OPND(j), n);
-            op->impl->k3(last, acc, NC_OPND(nfold - 1), n);
-            memcpy(out, last, nc__res_bytes(op, n));
+            const unsigned char *left = NC_OPND(0);
+            if (nfold > 2) {
+                op->impl->k3(acc, left, NC_OPND(1), n);
+                for (int j = 2; j < nfold - 1; j++)
+                    op->impl->k2(acc, NC_OPND(j), n);
+                left = acc;
+            }
+            op->impl->k3(direct ? out : last, left, NC_OPND(nfold - 1), n);
+            if (!direct)
+                memcpy(out, last, nc__res_bytes(op, n));
         }
 #undef NC_OPND
         at = end;
