@@ -126,6 +126,7 @@ TEST_SRCS = \
 	tests/test_copy.c \
 	tests/test_align.c \
 	tests/test_mismatch.c \
+	tests/test_mismatch_sweep.c \
 	tests/test_levels.c \
 	tests/test_request.c \
 	tests/test_gather.c \

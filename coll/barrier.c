@@ -11,17 +11,20 @@
  * another shape). Parent and children are computed once, at team
  * creation.
  *
- *  leaf:   store arrive = seq (release), wait for release >= seq (acquire).
- *  inner:  wait for each child's arrive >= seq, then as a leaf, then store
- *          release = seq in each child's line.
+ *  leaf:   store arrive = w (release), wait for release >= w (acquire);
+ *          w = sig32 << 32 | seq, the call's data word (coll/team.h).
+ *  inner:  wait for each child's arrive >= w, then as a leaf, then store
+ *          release = w in each child's line.
  *  root:   wait for its children's arrive, then release them.
  * Each rank owns two sync lines: `arrive`, written by the rank when its
  * subtree has arrived and read by its parent, and `release`, written by
- * the parent and polled by the rank. Values are the call's number seq
- * (coll/call.c: they grow, with gaps), awaited rollover-safely (GE) and
- * then required equal: a child cannot arrive at a later barrier before
- * its parent has released it from this one, nor a parent release a later
- * one before the child arrives, so a larger value is a mismatched call.
+ * the parent and polled by the rank. Values are the call's signature
+ * sig32 over the low 32 bits of its number seq (coll/call.c: they grow,
+ * with gaps), awaited rollover-safely (GE32) and then required equal: a
+ * child cannot arrive at a later barrier before its parent has released
+ * it from this one, nor a parent release a later one before the child
+ * arrives, so a larger number is a mismatched call, and so is another
+ * signature (ranks whose calls before differed unseen).
  * The release/acquire pairs make everything a rank wrote before entering
  * visible to every rank after it leaves.
  * Cost: 2 * depth * t_l + (k-1) polls per level, depth = ceil(log_k n)
@@ -30,9 +33,10 @@
  * dissem: k-way dissemination (Hensgen, Finkel and Manber's, with k - 1
  * partners a round), on lines that only their owner writes.
  *  every rank, round i = 0 .. R-1 (R = ceil(log_k p), d = k^i): store
- *          (seq, i) in its own line (release), then wait for the lines of
- *          ranks r - j*d mod p, j = 1 .. k-1 with j*d < p, to show (seq, i)
- *          or a later round of the same call (acquire).
+ *          (sig32, seq, i) in its own line (release), then wait for the
+ *          lines of ranks r - j*d mod p, j = 1 .. k-1 with j*d < p, to
+ *          show (sig32, seq, i) or a later round of the same call
+ *          (acquire).
  * After round i a rank has heard, directly or through its partners'
  * earlier rounds, from the k^(i+1) ranks below it, so after R rounds from
  * all; the release/acquire chain carries every rank's writes to every
@@ -91,12 +95,12 @@ void nc__barrier_fini(numacoll_team_t *t)
  * for release). */
 static int tree_step(numacoll_team_t *t, nc__op_t *o)
 {
-    /* The call's number, not a count of barriers, and compared for
-     * equality: a child's arrive cannot pass seq before we release it, nor
-     * a parent's release before we arrive, so another value is another
-     * call's Barrier (mismatched calls). A resync zeroes the lines while
-     * the numbers go on growing. */
-    const uint64_t seq = t->call_seq;
+    /* The call's data word (its number, not a count of barriers, under
+     * its signature), compared for equality: a child's arrive cannot pass
+     * it before we release it, nor a parent's release before we arrive,
+     * so another value is another call's Barrier (mismatched calls). A
+     * resync zeroes the lines while the numbers go on growing. */
+    const uint64_t w = nc__dword(t, t->call_seq), seq = t->call_seq;
     const int nchild = t->barrier_nchild, parent = t->barrier_parent;
     const int *kids = t->barrier_children;
     nc__sync_t *me = nc__sync(t, t->rank);
@@ -111,37 +115,37 @@ static int tree_step(numacoll_team_t *t, nc__op_t *o)
         for (; (int)o->b.idx < nchild; o->b.idx++) {
             const int c = kids[o->b.idx];
             nc__wait_why_t why = {c, "barrier arrive", (long)seq, 0};
-            rc = nc__poll(t, &nc__sync(t, c)->arrive, NC_WAIT_GE, seq, &seen,
-                          &why);
-            if (rc == NUMACOLL_OK && seen != seq)
-                rc = nc__mismatch(t, c, "it arrived at a later barrier");
+            rc = nc__poll(t, &nc__sync(t, c)->arrive, NC_WAIT_GE32, w,
+                          &seen, &why);
+            if (rc == NUMACOLL_OK && seen != w)
+                rc = nc__mismatch(t, c, "it arrived at another barrier");
             if (rc != NUMACOLL_OK)
                 return rc;
         }
         /* our subtree's arrival (and everything before it) before arrive */
         if (parent >= 0)
-            atomic_store_explicit(&me->arrive, seq, memory_order_release);
+            atomic_store_explicit(&me->arrive, w, memory_order_release);
         o->phase = 2;
     }
     if (parent >= 0) {
         nc__wait_why_t why = {parent, "barrier release", (long)seq, 0};
-        rc = nc__poll(t, &me->release, NC_WAIT_GE, seq, &seen, &why);
-        if (rc == NUMACOLL_OK && seen != seq)
-            rc = nc__mismatch(t, parent, "it released a later barrier");
+        rc = nc__poll(t, &me->release, NC_WAIT_GE32, w, &seen, &why);
+        if (rc == NUMACOLL_OK && seen != w)
+            rc = nc__mismatch(t, parent, "it released another barrier");
         if (rc != NUMACOLL_OK)
             return rc;
     }
     for (int c = 0; c < nchild; c++)
-        atomic_store_explicit(&nc__sync(t, kids[c])->release, seq,
+        atomic_store_explicit(&nc__sync(t, kids[c])->release, w,
                               memory_order_release);
     return NUMACOLL_OK;
 }
 
-/* A dissem line's value: the call's number and the round (+ 1, so that
- * a zeroed line is below every round of every call). */
-static inline uint64_t dissem_word(uint64_t seq, unsigned round)
+/* A dissem line's value: the call's signature over its number and the
+ * round (+ 1), the low 32 bits awaited rollover-safely (GE32). */
+static inline uint64_t dissem_word(const numacoll_team_t *t, unsigned round)
 {
-    return seq << 6 | (round + 1);
+    return nc__dword(t, t->call_seq << 6 | (round + 1));
 }
 
 /* Rank r's dissem line for Barriers of this parity. */
@@ -168,7 +172,7 @@ static int dissem_step(numacoll_team_t *t, nc__op_t *o)
         if (t->barrier_rounds > 0)
             /* everything before it, and every round heard so far */
             atomic_store_explicit(dissem_line(t, t->rank, o->b.base),
-                                  dissem_word(seq, 0), memory_order_release);
+                                  dissem_word(t, 0), memory_order_release);
     }
     long long d = 1;
     for (unsigned i = 0; i < o->b.k; i++)
@@ -185,10 +189,12 @@ static int dissem_step(numacoll_team_t *t, nc__op_t *o)
             nc__wait_why_t why = {j, "barrier round", (long)seq,
                                   (long)o->b.k};
             uint64_t seen;
-            int rc = nc__poll(t, dissem_line(t, j, o->b.base), NC_WAIT_GE,
-                              dissem_word(seq, o->b.k), &seen, &why);
-            if (rc == NUMACOLL_OK && seen >> 6 != seq)
-                rc = nc__mismatch(t, j, "it is in a later barrier");
+            const uint64_t want = dissem_word(t, o->b.k);
+            int rc = nc__poll(t, dissem_line(t, j, o->b.base), NC_WAIT_GE32,
+                              want, &seen, &why);
+            /* this call's round or a later one of it, nothing else */
+            if (rc == NUMACOLL_OK && seen >> 6 != want >> 6)
+                rc = nc__mismatch(t, j, "it is in another barrier");
             if (rc != NUMACOLL_OK)
                 return rc;
         }
@@ -197,7 +203,7 @@ static int dissem_step(numacoll_team_t *t, nc__op_t *o)
         d *= k;
         if (o->b.k < t->barrier_rounds)
             atomic_store_explicit(dissem_line(t, t->rank, o->b.base),
-                                  dissem_word(seq, o->b.k),
+                                  dissem_word(t, o->b.k),
                                   memory_order_release);
     }
     return NUMACOLL_OK;

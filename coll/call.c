@@ -148,8 +148,11 @@ int nc__call_refuse(numacoll_team_t *t, int status, int unheard)
     nc__sync_t *me = nc__sync(t, t->rank);
     t->mm_failed = t->call_seq;  /* this rank knows its call failed */
     t->call_desc = (t->call_desc & ~(uint64_t)0xff) | NC_CALL_REFUSED;
+    /* the history stays: the next call covers this call as published,
+     * which the ranks that did not wait for this one have too where the
+     * arguments they compare agreed */
     t->call_sig = nc__call_hash(t->call_seq, t->call_desc, t->call_nbytes,
-                                t->call_count);
+                                t->call_count, t->call_hist);
     t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
     atomic_store_explicit(&me->call_desc, t->call_desc, memory_order_relaxed);
     atomic_store_explicit(&me->refused, t->call_seq + 1,
@@ -180,7 +183,7 @@ int nc__bcast_refuse(numacoll_team_t *t, size_t nbytes, int root, int status)
 }
 
 typedef struct seen_call {
-    uint64_t seq, desc, nbytes, count, sig;
+    uint64_t seq, desc, nbytes, count, sig, hist;
 } seen_call_t;
 
 /* Rank r's call line, read whole: the signature must be the hash of the
@@ -196,8 +199,9 @@ static int read_call(const numacoll_team_t *t, int r, seen_call_t *out)
         out->nbytes = atomic_load_explicit(&s->call_nbytes,
                                            memory_order_relaxed);
         out->count = atomic_load_explicit(&s->call_count, memory_order_relaxed);
+        out->hist = atomic_load_explicit(&s->call_hist, memory_order_relaxed);
         if (out->seq == 0 || nc__call_hash(out->seq, out->desc, out->nbytes,
-                                           out->count) == out->sig)
+                                           out->count, out->hist) == out->sig)
             return 1;
     }
     return 0;
@@ -278,8 +282,16 @@ static int mismatch_text(numacoll_team_t *t, int peer, const seen_call_t *pc,
                      me.root == them.root && me.root != t->rank &&
                      them.nbytes > me.nbytes
                  ? NUMACOLL_ERR_TRUNCATE : NUMACOLL_ERR_MISMATCH;
-    return nc__team_fail(t, st, "mismatched calls: rank %d is in %s; rank %d "
-                         "is in %s (%s)", t->rank, mine, peer, theirs, what);
+    /* the same call on both ranks, but not the same calls before it */
+    const int before = pc && pc->seq == t->call_seq &&
+                       pc->desc == t->call_desc &&
+                       pc->nbytes == t->call_nbytes &&
+                       pc->count == t->call_count && pc->sig != t->call_sig;
+    return nc__team_fail(t, st, "mismatched calls%s: rank %d is in %s; "
+                         "rank %d is in %s (%s)",
+                         before ? " before this one (an earlier call differed "
+                                  "where no rank compared it)" : "",
+                         t->rank, mine, peer, theirs, what);
 }
 
 /* This rank fails its call for a mismatch: raise the header's mm_call to
@@ -476,6 +488,12 @@ static int call_check(numacoll_team_t *t, int peer)
                           &nb, &sig))
                 return bcast_lost(t, r, "its bcast is of another kind");
         }
+        /* A rank one call ahead names the call it made before (its
+         * history): another than this rank's (as published) means it made
+         * another call of this number and will not come back for it. */
+        if (c.seq == t->call_seq + 1 && c.hist != t->call_next_hist)
+            return mismatch(t, r, "the call it made before differs from "
+                                  "this one");
         /* A root waiting for its bank: every other rank reads this very
          * call, so none can be past it unless it made another call (it
          * took itself for the root too, say). */
@@ -487,7 +505,18 @@ static int call_check(numacoll_team_t *t, int peer)
         if (peer >= 0 && (int64_t)(c.seq - t->call_seq) > 0)
             return NC_CALL_AHEAD;
     }
-    return NC_CALL_WAIT;
+    /* A wait on the team (a root's slots read out, say) that every other
+     * rank has left for a later call: whatever they owed this call is
+     * written and visible now (their call lines are read with acquire),
+     * so the caller's one more look decides, and nobody else will write
+     * it. */
+    int ahead = peer < 0 && t->p > 1;
+    for (int r = 0; r < t->p && ahead; r++) {
+        seen_call_t c;
+        ahead = r == t->rank || (read_call(t, r, &c) &&
+                                 (int64_t)(c.seq - t->call_seq) > 0);
+    }
+    return ahead ? NC_CALL_AHEAD : NC_CALL_WAIT;
 }
 
 /* ---- a Bcast reader in step with a root of another call ---------------- */
@@ -701,6 +730,8 @@ void nc__team_reset_state(numacoll_team_t *t)
     /* the inline slots were zeroed with the control lines above */
     t->inl_seq = t->inl_ok = 0;
     memset(t->inl_word, 0, sizeof t->inl_word);
+    /* the calls before differed: the next one covers no history */
+    t->call_next_hist = 0;
     nc__red_reset(t);
 }
 

@@ -146,16 +146,18 @@ typedef struct nc__sync {
      * now (gather_cma.c: a rank that leaves the call closes it, then
      * waits for them). */
     _Atomic uint64_t open, writing;
-    /* The call this rank is in (coll/call.c), written by the rank at the
-     * start of every call: fields relaxed, then sig (release), a hash of
-     * the fields, so a reader that recomputes it knows it read one call. */
-    _Alignas(NC_CACHE_LINE) _Atomic uint64_t call_seq;
-    _Atomic uint64_t call_desc, call_nbytes, call_count;
-    _Atomic uint64_t call_sig;
     /* the call number this rank enters with at a resynchronisation */
     _Atomic uint64_t resync_seq;
     /* 1 once the rank has destroyed the team: nobody waits for it then */
     _Atomic uint64_t gone;
+    /* The call this rank is in (coll/call.c), written by the rank at the
+     * start of every call: fields relaxed, then sig (release), a hash of
+     * the fields, so a reader that recomputes it knows it read one call;
+     * hist is the signature of the call before (0 after a resync), which
+     * the hash covers too. */
+    _Alignas(NC_CACHE_LINE) _Atomic uint64_t call_seq;
+    _Atomic uint64_t call_desc, call_nbytes, call_count;
+    _Atomic uint64_t call_sig, call_hist;
     /* the last call this rank refused, plus 1 (0: none), kept when its
      * call line has moved on to its next call (nc__call_refuse) */
     _Atomic uint64_t refused;
@@ -169,7 +171,9 @@ typedef enum {
     NC_WAIT_EQ,        /* *w == arg                                 */
     NC_WAIT_GE,        /* (int64_t)(*w - arg) >= 0: rollover-safe   */
     NC_WAIT_GE32,      /* low 32 bits of *w at or past those of arg,
-                        * rollover-safe (inline Bcast call numbers) */
+                        * rollover-safe, and *w not 0 (words that carry
+                        * a signature in their high half: inline Bcast,
+                        * Barrier; a zeroed line is empty at any number) */
 } nc__wait_cond_t;
 
 /* What a wait is for, used only to word an error. */
@@ -267,6 +271,11 @@ struct numacoll_team {
      * high half of every data word the call publishes. */
     uint64_t call_seq, call_desc, call_nbytes, call_count, call_sig;
     uint32_t sig32;
+    /* The signature of the call before this one (the history the current
+     * signature covers), and the one the next call covers: this call's
+     * signature as published, whatever a refusal makes of it. Both 0 at
+     * creation and after a resync. */
+    uint64_t call_hist, call_next_hist;
     /* Mismatches this rank has resynchronised after (hdr->mm_epoch), the
      * first call number that runs again after the last one, and whether
      * this rank is resynchronising now (its waits then look at nothing
@@ -383,12 +392,18 @@ typedef struct nc__call {
  * differs alone always changes the sum), rotated apart and folded so the
  * high half (sig32) depends on every bit. Equal fields give equal
  * signatures on every rank; calls that differ in several fields collide
- * with probability about 2^-32. */
+ * with probability about 2^-32. hist, the previous call's signature,
+ * chains them: two ranks whose earlier calls differed where nobody could
+ * compare them (two ranks that each named themselves the root of a Bcast
+ * that needs nothing from anyone) have different signatures for every
+ * call after it, so their next call that compares finds it. */
 static inline uint64_t nc__call_hash(uint64_t seq, uint64_t desc,
-                                     uint64_t nbytes, uint64_t count)
+                                     uint64_t nbytes, uint64_t count,
+                                     uint64_t hist)
 {
     uint64_t h = seq * 0x9e3779b97f4a7c15ULL + desc * 0xbf58476d1ce4e5b9ULL +
-                 nbytes * 0x94d049bb133111ebULL + count * 0xd6e8feb86659fd93ULL;
+                 nbytes * 0x94d049bb133111ebULL + count * 0xd6e8feb86659fd93ULL +
+                 hist * 0xa0761d6478bd642fULL;
     return h ^ (h << 32 | h >> 32);
 }
 
@@ -435,13 +450,17 @@ static inline void nc__call_publish(numacoll_team_t *t, uint64_t desc,
     t->call_desc = desc;
     t->call_nbytes = nbytes;
     t->call_count = count;
-    t->call_sig = nc__call_hash(t->call_seq, desc, nbytes, count);
+    t->call_hist = t->call_next_hist;
+    t->call_sig = nc__call_hash(t->call_seq, desc, nbytes, count,
+                                t->call_hist);
+    t->call_next_hist = t->call_sig;
     /* never 0: a zero word means "empty" to every reader */
     t->sig32 = (uint32_t)(t->call_sig >> 32) | 1u;
     atomic_store_explicit(&me->call_seq, t->call_seq, memory_order_relaxed);
     atomic_store_explicit(&me->call_desc, desc, memory_order_relaxed);
     atomic_store_explicit(&me->call_nbytes, nbytes, memory_order_relaxed);
     atomic_store_explicit(&me->call_count, count, memory_order_relaxed);
+    atomic_store_explicit(&me->call_hist, t->call_hist, memory_order_relaxed);
     atomic_store_explicit(&me->call_sig, t->call_sig, memory_order_release);
 }
 

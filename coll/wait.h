@@ -21,7 +21,8 @@ static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
     case NC_WAIT_NONZERO: return v != 0;
     case NC_WAIT_EQ:      return v == arg;
     case NC_WAIT_GE:      return (int64_t)(v - arg) >= 0;
-    case NC_WAIT_GE32:    return (int32_t)((uint32_t)v - (uint32_t)arg) >= 0;
+    case NC_WAIT_GE32:    return v != 0 &&
+                                 (int32_t)((uint32_t)v - (uint32_t)arg) >= 0;
     }
     return 0;
 }

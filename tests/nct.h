@@ -23,6 +23,12 @@ const char *nct_topo_dir(void);
 typedef struct numacoll_bootstrap numacoll_bootstrap_t;
 int nct_run(int p, int (*fn)(const numacoll_bootstrap_t *, void *), void *arg);
 
+/* nct_run for p = p0..p1 and each kind k < nkinds (fn's arg: &k), each
+ * asserted to pass; a failure names what, p and k. */
+void nct_run_kinds(int p0, int p1, int nkinds,
+                   int (*fn)(const numacoll_bootstrap_t *, void *),
+                   const char *what);
+
 /* Helpers of the collective suites (gather, rscan). */
 typedef struct numacoll_team numacoll_team_t;
 /* A team of the default config but verbose 0, timeout_ms, and the
@@ -78,6 +84,7 @@ int nct_register_bcast(void);
 int nct_register_seg(void);
 int nct_register_reduce(void);
 int nct_register_bench(void);
+int nct_register_mismatch_sweep(void);
 int nct_register_tune(void);
 int nct_register_tune_team(void);
 int nct_register_model(void);

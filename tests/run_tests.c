@@ -34,6 +34,7 @@ int main(int argc, char **argv)
         nct_register_seg,    nct_register_reduce, nct_register_bench,
         nct_register_tune,   nct_register_tune_team, nct_register_model,
         nct_register_copy,   nct_register_align, nct_register_mismatch,
+        nct_register_mismatch_sweep,
         nct_register_tune_file, nct_register_topo_cache, nct_register_inline,
         nct_register_levels, nct_register_request, nct_register_tune_levels,
         nct_register_tune_tuner,

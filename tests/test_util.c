@@ -108,3 +108,16 @@ int nct_allreduce_probe(numacoll_team_t *t, int me, int p)
             return 6;
     return 0;
 }
+
+void nct_run_kinds(int p0, int p1, int nkinds,
+                   int (*fn)(const numacoll_bootstrap_t *, void *),
+                   const char *what)
+{
+    for (int p = p0; p <= p1; p++)
+        for (int k = 0; k < nkinds; k++) {
+            int rc = nct_run(p, fn, &k);
+            if (rc != 0)
+                fprintf(stderr, "%s: p=%d kind=%d\n", what, p, k);
+            CU_ASSERT_EQUAL(rc, 0);
+        }
+}

@@ -44,8 +44,16 @@ static int geometry_step(numacoll_team_t *t, nc__op_t *o)
             uint64_t seen;
             nc__wait_why_t why = {-1, "drained bank (new geometry)",
                                   (long)o->b.k, (long)t->op};
+            /* as a bank claim (nc__bank_claim): every other rank reads
+             * this call, so one past it made another call (it took itself
+             * for the root too, say), and nc__call_check says so; set
+             * while the driver waits, cleared by it if the wait fails */
+            t->claiming = 1;
             int rc = nc__poll(t, &t->banks[o->b.k].nreaders, NC_WAIT_EQ, 0,
                               &seen, &why);
+            if (rc == NC_AGAIN)
+                return rc;
+            t->claiming = 0;
             if (rc != NUMACOLL_OK)
                 return rc;
         }
