@@ -254,6 +254,9 @@ int nc_finish(nc_module_t *m, const char *op, int st);
 typedef struct nc_bc_plan {
     size_t nbytes;      /* packed size: what must match between ranks     */
     bool contig;
+    bool declines;      /* a signature whose elements the readers cannot
+                         * be handed whole (coll_numacoll_module.c's
+                         * nc_dt_whole): the previous component's          */
     void *ptr;          /* contig: the first byte (buf + true lower bound) */
 } nc_bc_plan_t;
 #define nc_bc_plan mca_coll_numacoll_bc_plan
@@ -267,10 +270,22 @@ void nc_bc_log(nc_module_t *m, const char *what, int root,
  * straddle a fragment boundary are carried). It must live until the
  * call completes. */
 #define NC_CARRY 256    /* holds whole elements: the largest basic one is 32 */
+_Static_assert(NC_CARRY >= sizeof(long double _Complex),
+               "the carry holds the largest basic element");
+/* The largest basic element Open MPI's unpack takes split between two
+ * pieces of the stream: it completes a split element in 16-byte arrays of
+ * its own (opal_unpack_partial_datatype in 4.1,
+ * opal_unpack_partial_predefined in 5.0), a size no header names; a
+ * larger one overflows them. */
+#define NC_CONV_PARTIAL 16
 typedef struct nc_dt_ctx {
     opal_convertor_t conv;
     size_t pos;                     /* stream bytes passed to/from the core */
-    unsigned char carry[NC_CARRY];  /* root: packed, not yet passed on      */
+    size_t total;                   /* the whole stream's bytes             */
+    size_t whole;                   /* readers: nc_dt_whole of the type     */
+    unsigned char carry[NC_CARRY];  /* root: packed, not yet passed on;
+                                     * a reader (whole): the start of an
+                                     * element, not yet unpacked            */
     size_t carry_off, carry_len;
 } nc_dt_ctx_t;
 #define nc_dt_begin mca_coll_numacoll_dt_begin

@@ -470,10 +470,15 @@ int nc_finish(nc_module_t *m, const char *op, int st)
  * Convertor state of a non-contiguous Bcast. The core asks for the packed
  * stream in order, fragment by fragment, so the convertor just continues
  * where it stopped. A fragment boundary may fall inside an element (6-byte
- * MPI_SHORT_INT elements and 8 KiB fragments): Open MPI's pack stops before
- * an element that does not fit, so the root packs that element aside and
- * hands its bytes over across the boundary. Unpacking accepts a partial
- * element and completes it with the next fragment.
+ * MPI_SHORT_INT elements and 8 KiB fragments, 32-byte
+ * MPI_C_LONG_DOUBLE_COMPLEX ones and 56-byte inline lines): Open MPI's
+ * pack stops before an element that does not fit, so the root packs that
+ * element aside and hands its bytes over across the boundary (a type
+ * Open MPI packs as contiguous blocks fills the fragment instead, element
+ * or not). Open MPI's unpack accepts a partial element and completes it
+ * with the next fragment, but only one of up to NC_CONV_PARTIAL bytes: a
+ * reader of a larger element keeps a fragment's partial tail in carry
+ * and unpacks it once the next fragment completes it (nc_dt_whole).
  */
 int nc_pack(void *ctx, size_t offset, void *dst, size_t n)
 {
@@ -514,19 +519,83 @@ int nc_pack(void *ctx, size_t offset, void *dst, size_t n)
     return 0;
 }
 
-int nc_unpack(void *ctx, size_t offset, const void *src, size_t n)
+/* n packed bytes into the convertor, all of them taken; 0 or -1. */
+static int nc_unpack_run(nc_dt_ctx_t *c, const void *src, size_t n)
 {
-    nc_dt_ctx_t *c = ctx;
     /* The convertor only reads through iov_base when unpacking. */
     struct iovec iov = {.iov_base = (void *)(uintptr_t)src, .iov_len = n};
     uint32_t iov_count = 1;
     size_t done = n;
-    if (offset != c->pos ||
-        opal_convertor_unpack(&c->conv, &iov, &iov_count, &done) < 0 ||
-        done != n)
+    return opal_convertor_unpack(&c->conv, &iov, &iov_count, &done) < 0 ||
+                   done != n
+               ? -1
+               : 0;
+}
+
+int nc_unpack(void *ctx, size_t offset, const void *src, size_t n)
+{
+    nc_dt_ctx_t *c = ctx;
+    const unsigned char *s = src;
+    if (offset != c->pos)
         return -1;
     c->pos += n;
+    if (c->whole == 0)
+        return nc_unpack_run(c, s, n);
+    /* Element boundaries unknown: the stream in one piece only (the
+     * gathers' blocks; a Bcast declines such a type). */
+    if (c->whole == SIZE_MAX)
+        return offset == 0 && n == c->total ? nc_unpack_run(c, s, n) : -1;
+    /* Elements begin at multiples of c->whole: complete the one the last
+     * piece began, unpack the whole ones, keep the start of the next. */
+    if (c->carry_len > 0) {
+        size_t k = c->whole - c->carry_len < n ? c->whole - c->carry_len : n;
+        memcpy(c->carry + c->carry_len, s, k);
+        c->carry_len += k;
+        s += k;
+        n -= k;
+        if (c->carry_len < c->whole)
+            return 0;
+        c->carry_len = 0;
+        if (nc_unpack_run(c, c->carry, c->whole) != 0)
+            return -1;
+    }
+    size_t tail = n % c->whole;
+    if (n > tail && nc_unpack_run(c, s, n - tail) != 0)
+        return -1;
+    memcpy(c->carry, s + (n - tail), tail);
+    c->carry_len = tail;
     return 0;
+}
+
+/*
+ * What dtype's signature asks of a reader's stream in pieces: 0, nothing
+ * (no basic type over NC_CONV_PARTIAL bytes); the size of its only basic
+ * type where that is larger, as elements then begin at its multiples;
+ * SIZE_MAX where such a type shares the signature with others (the
+ * offsets of its elements follow the type map) or one exceeds NC_CARRY.
+ * bdt_used holds the basic types of the type map (Open MPI adds none for
+ * a block of count 0), so the answer follows the signature, the same on
+ * every rank whatever its layout; types of no bytes (loop and bound
+ * markers) are skipped.
+ */
+static size_t nc_dt_whole(const ompi_datatype_t *dtype)
+{
+    uint64_t used = dtype->super.bdt_used;
+    size_t big = 0;
+    int kinds = 0;
+    for (; used != 0; used &= used - 1) {
+        int i = __builtin_ctzll(used);
+        if (i >= OPAL_DATATYPE_MAX_PREDEFINED ||
+            !opal_datatype_basicDatatypes[i])
+            continue;
+        size_t size = opal_datatype_basicDatatypes[i]->size;
+        kinds += size > 0;
+        if (size > NC_CONV_PARTIAL)
+            big = size;
+        if (size > NC_CARRY)
+            return SIZE_MAX;
+    }
+    return big == 0 ? 0 : kinds == 1 ? big : SIZE_MAX;
 }
 
 int nc_dt_begin(nc_dt_ctx_t *c, bool root, void *buf, int count,
@@ -536,6 +605,10 @@ int nc_dt_begin(nc_dt_ctx_t *c, bool root, void *buf, int count,
     OBJ_CONSTRUCT(&c->conv, opal_convertor_t);
     c->pos = 0;
     c->carry_off = c->carry_len = 0;
+    size_t tsize = 0;
+    ompi_datatype_type_size(dtype, &tsize);
+    c->total = tsize * (size_t)count;
+    c->whole = root ? 0 : nc_dt_whole(dtype);
     /* All ranks share one node, so the local architecture's convertor is
      * the right template for both directions. */
     if (root)
@@ -560,6 +633,8 @@ nc_bc_plan_t nc_bc_plan(void *buf, int count, ompi_datatype_t *dtype)
     ompi_datatype_type_size(dtype, &tsize);
     nc_bc_plan_t p = {.nbytes = tsize * (size_t)count, .ptr = NULL};
     p.contig = ompi_datatype_is_contiguous_memory_layout(dtype, count);
+    /* From the signature, contiguous or not: alike on every rank. */
+    p.declines = p.nbytes > 0 && nc_dt_whole(dtype) == SIZE_MAX;
     /* Open MPI's binding returns before us on a count of 0; a type of no
      * bytes still reaches the core, whose 0-byte Bcast compares the ranks'
      * calls (a rank whose call says otherwise finds out). The first byte
@@ -606,13 +681,16 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
             return st;
     } else if (m->state == MCA_COLL_NUMACOLL_READY) {
         nc_bc_plan_t p = nc_bc_plan(buf, count, dtype);
-        if (p.nbytes == 0 || p.contig)
+        if (p.declines)
+            st = NUMACOLL_ERR_UNSUPPORTED;
+        else if (p.nbytes == 0 || p.contig)
             st = numacoll_bcast(m->team, p.ptr, p.nbytes, root);
         else
             st = nc_bcast_convertor(m, buf, count, dtype, root, p.nbytes);
         /* UNSUPPORTED: the core decides it from (size, root, config)
-         * before touching shared memory, identically on every rank, so all
-         * ranks take the previous component together. */
+         * before touching shared memory, the plan from the signature,
+         * identically on every rank, so all ranks take the previous
+         * component together. */
         if (st != NUMACOLL_ERR_UNSUPPORTED) {
             nc_bc_log(m, "bcast", root, &p, st);
             if (st == NUMACOLL_OK)

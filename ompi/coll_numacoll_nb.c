@@ -440,6 +440,8 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
             return NC_DECLINED;
         if (kind == NC_BCAST)
             bc = nc_bc_plan(buf, count, dtype);
+        if (bc.declines)
+            return NC_DECLINED;
     } else if (count == 0) {
         /* Nothing to combine, and, as for the blocking calls, nothing
          * collective: some ranks' count-0 calls may never come here. */

@@ -46,7 +46,7 @@ NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c \
 NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
 NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
-NC_MPI_TESTS = bcast_types bcast_derived barrier_order many_comms errors reduce_ops \
+NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops \
                nonblocking gathers rscan two_level \
                mismatch threads
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)

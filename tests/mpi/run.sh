@@ -30,7 +30,7 @@ NPS=${NC_NPS:-"2 3 4 8"}
 TIMEOUT=${NC_TIMEOUT:-120}
 BIN=$BUILD/tests/mpi
 SO=$BUILD/mca_coll_numacoll.so
-TESTS="bcast_types bcast_derived barrier_order many_comms errors reduce_ops nonblocking gathers rscan threads"
+TESTS="bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops nonblocking gathers rscan threads"
 # Run at the shapes of its own section below.
 TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
@@ -303,13 +303,15 @@ mpi "two-level   np=4, 4 nodes of 1: falls back" "$WITH_PATH" 4 $FORCE $TCP \
 mpi "no numacoll np=4 two_level" "$WITHOUT_PATH" 4 $TCP "$BIN/two_level"
 # Other programs on two levels (MPI semantics; their counters assume one
 # level): root and readers with different datatypes of one signature
-# (bytes in segments, 4 KiB), reductions of every type and op, and
+# (bytes in segments, 4 KiB), every predefined C type in derived layouts
+# (a call of one segment reaches the nodes' numacoll Ibcast with its
+# datatype), reductions of every type and op, and
 # libnbc's Ibcast on a two-level communicator kept moving while its root
 # sits in a two-level Barrier on another (nonblocking's cross_progress),
 # rscan's collectives (two levels: Alltoallv, Reduce_scatter(_block),
 # Scan, Exscan); barrier_order: nobody leaves the two-level Barrier
 # (whose node-level release is a one-byte Bcast) before the last came in.
-for t in bcast_derived reduce_ops nonblocking rscan barrier_order; do
+for t in bcast_derived derived_types reduce_ops nonblocking rscan barrier_order; do
     mpi "two-level   np=4, 2 virtual nodes: $t" "$WITH_PATH" 4 $FORCE $TCP \
         --mca coll_numacoll_virtual_nodes 2 \
         --mca coll_numacoll_hier_segsize 4096 "$BIN/$t"
