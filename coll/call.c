@@ -488,10 +488,13 @@ static int call_check(numacoll_team_t *t, int peer)
                           &nb, &sig))
                 return bcast_lost(t, r, "its bcast is of another kind");
         }
-        /* A rank one call ahead names the call it made before (its
-         * history): another than this rank's (as published) means it made
-         * another call of this number and will not come back for it. */
-        if (c.seq == t->call_seq + 1 && c.hist != t->call_next_hist)
+        /* On a wait for the team, a rank one call ahead names the call
+         * it made before (its history): another than this rank's (as
+         * published) means it made another call of this number and will
+         * not come back for it. (A wait for one rank that has gone ahead
+         * goes the NC_CALL_AHEAD way below: a Bcast reader drains.) */
+        if (peer < 0 && c.seq == t->call_seq + 1 &&
+            c.hist != t->call_next_hist)
             return mismatch(t, r, "the call it made before differs from "
                                   "this one");
         /* A root waiting for its bank: every other rank reads this very
