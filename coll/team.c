@@ -1208,6 +1208,13 @@ static int team_create(const numacoll_bootstrap_t *b,
     if (rc == NUMACOLL_OK && t->hdr->magic != NC_SEG_MAGIC)
         rc = NUMACOLL_ERR_SYS;
     if (rc != NUMACOLL_OK) {
+        /* Ranks whose exchange completed (a bootstrap that failed here
+         * only: a peer died during it) hold the team and may wait for
+         * this one in their first call: as a destroyed team's rank, it
+         * says it is gone, in its own control block, which it has just
+         * initialised and nobody else writes. */
+        atomic_store_explicit(&nc__sync(t, t->rank)->gone, 1,
+                              memory_order_release);
         create_says(t, rc, who, "");
         team_free(t);
         return rc;

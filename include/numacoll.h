@@ -279,7 +279,11 @@ int numacoll_config_param_is_local(const char *name);
  * How a team's processes find each other. allgather() must gather nbytes
  * from every rank into recv (rank i's bytes at recv + i*nbytes) on all
  * ranks, and return 0 on success. It is called a few times during team
- * creation only: never inside a collective, never at destruction.
+ * creation only: never inside a collective, never at destruction. numacoll
+ * cannot watch its waits: one that may wait for a dead or silent process
+ * gives up itself and returns non-zero, and creation fails on that rank
+ * with NUMACOLL_ERR_BOOTSTRAP (docs/usage.md, "Waiting, timeouts and dead
+ * peers").
  */
 typedef struct numacoll_bootstrap {
     int rank;

@@ -62,8 +62,12 @@ OMPI_DECLSPEC extern mca_coll_numacoll_component_t
 typedef enum {
     MCA_COLL_NUMACOLL_LAZY = 0, /* no team yet; the next call creates it      */
     MCA_COLL_NUMACOLL_READY,    /* team alive; calls go to the core           */
-    MCA_COLL_NUMACOLL_FALLBACK  /* setup failed on some rank: every call goes
+    MCA_COLL_NUMACOLL_FALLBACK, /* setup failed on some rank: every call goes
                                    to the previous component, for good       */
+    MCA_COLL_NUMACOLL_FAILED    /* this rank's setup exchange failed (a dead
+                                   peer, coll_numacoll_timeout_ms): no
+                                   verdict could be shared, so every call
+                                   returns setup_err, for good              */
 } mca_coll_numacoll_state_t;
 
 /* The nonblocking and persistent functions the component installs, by
@@ -99,6 +103,13 @@ typedef struct nc_red_plan {
     ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
 } nc_red_plan_t;
 
+/* What precedes every block of the setup exchange: NUMACOLL_OK, or, alone,
+ * that the rank origin left it with this status (culprit: the rank found
+ * dead, or -1). */
+typedef struct nc_boot_hdr {
+    int32_t status, origin, culprit, pad;
+} nc_boot_hdr_t;
+
 /* One module per communicator that selected us. */
 typedef struct mca_coll_numacoll_module_t {
     mca_coll_base_module_t super;
@@ -110,6 +121,15 @@ typedef struct mca_coll_numacoll_module_t {
     numacoll_team_t *team;
     /* Lives as long as the team: the core may keep the pointer. */
     numacoll_bootstrap_t boot;
+    /* The setup exchange's watch (coll_numacoll_module.c): the peers' pids
+     * once a wait has needed them (NULL before and after setup), why this
+     * rank left the exchange, the header it sent its successor then, and
+     * the MPI class every call returns after (MCA_COLL_NUMACOLL_FAILED). */
+    int32_t *boot_pid;
+    int boot_status;
+    char boot_why[200];
+    nc_boot_hdr_t boot_left;
+    int setup_err;
 
     /* The functions we replace, saved (and retained) when enabled, called
      * for whatever the core does not take. */
@@ -248,6 +268,15 @@ int nc_finish(nc_module_t *m, const char *op, int st);
 /* A coll function's answer meaning "not the core's: call the previous
  * component" (no MPI error class is negative). */
 #define NC_DECLINED (-1000)
+
+/* What a declined call does: NC_DECLINED (go to the previous component),
+ * or, once this rank's setup exchange has failed, that failure's MPI
+ * class: the previous component would wait for the same dead or silent
+ * peer (docs/ompi.md, Errors). */
+static inline int nc_declined(const nc_module_t *m)
+{
+    return m->state == MCA_COLL_NUMACOLL_FAILED ? m->setup_err : NC_DECLINED;
+}
 
 /* How a Bcast's (buf, count, datatype) reaches the core: contiguous data
  * straight from ptr, anything else through the convertor. */

@@ -19,6 +19,12 @@
  *                          whether the communicator's info holds key =
  *                          value: 4.1's opal_info_get copies into a buffer,
  *                          5.0's hands out a reference-counted string.
+ *   nc_pid_publish()       puts this process's pid into the job's key-value
+ *   nc_pid_of(proc)        store (PMIx, node-local scope) before the
+ *                          modex, and reads a peer's back (0: unknown),
+ *                          for the setup exchange's dead-peer check
+ *                          (docs/ompi.md, Errors): 4.1 through its
+ *                          opal_pmix module, 5.0 through PMIx itself.
  *
  * What needs no guard, because the source names fields instead of relying
  * on their order: 5.0's module struct lost ft_event and gained coll_agree,
@@ -40,14 +46,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opal/util/info.h"
+#include "ompi/proc/proc.h"
+
+/* The key of a process's pid: never read by anything but this component. */
+#define NC_PID_KEY "coll_numacoll.pid"
 
 #if OMPI_MAJOR_VERSION >= 6 || !defined(OMPI_MAJOR_VERSION)
 /* main (6.0) moves to coll 3.0.0: modules install and restore their own
  * functions, and counts become size_t. */
 #error "numacoll: needs Open MPI 4.1 or 5.0 (coll interface 2.0.0 or 2.4.0)"
 #elif OMPI_MAJOR_VERSION == 5
+#include "opal/mca/pmix/pmix-internal.h"
+
 #define NC_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
 typedef mca_coll_base_component_2_4_0_t nc_coll_component_t;
 
@@ -74,7 +87,30 @@ static inline bool nc_comm_info_is(ompi_communicator_t *comm, const char *key,
     OBJ_RELEASE(v);
     return eq;
 }
+
+/* ompi_info opens the component without PMIx: nothing to publish then. */
+static inline void nc_pid_publish(void)
+{
+    int32_t pid = (int32_t)getpid();
+    int rc;
+    if (PMIx_Initialized())
+        OPAL_MODEX_SEND_VALUE(rc, PMIX_LOCAL, NC_PID_KEY, &pid, PMIX_INT32);
+    (void)rc;
+}
+
+/* Optional: only what the local store holds, never a request to the
+ * server (a peer of another job, or one that published nothing, is 0). */
+static inline int32_t nc_pid_of(ompi_proc_t *proc)
+{
+    int32_t pid = 0, *ptr = &pid;
+    int rc;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, NC_PID_KEY, &proc->super.proc_name,
+                                   &ptr, PMIX_INT32);
+    return rc == PMIX_SUCCESS ? pid : 0;
+}
 #else
+#include "opal/mca/pmix/pmix.h"
+
 #define NC_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
 typedef mca_coll_base_component_2_0_0_t nc_coll_component_t;
 
@@ -98,6 +134,29 @@ static inline bool nc_comm_info_is(ompi_communicator_t *comm, const char *key,
             OPAL_SUCCESS)
         return false;
     return flag && strcmp(v, value) == 0;
+}
+
+/* As 5.0's (above); 4.1's module is all NULL until the runtime selects
+ * one, and ompi_info opens the component without. */
+static inline void nc_pid_publish(void)
+{
+    int32_t pid = (int32_t)getpid();
+    int rc;
+    if (opal_pmix.initialized && opal_pmix.initialized() && opal_pmix.put)
+        OPAL_MODEX_SEND_VALUE(rc, OPAL_PMIX_LOCAL, NC_PID_KEY, &pid,
+                              OPAL_INT32);
+    (void)rc;
+}
+
+static inline int32_t nc_pid_of(ompi_proc_t *proc)
+{
+    int32_t pid = 0, *ptr = &pid;
+    int rc;
+    if (!opal_pmix.get)
+        return 0;
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, NC_PID_KEY, &proc->super.proc_name,
+                                   &ptr, OPAL_INT32);
+    return rc == OPAL_SUCCESS ? pid : 0;
 }
 #endif
 

@@ -665,7 +665,13 @@ static int nc_register(void)
 static int nc_open(void)
 {
     /* Registration already printed why. */
-    return nc_component.config_ok ? OMPI_SUCCESS : OMPI_ERR_BAD_PARAM;
+    if (!nc_component.config_ok)
+        return OMPI_ERR_BAD_PARAM;
+    /* Opened before MPI_Init's modex (4.1 and 5.0 alike), so every peer
+     * can read this pid before any exchange with this process: the setup
+     * exchange's dead-peer check needs it (coll_numacoll_module.c). */
+    nc_pid_publish();
+    return OMPI_SUCCESS;
 }
 
 /* The progress callback lives in this .so, which Open MPI unloads after

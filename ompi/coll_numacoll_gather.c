@@ -1042,6 +1042,9 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
     nc_red_plan_t red = {.kind = NC_RED_FALLBACK};
     const char *why = nothing ? NULL : nc_ga_declines(m, a, &red);
     if (why) {
+        const int failed = nc_declined(m);
+        if (failed != NC_DECLINED)
+            return failed;
         if (nc_call_verbose())
             opal_output_verbose(NC_CALL_VERBOSITY, NC_OUT,
                                 "coll:numacoll:%s: %s (cid %u): handed to the "

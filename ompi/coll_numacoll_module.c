@@ -19,11 +19,18 @@
  */
 #include "coll_numacoll.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ompi/constants.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -38,6 +45,7 @@
 
 static void nc_module_construct(nc_module_t *m);
 static void nc_module_destruct(nc_module_t *m);
+static int nc_mpi_error(numacoll_status_t st);
 
 OBJ_CLASS_INSTANCE(mca_coll_numacoll_module_t, mca_coll_base_module_t,
                    nc_module_construct, nc_module_destruct);
@@ -192,6 +200,10 @@ static void nc_module_construct(nc_module_t *m)
     m->state = MCA_COLL_NUMACOLL_LAZY;
     m->team = NULL;
     memset(&m->boot, 0, sizeof m->boot);
+    m->boot_pid = NULL;
+    m->boot_status = NUMACOLL_OK;
+    m->boot_why[0] = '\0';
+    m->setup_err = MPI_SUCCESS;
     m->prev_bcast = NULL;
     m->prev_bcast_module = NULL;
     m->prev_barrier = NULL;
@@ -254,58 +266,282 @@ static void nc_module_destruct(nc_module_t *m)
  * opal_progress, and a request wait nested there sleeps on a condition
  * that only the outer progress loop, the one it is nested in, would signal
  * (the first MPI_Comm_dup of such a program hung).
+ *
+ * They watch as the core's waits do (docs/ompi.md, Errors), every 10 ms:
+ * whether a process of the communicator has ended, and whether
+ * coll_numacoll_timeout_ms has passed. By the clock, not after a number
+ * of polls: opal_progress yields the CPU on an oversubscribed node
+ * (mpi_yield_when_idle), and a thousand yields took seconds on a loaded
+ * one. Open MPI itself completes nothing when a peer dies unless the job
+ * ends (mpirun --enable-recovery keeps it going). Any rank's death counts,
+ * not only the awaited one's: the ring forwards every block, so a rank
+ * stalls behind a dead rank anywhere upstream; and no process leaves a
+ * setup it belongs to by exiting (MPI_Finalize is collective). The pids
+ * come from PMIx, where each process put its own before MPI_Init's modex
+ * (nc_pid_publish), so a peer that died before its first message is seen
+ * too.
+ *
+ * Every block travels behind a header with a status. A rank that leaves
+ * the exchange (a dead peer, its timeout, a PML error) sends its
+ * successor, in place of the next block it owes it, a header alone with
+ * its reason; the successor leaves too and passes it on. So a timeout or
+ * an error on one rank ends the exchange on all that still wait, as the
+ * core's abort word does for a team, instead of each waiting for its own
+ * timeout, or for ever where it has none.
  */
-static int nc_boot_wait(ompi_request_t **req, int n)
+enum {
+    NC_BOOT_CHECK_MS = 10,  /* between looks                                */
+    NC_BOOT_DEEP = 5        /* every 5th look also finds zombies (50 ms)    */
+};
+
+static uint64_t nc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Whether process pid has ended. kill(pid, 0) fails with ESRCH only once
+ * the process is reaped (EPERM: another user's, alive); until then it is
+ * a zombie, which its parent (Open MPI's daemon) may reap late on a
+ * loaded node, so deep looks read its state in /proc as well (some 15 us
+ * a process, hence not at every look). */
+static bool nc_pid_ended(int32_t pid, bool deep)
+{
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    if (!deep)
+        return false;
+    char path[32], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* "pid (command) state ...": the command may hold ')' itself */
+    const char *c = strrchr(buf, ')');
+    return c && c[1] == ' ' && (c[2] == 'Z' || c[2] == 'X');
+}
+
+/* A rank of the communicator whose process has ended, or -1. The pids
+ * are looked up once per setup, on the first look; 0 (unknown: a peer of
+ * another job, say) is never found dead. */
+static int nc_boot_dead(nc_module_t *m, bool deep)
+{
+    const int p = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    if (!m->boot_pid) {
+        m->boot_pid = calloc((size_t)p, sizeof *m->boot_pid);
+        if (!m->boot_pid)
+            return -1;      /* the timeout alone watches, as without pids */
+        for (int r = 0; r < p; r++)
+            if (r != me)
+                m->boot_pid[r] = nc_pid_of(ompi_comm_peer_lookup(m->comm, r));
+    }
+    for (int r = 0; r < p; r++)
+        if (m->boot_pid[r] > 0 && nc_pid_ended(m->boot_pid[r], deep))
+            return r;
+    return -1;
+}
+
+/* Give the requests up: a receive still posted is cancelled (ob1 takes
+ * an unmatched one off its queue at once), so nothing lands in a buffer
+ * once the exchange has failed. The few bytes of a send go eagerly; one
+ * the PML still holds after 100 ms it releases itself once done, the
+ * request being freed. */
+static void nc_boot_drop(ompi_request_t **req, int n)
 {
     for (int i = 0; i < n; i++)
-        while (!REQUEST_COMPLETE(req[i]))
+        if (!REQUEST_COMPLETE(req[i]))
+            (void)ompi_request_cancel(req[i]);
+    const uint64_t until = nc_now_ms() + 100;
+    for (int i = 0; i < n; i++)
+        while (!REQUEST_COMPLETE(req[i]) && nc_now_ms() < until)
             opal_progress();
+    for (int i = 0; i < n; i++)
+        ompi_request_free(&req[i]);
+}
+
+/* Why this rank leaves the exchange: its status, the sentence printf
+ * makes, the rank found dead (or -1), kept for nc_setup and for the
+ * header nc_boot_tell sends. */
+static void nc_boot_say(nc_module_t *m, int status, int culprit,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void nc_boot_say(nc_module_t *m, int status, int culprit,
+                        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->boot_why, sizeof m->boot_why, fmt, ap);
+    va_end(ap);
+    m->boot_status = status;
+    m->boot_left = (nc_boot_hdr_t){.status = status,
+                                   .origin = ompi_comm_rank(m->comm),
+                                   .culprit = culprit};
+}
+
+/* ... and leaves: the successor gets the header that says so in place of
+ * the next block this rank owes it (sent from the module, which outlives
+ * the send). */
+static void nc_boot_tell(nc_module_t *m)
+{
+    const int p = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    ompi_request_t *req;
+    if (MCA_PML_CALL(isend(&m->boot_left, (int)sizeof m->boot_left, MPI_BYTE,
+                           (me + 1) % p, MCA_COLL_BASE_TAG_ALLGATHER,
+                           MCA_PML_BASE_SEND_STANDARD, m->comm, &req)) ==
+        OMPI_SUCCESS)
+        nc_boot_drop(&req, 1);
+}
+
+/* The checks between polls: NUMACOLL_OK to go on waiting, or the
+ * failure, said (nc_boot_say). */
+static int nc_boot_watch(nc_module_t *m, uint64_t start, uint64_t now,
+                         unsigned looks, int from, int step)
+{
+    const int me = ompi_comm_rank(m->comm), p = ompi_comm_size(m->comm);
+    const unsigned timeout = nc_component.config.timeout_ms;
+    int dead = nc_boot_dead(m, looks % NC_BOOT_DEEP == 0);
+    if (dead >= 0) {
+        nc_boot_say(m, NUMACOLL_ERR_PEER_DEAD, dead, "rank %d waited for "
+                    "rank %d in step %d of %d of the setup exchange, but "
+                    "rank %d (pid %d) has died", me, from, step + 1, p - 1,
+                    dead, (int)m->boot_pid[dead]);
+        return NUMACOLL_ERR_PEER_DEAD;
+    }
+    if (timeout && now - start >= timeout) {
+        nc_boot_say(m, NUMACOLL_ERR_TIMEOUT, -1, "rank %d waited for rank "
+                    "%d in step %d of %d of the setup exchange for %u ms "
+                    "without an answer (coll_numacoll_timeout_ms)", me, from,
+                    step + 1, p - 1, timeout);
+        return NUMACOLL_ERR_TIMEOUT;
+    }
+    return NUMACOLL_OK;
+}
+
+/* Wait for one ring step's requests (req[0] the receive from `from`) and
+ * free them. 0, or -1 once this rank has left (said and told). */
+static int nc_boot_wait(nc_module_t *m, ompi_request_t **req, int from,
+                        int step)
+{
+    const uint64_t start = nc_now_ms();
+    uint64_t last = start;
+    unsigned looks = 0;
+    for (int i = 0; i < 2; i++)
+        while (!REQUEST_COMPLETE(req[i])) {
+            opal_progress();
+            const uint64_t now = nc_now_ms();
+            if (now - last < NC_BOOT_CHECK_MS)
+                continue;
+            last = now;
+            if (nc_boot_watch(m, start, now, ++looks, from, step) ==
+                NUMACOLL_OK)
+                continue;
+            /* what a peer sent before it died counts: one more look */
+            opal_progress();
+            if (REQUEST_COMPLETE(req[0]) && REQUEST_COMPLETE(req[1])) {
+                m->boot_status = NUMACOLL_OK;
+                continue;
+            }
+            nc_boot_tell(m);
+            nc_boot_drop(req, 2);
+            return -1;
+        }
     /* another thread's progress may have completed them: their data and
      * status after the flag (as ompi_request_wait_completion orders) */
     opal_atomic_rmb();
-    int rc = OMPI_SUCCESS;
-    for (int i = 0; i < n; i++) {
-        if (req[i]->req_status.MPI_ERROR != MPI_SUCCESS)
-            rc = req[i]->req_status.MPI_ERROR;
-        ompi_request_free(&req[i]);
-    }
-    return rc;
+    const int err = req[0]->req_status.MPI_ERROR != MPI_SUCCESS
+                        ? req[0]->req_status.MPI_ERROR
+                        : req[1]->req_status.MPI_ERROR;
+    ompi_request_free(&req[0]);
+    ompi_request_free(&req[1]);
+    if (err == MPI_SUCCESS)
+        return 0;
+#ifdef MPI_ERR_PROC_FAILED
+    /* Open MPI 5.0 with ULFM fails a request to a dead peer */
+    const int st = err == MPI_ERR_PROC_FAILED ? NUMACOLL_ERR_PEER_DEAD
+                                              : NUMACOLL_ERR_BOOTSTRAP;
+#else
+    const int st = NUMACOLL_ERR_BOOTSTRAP;
+#endif
+    nc_boot_say(m, st, -1, "rank %d's step %d of the setup exchange (from "
+                "rank %d) failed with MPI error class %d",
+                ompi_comm_rank(m->comm), step + 1, from, err);
+    nc_boot_tell(m);
+    return -1;
 }
 
 static int nc_boot_allgather(const void *send, void *recv, size_t nbytes,
                              void *ctx)
 {
     nc_module_t *m = ctx;
-    if (nbytes > (size_t)INT_MAX)
-        return -1;
     const int p = ompi_comm_size(m->comm), r = ompi_comm_rank(m->comm);
-    const int to = (r + 1) % p, from = (r + p - 1) % p, n = (int)nbytes;
+    const int to = (r + 1) % p, from = (r + p - 1) % p;
+    const size_t len = sizeof(nc_boot_hdr_t) + nbytes;
+    /* [0] the block this rank passes on, [1] the one it takes */
+    char *buf = len <= (size_t)INT_MAX ? malloc(2 * len) : NULL;
+    if (!buf) {
+        nc_boot_say(m, NUMACOLL_ERR_NOMEM, -1, "rank %d has no room for the "
+                    "setup exchange's %zu bytes", r, 2 * len);
+        nc_boot_tell(m);
+        return -1;
+    }
     char *out = recv;
     memcpy(out + (size_t)r * nbytes, send, nbytes);
+    const nc_boot_hdr_t ok = {.status = NUMACOLL_OK, .origin = r,
+                              .culprit = -1};
+    memcpy(buf, &ok, sizeof ok);
+    int rc = 0;
     /* step i: pass on the block of rank r - i, take that of r - i - 1 */
-    for (int i = 0; i + 1 < p; i++) {
+    for (int i = 0; i + 1 < p && rc == 0; i++) {
         const int sb = (r - i + p) % p, rb = (r - i - 1 + p) % p;
-        ompi_request_t *req[2];
-        int rc = MCA_PML_CALL(irecv(out + (size_t)rb * nbytes, n, MPI_BYTE,
-                                    from, MCA_COLL_BASE_TAG_ALLGATHER,
-                                    m->comm, &req[0]));
-        if (rc != OMPI_SUCCESS)
-            return -1;
-        rc = MCA_PML_CALL(isend(out + (size_t)sb * nbytes, n, MPI_BYTE, to,
-                                MCA_COLL_BASE_TAG_ALLGATHER,
-                                MCA_PML_BASE_SEND_STANDARD, m->comm,
-                                &req[1]));
-        if (rc != OMPI_SUCCESS) {
-            /* the receive cannot be freed pending; a failed local send is
-             * a broken PML, and the ring then stalls as Open MPI's own
-             * ring allgather would (no rank can learn of it) */
-            (void)nc_boot_wait(req, 1);
-            return -1;
+        memcpy(buf + sizeof ok, out + (size_t)sb * nbytes, nbytes);
+        ompi_request_t *req[2] = {NULL, NULL};
+        int prc = MCA_PML_CALL(irecv(buf + len, (int)len, MPI_BYTE, from,
+                                     MCA_COLL_BASE_TAG_ALLGATHER, m->comm,
+                                     &req[0]));
+        if (prc == OMPI_SUCCESS)
+            prc = MCA_PML_CALL(isend(buf, (int)len, MPI_BYTE, to,
+                                     MCA_COLL_BASE_TAG_ALLGATHER,
+                                     MCA_PML_BASE_SEND_STANDARD, m->comm,
+                                     &req[1]));
+        if (prc != OMPI_SUCCESS) {
+            if (req[0])
+                nc_boot_drop(req, 1);
+            nc_boot_say(m, NUMACOLL_ERR_BOOTSTRAP, -1, "rank %d could not "
+                        "start step %d of the setup exchange (Open MPI error "
+                        "%d)", r, i + 1, prc);
+            nc_boot_tell(m);
+            rc = -1;
+        } else if (nc_boot_wait(m, req, from, i) != 0) {
+            rc = -1;
+        } else {
+            nc_boot_hdr_t h;
+            memcpy(&h, buf + len, sizeof h);
+            if (h.status != NUMACOLL_OK) {
+                /* a rank upstream left: so does this one, and says so */
+                char why[64] = "";
+                if (h.culprit >= 0)
+                    snprintf(why, sizeof why, ": rank %d died", h.culprit);
+                nc_boot_say(m, h.status, h.culprit, "rank %d waited for rank "
+                            "%d in step %d of %d of the setup exchange, "
+                            "which rank %d had left (%s%s)", r, from, i + 1,
+                            p - 1, h.origin, numacoll_strerror(h.status),
+                            why);
+                nc_boot_tell(m);
+                rc = -1;
+            } else {
+                memcpy(out + (size_t)rb * nbytes, buf + len + sizeof h,
+                       nbytes);
+            }
         }
-        if (nc_boot_wait(req, 2) != OMPI_SUCCESS)
-            return -1;
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 /* Bytes a new segment may take under coll_numacoll_node_budget, measured on
@@ -359,6 +595,8 @@ static void nc_setup(nc_module_t *m)
     m->boot.size = size;
     m->boot.allgather = nc_boot_allgather;
     m->boot.ctx = m;
+    m->boot_status = NUMACOLL_OK;
+    m->boot_why[0] = '\0';
 
     /* 1. Room under the node budget: this rank's share of the team's
      * budget. No room at all is a budget no segment fits (0 would mean
@@ -373,6 +611,24 @@ static void nc_setup(nc_module_t *m)
 
     /* 2. The team: collective, with agreement inside the core. */
     int st = numacoll_team_create(&m->boot, &cfg, &m->team);
+    free(m->boot_pid);
+    m->boot_pid = NULL;
+    if (st != NUMACOLL_OK && m->boot_status != NUMACOLL_OK) {
+        /* This rank left the exchange: the others learn of it only by
+         * their own watch (or, where the core's last agreement completed
+         * on them, in their team's first wait), so no verdict is shared
+         * and the previous component would wait for the same peers. */
+        m->team = NULL;
+        m->state = MCA_COLL_NUMACOLL_FAILED;
+        m->setup_err = nc_mpi_error((numacoll_status_t)m->boot_status);
+        if (nc_component.config.verbose >= 1)
+            opal_output(0, "coll:numacoll: setting up %s (cid %u) failed on "
+                        "rank %d: %s: %s; numacoll's calls on it return "
+                        "errors from now on", nc_comm_name(comm),
+                        nc_comm_cid(comm), rank,
+                        numacoll_strerror(m->boot_status), m->boot_why);
+        return;
+    }
     if (st == NUMACOLL_ERR_BUDGET) {
         snprintf(why, sizeof why, "its segment would exceed the memory "
                  "budget of some rank (here %zu bytes; "
@@ -430,6 +686,8 @@ static int nc_mpi_error(numacoll_status_t st)
     case NUMACOLL_ERR_TIMEOUT:     return MPI_ERR_OTHER;
 #ifdef MPI_ERR_PROC_FAILED
     case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_FAILED;
+#elif defined(MPI_ERR_PROC_ABORTED)
+    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_ABORTED;
 #else
     case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_OTHER;
 #endif
@@ -698,6 +956,8 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
             return nc_finish(m, "MPI_Bcast", st);
         }
     }
+    if ((st = nc_declined(m)) != NC_DECLINED)
+        return st;
     nc_count(NC_CNT_BCAST_FALLBACK);
     return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
 }
@@ -709,6 +969,9 @@ static int nc_barrier(ompi_communicator_t *comm,
 {
     nc_module_t *m = (nc_module_t *)module;
     if (!nc_ready(m)) {
+        int rc = nc_declined(m);
+        if (rc != NC_DECLINED)
+            return rc;
         nc_count(NC_CNT_BARRIER_FALLBACK);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
@@ -1000,7 +1263,7 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
 {
     nc_red_plan_t p = nc_red_plan_kept(m, count, dtype, op);
     if (!nc_red_takes(m, &p, count, root))
-        return NC_DECLINED;
+        return nc_declined(m);
     if (nc_nb_inflight())
         return nc_nb_blocking(m, root >= 0 ? NC_REDUCE : NC_ALLREDUCE, sbuf,
                               rbuf, count, dtype, op, root);

@@ -593,6 +593,8 @@ int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
 /* Our request, or the previous component's function for the call. */
 #define NC_OR_PREV(name, counter, call_prev)                                  \
     do {                                                                      \
+        if (rc == NC_DECLINED)                                                \
+            rc = nc_declined(m);                                              \
         if (rc != NC_DECLINED)                                                \
             return rc;                                                        \
         nc_count(NC_CNT_##counter##_FALLBACK);                                \

@@ -48,7 +48,7 @@ NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
 NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops \
                nonblocking gathers rscan two_level \
-               mismatch threads
+               mismatch threads peer_death
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
 NC_MPI_COMMON = tests/mpi/mpit.c
 
@@ -71,6 +71,9 @@ NC_OMPI_MISSING := $(strip $(foreach h,$(shell sed -n 's/^\#define MCA_threads_[
 # headers, but mpicc does not name its folder (applications never need it).
 ifneq ($(filter-out 0 1 2 3 4,$(NC_OMPI_MAJOR)),)
 NC_OMPI_INCDIRS += $(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags-only-I pmix 2>/dev/null)))
+# The component calls PMIx itself there (its pid, ompi/coll_numacoll_compat.h),
+# which -z defs wants named.
+NC_OMPI_PMIX_LIBS := $(or $(shell pkg-config --libs-only-L --libs-only-l pmix 2>/dev/null),-lpmix)
 # MPI 4.0 sessions exist from Open MPI 5.0 on; tests/mpi/run.sh runs the
 # program where it was built.
 NC_MPI_TESTS += sessions
@@ -105,7 +108,8 @@ ompi: $(NC_OMPI_SO) $(NC_MPI_BINS)
 $(NC_OMPI_SO): $(NC_OMPI_OBJS) $(LIB_OBJS) $(NC_OMPI_MAP)
 	$(CC) -shared $(LDFLAGS) -o $@ $(NC_OMPI_OBJS) $(LIB_OBJS) \
 	  -Wl,--version-script=$(NC_OMPI_MAP) -Wl,-z,defs -Wl,-z,nodelete \
-	  $(addprefix -L,$(NC_OMPI_LIBDIRS)) -lmpi -lopen-pal $(LDLIBS)
+	  $(addprefix -L,$(NC_OMPI_LIBDIRS)) -lmpi -lopen-pal $(NC_OMPI_PMIX_LIBS) \
+	  $(LDLIBS)
 
 # Test programs are plain MPI (they must pass with the component absent),
 # built with mpicc; LDFLAGS carries the sanitizer under SANITIZE=1.

@@ -7,7 +7,10 @@
  * MPI_ERR_OTHER, marks the team aborted, and rank 0 gets MPI_ERR_OTHER too
  * when it arrives. The same for MPI_Barrier on a second dup. On a third dup
  * with a user error handler, that handler runs exactly once per rank with
- * the class that MPI_Bcast then returns.
+ * the class that MPI_Bcast then returns. On a fourth dup rank 0 comes late
+ * to the first collective itself: the others' setup exchange times out,
+ * they leave it and tell rank 0, which fails too when it comes; all get
+ * MPI_ERR_OTHER, and from the next call on that communicator at once.
  *
  * Without numacoll (NUMACOLL_EXPECT unset) nothing times out: every call
  * must succeed and the handler must never run, so the program checks MPI
@@ -57,12 +60,14 @@ int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "errors");
     char buf[4096];
-    MPI_Comm d1, d2, d3;
+    MPI_Comm d1, d2, d3, d4;
     MPI_Comm_dup(MPI_COMM_WORLD, &d1);
     MPI_Comm_dup(MPI_COMM_WORLD, &d2);
     MPI_Comm_dup(MPI_COMM_WORLD, &d3);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d4);
     MPI_Comm_set_errhandler(d1, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(d2, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(d4, MPI_ERRORS_RETURN);
     MPI_Errhandler eh;
     MPI_Comm_create_errhandler(handler, &eh);
     MPI_Comm_set_errhandler(d3, eh);
@@ -95,10 +100,20 @@ int main(int argc, char **argv)
                    handler_calls, rc);
     }
 
-    /* Freeing communicators whose teams aborted must work. */
+    /* The setup's own exchange, with rank 0 late to it (d4 has no team
+     * yet); then a call on a communicator whose setup failed. */
+    late_root(d4);
+    expect_class(MPI_Barrier(d4), "first Barrier (the setup) with a late "
+                 "rank 0");
+    expect_class(MPI_Bcast(buf, sizeof buf, MPI_BYTE, 0, d4),
+                 "Bcast after a failed setup");
+
+    /* Freeing communicators whose teams aborted, or whose setup failed,
+     * must work. */
     MPI_Comm_free(&d1);
     MPI_Comm_free(&d2);
     MPI_Comm_free(&d3);
+    MPI_Comm_free(&d4);
     MPI_Errhandler_free(&eh);
     return mpit_finish();
 }

@@ -10,11 +10,14 @@
 # with the component and at np 3 without; two_level (numacoll's two-level
 # mode on virtual nodes over TCP) at np 4, 6 and 8 with 2, 3 and 4 virtual
 # nodes (NC_TWO_LEVEL overrides: "np:nodes:block|rr ..."). Then the budget fallbacks, the parameter listing and
-# rejection, the selection lines under coll_base_verbose, and that nothing
-# is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
+# rejection, the selection lines under coll_base_verbose, six runs of
+# peer_death (a rank killed at a random moment, setups included, under
+# --enable-recovery), and that nothing is left in /dev/shm. Every mpirun runs under `timeout`, so a deadlock
 # fails instead of hanging.
 #
 #   NC_BUILD=build tests/mpi/run.sh        (what `make check-mpi` runs)
+#   tests/mpi/run.sh peer-death    only the killed-rank runs (below), 40 of
+#                                  them unless NC_PEER_DEATH_RUNS says
 #   NC_MPIRUN_EXTRA="--mca ..."    more arguments for every mpirun (a btl
 #                                  list: set OMPI_MCA_btl instead, which the
 #                                  two-level runs' own list overrides)
@@ -36,6 +39,8 @@ TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
+# A rank killed during the runs (its own section below).
+PEER_DEATH_BIN="peer_death"
 LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-mpi.XXXXXX")
 trap 'rm -f "$LOG"' EXIT
 
@@ -50,7 +55,7 @@ fi
 
 # Build what is missing (the Makefile may not include ompi/ompi.mk yet).
 need_build=0
-for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
+for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN $PEER_DEATH_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
@@ -173,6 +178,123 @@ extra_args() {  # what a program needs beyond the defaults
 
 shm_list() { ls /dev/shm 2>/dev/null | grep "^numacoll-$(id -u)-" | sort; }
 shm_before=$(shm_list)
+# Nothing of ours left in /dev/shm: segments are unlinked once mapped.
+shm_clean() {
+    after=$(shm_list)
+    new=$(printf '%s\n' "$after" | grep -vxF -e "$shm_before" -e '' || true)
+    [ -z "$new" ] || { echo "left in /dev/shm: $new"; return 1; }
+    echo "no new numacoll-$(id -u)-* entries in /dev/shm"
+}
+
+# A rank killed at a random moment (tests/mpi/peer_death.c): np 2, 3, 4 in
+# turn, a random victim, a random delay of 0 to NC_PEER_DEATH_MAX_US
+# (300 ms: the first setup, which discovers the topology, takes about
+# 100 ms here, the next ones 1 to 5 ms), three runs with the segment pool
+# and three without in turn (NUMACOLL_SEG_POOL=0). mpirun
+# --enable-recovery keeps the job going, so only numacoll's own checks can
+# tell the survivors: each must print PASS (an error within 1 s, later
+# calls failing too, or a loop done before the death) and get
+# through MPI_Finalize (which it skips after a failed MPI_Comm_dup: Open
+# MPI's own bug, tests/mpi/peer_death.c), within NC_PEER_DEATH_TIMEOUT
+# (30 s; a hang fails).
+# One line per run; then the victims' phases (the dup, the first
+# collective on the copy, which creates its team, or the free), the runs
+# where a survivor's setup exchange failed ("setting up ... failed"), and
+# the survivors' times from the death (or from the start of the call that
+# failed, where later: a survivor still busy elsewhere on a loaded machine
+# does not wait for the dead yet) to their error. And one run where
+# nobody dies but a rank is late to a setup: slow is not dead.
+# MPI_Finalize's barrier (a PMIx fence over the whole job) waited for
+# ever, now and then, for the dead process (Open MPI 4.1.4, 1 run in 6 of
+# the sanitized build), whatever numacoll does: async_mpi_finalize leaves
+# it out.
+PD_ARGS="--enable-recovery --mca async_mpi_finalize 1"
+PD_TIMES=$(mktemp "${TMPDIR:-/tmp}/numacoll-pd.XXXXXX")
+trap 'rm -f "$LOG" "$PD_TIMES"' EXIT
+peer_death() {  # peer_death <runs>
+    runs=$1 max_us=${NC_PEER_DEATH_MAX_US:-300000}
+    pd_timeout=${NC_PEER_DEATH_TIMEOUT:-30}
+    seed=${NC_PEER_DEATH_SEED:-$(date +%s)}
+    echo "NOTE  peer-death: $runs runs, delays 0..$max_us us, seed $seed (NC_PEER_DEATH_SEED)"
+    : >"$PD_TIMES"
+    ph_dup=0 ph_first=0 ph_free=0 in_setup=0 done_before=0
+    i=0
+    while [ $i -lt "$runs" ]; do
+        np=$((2 + i % 3))
+        # shellcheck disable=SC2046
+        set -- $(awk -v s="$seed" -v i="$i" -v np="$np" -v m="$max_us" \
+                 'BEGIN { srand((s + 7919 * i) % 2147483647); rand();
+                          printf "%d %d", int(rand() * np), int(rand() * (m + 1)) }')
+        victim=$1 delay=$2
+        rec=$(mktemp "${TMPDIR:-/tmp}/numacoll-pd-rec.XXXXXX")
+        rm -f "$rec"
+        t0=$(now)
+        # three runs with the segment pool, three without, in turn:
+        # without, each setup creates and reserves a segment (a longer
+        # window, and the exchanges of a fresh segment's creation)
+        pool=$(( (i / 3) % 2 == 0 ? 4 : 0 ))
+        OMPI_MCA_mca_base_component_path=$WITH_PATH \
+            timeout "$pd_timeout" mpirun $MPIRUN_ARGS $PD_ARGS \
+            -np "$np" $FORCE -x NUMACOLL_SEG_POOL=$pool \
+            "$BIN/peer_death" "$rec" "$victim" "$delay" >"$LOG" 2>&1
+        rc=$?
+        bad=0
+        [ $rc = 124 ] && { echo "timed out after $pd_timeout s (a survivor hangs)" >>"$LOG"; bad=1; }
+        [ -s "$rec" ] || { echo "the victim did not die" >>"$LOG"; bad=1; }
+        n_pass=$(grep -c "^peer_death np=$np rank [0-9]*: PASS (" "$LOG")
+        n_fin=$(grep -c "^peer_death np=$np rank [0-9]*: finali[sz]e" "$LOG")
+        if [ "$n_pass" != $((np - 1)) ] || [ "$n_fin" != $((np - 1)) ]; then
+            echo "$n_pass of $((np - 1)) survivors passed, $n_fin finalized" >>"$LOG"
+            bad=1
+        fi
+        phase=$(awk '{ print $2 }' "$rec" 2>/dev/null)
+        case $phase in
+            dup) ph_dup=$((ph_dup + 1)) ;;
+            first) ph_first=$((ph_first + 1)) ;;
+            free) ph_free=$((ph_free + 1)) ;;
+        esac
+        setup=""
+        if grep -q "coll:numacoll: setting up .* failed on rank" "$LOG"; then
+            in_setup=$((in_setup + 1))
+            setup=", a setup failed"
+        fi
+        grep -q ": PASS (completed" "$LOG" && done_before=$((done_before + 1))
+        sed -n 's/^peer_death np=[0-9]* rank [0-9]*: PASS (.*after_ms=\([0-9.]*\) (since the death \([0-9.]*\) ms.*/\1 \2/p' \
+            "$LOG" >>"$PD_TIMES"
+        report $bad "peer-death  np=$np pool $pool: rank $victim at $delay us, $phase$setup" \
+            "$(elapsed "$t0")"
+        rm -f "$rec"
+        i=$((i + 1))
+    done
+    # Slow is not dead: rank 0 comes 1.5 s late to a setup the others wait
+    # in (no timeout_ms): every rank must finish without an error.
+    t0=$(now)
+    OMPI_MCA_mca_base_component_path=$WITH_PATH \
+        timeout "$pd_timeout" mpirun $MPIRUN_ARGS $PD_ARGS -np 4 \
+        $FORCE "$BIN/peer_death" /dev/null -1 1500000 >"$LOG" 2>&1
+    rc=$?
+    n_pass=$(grep -c "^peer_death np=4 rank [0-9]*: PASS (completed" "$LOG")
+    n_fin=$(grep -c "^peer_death np=4 rank [0-9]*: finalized" "$LOG")
+    bad=1
+    if [ $rc = 0 ] && [ "$n_pass" = 4 ] && [ "$n_fin" = 4 ]; then bad=0; fi
+    report $bad "peer-death  np=4, nobody killed, rank 0 1.5 s late" \
+        "$(elapsed "$t0")"
+    echo "NOTE  peer-death: victims killed in the dup $ph_dup, in the first collective (setup) $ph_first, in the free $ph_free; runs where a survivor's setup exchange failed: $in_setup of $runs; survivors done before the death: $done_before"
+    for col in 1 2; do
+        what="from the death, or the failing call's start if later,"
+        [ $col = 2 ] && what="from the death"
+        awk -v c=$col '{ print $c }' "$PD_TIMES" | sort -n | awk -v w="$what" '
+            { v[NR] = $1 } END { if (NR) printf "NOTE  peer-death: %d survivors, %s to their error: median %.1f ms, max %.1f ms\n", NR, w, v[int((NR + 1) / 2)], v[NR] }'
+    done
+}
+
+if [ "${1:-}" = peer-death ]; then
+    peer_death "${NC_PEER_DEATH_RUNS:-40}"
+    check "nothing left in /dev/shm" shm_clean
+    echo "$passed passed, $failed failed"
+    [ "$failed" = 0 ]
+    exit
+fi
 
 # /dev/shm must hold the 200 live teams of many_comms at np=8 (1.2 GiB at
 # the default shapes, measured); on a smaller one the test accepts
@@ -415,7 +537,7 @@ mpi "rscan served by numacoll (coll_base_verbose 20)" "$WITH_PATH" 2 \
 # Shape parameters that differ between ranks (rank 1 sets its own
 # frag_size): every communicator falls back instead of misreading memory.
 WRAP=$(mktemp "${TMPDIR:-/tmp}/numacoll-wrap.XXXXXX")
-trap 'rm -f "$LOG" "$WRAP"' EXIT
+trap 'rm -f "$LOG" "$PD_TIMES" "$WRAP"' EXIT
 cat >"$WRAP" <<'EOF'
 #!/bin/sh
 [ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_numacoll_frag_size=4096
@@ -557,7 +679,7 @@ check "rejects verbose= (empty)" rejects verbose "" \
     "coll_numacoll_verbose is empty: valid values are 0 to 3"
 # The same sentence when the value comes from a parameter file.
 PARAMS=$(mktemp "${TMPDIR:-/tmp}/numacoll-params.XXXXXX")
-trap 'rm -f "$LOG" "$WRAP" "$PARAMS"' EXIT
+trap 'rm -f "$LOG" "$PD_TIMES" "$WRAP" "$PARAMS"' EXIT
 printf 'coll_numacoll_radix = 4x\n' >"$PARAMS"
 from_file() {  # from_file <pattern expected in the message>
     out=$(info_with "OMPI_MCA_mca_base_param_files=$PARAMS" 2>&1)
@@ -650,13 +772,9 @@ mpi "priority 5: declines, no NULL fallback" "$WITH_PATH" 2 \
     --mca coll_numacoll_priority 5 --mca coll_base_verbose 10 \
     "$BIN/bcast_derived"
 
-# Nothing of ours left in /dev/shm: segments are unlinked once mapped.
-shm_clean() {
-    after=$(shm_list)
-    new=$(printf '%s\n' "$after" | grep -vxF -e "$shm_before" -e '' || true)
-    [ -z "$new" ] || { echo "left in /dev/shm: $new"; return 1; }
-    echo "no new numacoll-$(id -u)-* entries in /dev/shm"
-}
+# A few killed ranks (the section's own mode runs 40).
+peer_death "${NC_PEER_DEATH_RUNS:-6}"
+
 check "nothing left in /dev/shm" shm_clean
 
 echo "$passed passed, $failed failed"
