@@ -13,7 +13,13 @@
  *     as in 1;
  *  4. MPI_Allgather whose send block (16 bytes) differs from its receive
  *     blocks (8) on every rank: each gets MPI_ERR_ARG at once, and its
- *     receive buffer is untouched.
+ *     receive buffer is untouched;
+ *  5. MPI_Bcast whose ranks name different roots (rank 0 root 0 and the
+ *     others root 1; the last rank its own root; every rank its own), 16
+ *     bytes to 4 MiB: every rank gets an error from the Bcast or from the
+ *     MPI_Barrier after it (all of them from the Barrier unless all
+ *     failed the Bcast), a reader that succeeded holds its named root's
+ *     data, nobody hangs.
  * After each, the ranks meet on MPI_COMM_WORLD (as an application's own
  * synchronisation would), then correct Bcasts from every root and an
  * Allreduce on the same communicator must give the right results.
@@ -146,6 +152,46 @@ int main(int argc, char **argv)
     MPIT_CHECK(intact, "Allgather with a size mismatch wrote to rbuf");
     MPI_Barrier(MPI_COMM_WORLD);
     correct_calls(c, "an Allgather whose send and receive blocks differ");
+
+    /* 5. roots that differ, every path */
+    static const int sizes[] = {16, 1000, 65536, 262144, 300000, 409600,
+                                1 << 20, 4 << 20};
+    unsigned char *rb = malloc(4 << 20), *wb = malloc(4 << 20);
+    for (int kind = 0; kind < 3 && rb && wb; kind++)
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            const int last = mpit_rank == mpit_size - 1;
+            int root = kind == 0 ? (mpit_rank == 0 ? 0 : 1)
+                       : kind == 1 ? (last ? mpit_rank : 0)
+                                   : mpit_rank;
+            n = sizes[k];
+            mpit_fill(wb, (size_t)n, (unsigned)(root * 5 + k));
+            if (mpit_rank == root)
+                memcpy(rb, wb, (size_t)n);
+            else
+                memset(rb, 0, (size_t)n);
+            int st[3];
+            st[0] = error_class(MPI_Bcast(rb, n, MPI_BYTE, root, c));
+            st[2] = st[0] != MPI_SUCCESS || !memcmp(rb, wb, (size_t)n);
+            st[1] = error_class(MPI_Barrier(c));
+            int *all = malloc(3 * sizeof(int) * (size_t)mpit_size);
+            MPI_Allgather(st, 3, MPI_INT, all, 3, MPI_INT, MPI_COMM_WORLD);
+            int allfail = 1;
+            for (int r = 0; r < mpit_size; r++)
+                allfail &= all[3 * r] != MPI_SUCCESS;
+            for (int r = 0; r < mpit_size; r++)
+                MPIT_CHECK(all[3 * r + 2] &&
+                               (allfail ? all[3 * r + 1] == MPI_SUCCESS
+                                        : all[3 * r + 1] == MPI_ERR_ARG),
+                           "roots kind %d, %d bytes: rank %d got Bcast "
+                           "class %d, Barrier class %d, data %s", kind, n,
+                           r, all[3 * r], all[3 * r + 1],
+                           all[3 * r + 2] ? "its root's" : "wrong");
+            free(all);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    free(rb);
+    free(wb);
+    correct_calls(c, "Bcasts whose ranks named different roots");
 
     MPI_Comm_free(&c);
     return mpit_finish();
