@@ -172,8 +172,8 @@ typedef enum {
     NC_WAIT_GE,        /* (int64_t)(*w - arg) >= 0: rollover-safe   */
     NC_WAIT_GE32,      /* low 32 bits of *w at or past those of arg,
                         * rollover-safe, and *w not 0 (words that carry
-                        * a signature in their high half: inline Bcast,
-                        * Barrier; a zeroed line is empty at any number) */
+                        * a signature in their high half, the inline
+                        * Bcast's: a zeroed line is empty at any number) */
 } nc__wait_cond_t;
 
 /* What a wait is for, used only to word an error. */
