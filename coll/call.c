@@ -79,6 +79,24 @@ static int told(numacoll_team_t *t)
 }
 
 static int join_failed(numacoll_team_t *t);
+
+/* Whether call `next` is one some rank has already failed (mm_call) or
+ * started (its call line), so that the ranks ahead will not come back for
+ * it: this rank fails it at once instead of resynchronising. */
+static int behind(const numacoll_team_t *t, uint64_t next)
+{
+    if ((int64_t)(atomic_load_explicit(&t->hdr->mm_call,
+                                       memory_order_relaxed) - next) >= 0)
+        return 1;
+    for (int r = 0; r < t->p; r++)
+        if (r != t->rank &&
+            (int64_t)(atomic_load_explicit(&nc__sync(t, r)->call_seq,
+                                           memory_order_relaxed) -
+                      next) >= 0)
+            return 1;
+    return 0;
+}
+
 static int root_call(numacoll_team_t *t, int root, size_t *nb, uint32_t *sig);
 static int bcast_lost(numacoll_team_t *t, int peer, const char *what);
 
@@ -98,16 +116,13 @@ int nc__call_begin_slow(numacoll_team_t *t, const nc__call_t *c)
     const uint64_t ep = atomic_load_explicit(&t->hdr->mm_epoch,
                                              memory_order_acquire);
     if (ep != t->mm_done && !spared(t, ep, t->call_seq + 1)) {
-        const uint64_t next = t->call_seq + 1;
-        late = (int64_t)(atomic_load_explicit(&t->hdr->mm_call,
-                                              memory_order_relaxed) -
-                         next) >= 0;
-        for (int r = 0; r < t->p && !late; r++)
-            late = r != t->rank &&
-                   (int64_t)(atomic_load_explicit(&nc__sync(t, r)->call_seq,
-                                                  memory_order_relaxed) -
-                             next) >= 0;
-        if (!late && (rc = resync(t)) != NUMACOLL_OK)
+        late = behind(t, t->call_seq + 1);
+        /* a rank may also start the call without a resync after this
+         * look (it saw the count before it moved), and fail or finish it:
+         * the first meeting lets this one leave then (NC_CALL_LATE) */
+        if (!late && (rc = resync(t)) == NC_CALL_LATE)
+            late = 1;
+        else if (!late && rc != NUMACOLL_OK)
             return rc;
     }
     nc__call_publish(t, nc__call_desc(c), c->nbytes, c->count);
@@ -424,6 +439,18 @@ static int call_check(numacoll_team_t *t, int peer)
                                        "resynchronised after mismatched "
                                        "calls", r)
                        : NC_CALL_GONE;
+    if (t->in_resync == 2 && behind(t, t->resync_next)) {
+        /* Behind after all: take back this rank's arrival, unless the
+         * meeting is complete (then everyone is here and goes on). */
+        const uint64_t target = (3 * (t->resyncs + 1) - 2) * (uint64_t)t->p;
+        uint64_t v = atomic_load_explicit(&t->hdr->mm_arrive,
+                                          memory_order_acquire);
+        if ((int64_t)(v - target) < 0 &&
+            atomic_compare_exchange_strong_explicit(
+                &t->hdr->mm_arrive, &v, v - 1, memory_order_acq_rel,
+                memory_order_acquire))
+            return NC_CALL_LATE;
+    }
     if (t->in_resync)
         return NC_CALL_WAIT;
     const uint64_t ep = atomic_load_explicit(&t->hdr->mm_epoch,
@@ -757,10 +784,16 @@ static int resync(numacoll_team_t *t)
 {
     const uint64_t p = (uint64_t)t->p, e = t->resyncs + 1;
     uint64_t next = t->call_seq + 1, m = next;
-    t->in_resync = 1;
+    t->in_resync = 2;
+    t->resync_next = next;
     atomic_store_explicit(&nc__sync(t, t->rank)->resync_seq, next,
                           memory_order_relaxed);
     int rc = arrive(t, (3 * e - 2) * p);
+    if (rc == NC_CALL_LATE) {
+        t->in_resync = 0;
+        return rc;
+    }
+    t->in_resync = 1;
     /* Everyone is here, so nobody fails calls any more: mm_call is the
      * last failed call. A rank that finished it without failing it (its
      * part needed nobody) says so for all to see after meeting 2. */

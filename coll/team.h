@@ -281,7 +281,10 @@ struct numacoll_team {
      * this rank is resynchronising now (its waits then look at nothing
      * but dead peers). */
     uint64_t mm_done, resume_seq, resyncs;
+    /* 2 in a resync's first meeting (which a rank found behind leaves),
+     * 1 in the others; resync_next: the call it resynchronises for */
     int in_resync;
+    uint64_t resync_next;
     /* The last call this rank failed for a mismatch (found it, gave it up,
      * or refused it); after a resync, the call that fails on every rank to
      * tell a rank that had finished a failed call (0: none), and that
@@ -558,6 +561,8 @@ typedef struct nc__recovery {
 #define NC_CALL_WAIT 1
 #define NC_CALL_AHEAD 2
 #define NC_CALL_GONE 3      /* as AHEAD, but peer has destroyed the team */
+#define NC_CALL_LATE 4      /* a resync's first meeting: this rank is
+                             * behind, it leaves (coll/call.c) */
 
 /* coll/call.c's table; only team.c names it */
 extern const nc__recovery_t nc__call_recovery;
