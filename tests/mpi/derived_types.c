@@ -437,14 +437,7 @@ int main(int argc, char **argv)
         T(MPI_WCHAR), T(MPI_SHORT), T(MPI_UNSIGNED_SHORT), T(MPI_INT),
         T(MPI_UNSIGNED), T(MPI_LONG), T(MPI_UNSIGNED_LONG),
         T(MPI_LONG_LONG_INT), T(MPI_UNSIGNED_LONG_LONG), T(MPI_FLOAT),
-        T(MPI_DOUBLE),
-#if !defined(OMPI_MAJOR_VERSION) || OMPI_MAJOR_VERSION < 5
-        /* Open MPI 5.0 moves only a long double's significant bytes, so
-         * the check's byte compare (MPI_Pack of the received buffer
-         * against the root's stream) fails there without numacoll too */
-        T(MPI_LONG_DOUBLE),
-#endif
-        T(MPI_C_BOOL), T(MPI_INT8_T),
+        T(MPI_DOUBLE), T(MPI_LONG_DOUBLE), T(MPI_C_BOOL), T(MPI_INT8_T),
         T(MPI_INT16_T), T(MPI_INT32_T), T(MPI_INT64_T), T(MPI_UINT8_T),
         T(MPI_UINT16_T), T(MPI_UINT32_T), T(MPI_UINT64_T), T(MPI_AINT),
         T(MPI_OFFSET), T(MPI_COUNT), T(MPI_C_FLOAT_COMPLEX),
@@ -480,6 +473,14 @@ int main(int argc, char **argv)
     const int ours = mpit_expect == MPIT_EXPECT_CORE;
     unsigned seed = 1;
     for (int i = 0; i < ntypes; i++) {
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+        /* Open MPI 5.0 moves only a long double's significant bytes, so
+         * the byte compare (MPI_Pack of the received buffer against the
+         * root's stream) fails there without numacoll too: the long
+         * double types are checked under 4.1 only */
+        if (strstr(types[i].name, "LONG_DOUBLE"))
+            continue;
+#endif
         int tsize;
         MPI_Type_size(types[i].t, &tsize);
         /* Open MPI's own collectives: see the top */
