@@ -444,11 +444,30 @@ typedef struct { long v;        int i; } numacoll_long_int_t;
 typedef struct { int v;         int i; } numacoll_2int_t;
 typedef struct { short v;       int i; } numacoll_short_int_t;
 typedef struct { long double v; int i; } numacoll_long_double_int_t;
+/* Fortran's pairs (MPI_2REAL, MPI_2DOUBLE_PRECISION): the index has the
+ * value's type. */
+typedef struct { float v;       float i; } numacoll_2float_t;
+typedef struct { double v;      double i; } numacoll_2double_t;
+
+/* Complex numbers as C's float/double/long double _Complex and Fortran's
+ * COMPLEX lay them out: real part, then imaginary part. */
+typedef struct { float re, im; }       numacoll_complex_float_t;
+typedef struct { double re, im; }      numacoll_complex_double_t;
+typedef struct { long double re, im; } numacoll_complex_long_double_t;
+/* IEEE binary128 (Fortran's REAL(16) / REAL*16 on x86-64 and AArch64,
+ * GCC's __float128 / _Float128), and its complex (COMPLEX*32): as bytes
+ * here, so the header needs no compiler extension. */
+typedef struct { _Alignas(16) unsigned char b[16]; } numacoll_float128_t;
+typedef struct { numacoll_float128_t re, im; } numacoll_complex_float128_t;
 
 /*
  * X(name, c_type, text): element types of the predefined ops. An MPI
- * binding maps its integer types by width and signedness (MPI_INT ->
- * INT32, MPI_UNSIGNED_CHAR / MPI_BYTE / MPI_C_BOOL -> UINT8, ...).
+ * binding maps its types by kind and size: integers by width and
+ * signedness (MPI_INT, MPI_INTEGER -> INT32, MPI_UNSIGNED_CHAR / MPI_BYTE
+ * / MPI_C_BOOL -> UINT8, MPI_LOGICAL -> INT32 for the logical ops, ...),
+ * reals and complex numbers by width (MPI_DOUBLE_PRECISION -> DOUBLE,
+ * MPI_COMPLEX -> COMPLEX_FLOAT, ...). The types after LONG_DOUBLE_INT
+ * came later: the values of the earlier ones never change.
  */
 #define NUMACOLL_DTYPE_LIST(X)                                                \
     X(INT8,   int8_t,   "int8")                                               \
@@ -467,7 +486,15 @@ typedef struct { long double v; int i; } numacoll_long_double_int_t;
     X(LONG_INT,    numacoll_long_int_t,        "long_int")                    \
     X(2INT,        numacoll_2int_t,            "2int")                        \
     X(SHORT_INT,   numacoll_short_int_t,       "short_int")                   \
-    X(LONG_DOUBLE_INT, numacoll_long_double_int_t, "long_double_int")
+    X(LONG_DOUBLE_INT, numacoll_long_double_int_t, "long_double_int")     \
+    X(COMPLEX_FLOAT,  numacoll_complex_float_t,  "complex_float")         \
+    X(COMPLEX_DOUBLE, numacoll_complex_double_t, "complex_double")        \
+    X(COMPLEX_LONG_DOUBLE, numacoll_complex_long_double_t,                \
+      "complex_long_double")                                              \
+    X(2FLOAT,  numacoll_2float_t,  "2float")                              \
+    X(2DOUBLE, numacoll_2double_t, "2double")                             \
+    X(FLOAT128, numacoll_float128_t, "float128")                          \
+    X(COMPLEX_FLOAT128, numacoll_complex_float128_t, "complex_float128")
 
 typedef enum {
 #define NUMACOLL_X_ENUM(name, ctype, text) NUMACOLL_DTYPE_##name,
@@ -479,9 +506,13 @@ typedef enum {
 /*
  * X(name, text): the predefined ops, with MPI's meaning. Integers take
  * SUM PROD MIN MAX LAND LOR LXOR BAND BOR BXOR (SUM and PROD wrap modulo
- * 2^bits, logical ops yield 0 or 1); float, double and long double take
- * SUM PROD MIN MAX; the pair types take MINLOC and MAXLOC (value, then the
- * lower index on ties). numacoll_op_valid() says which pairs exist.
+ * 2^bits, logical ops yield 0 or 1, any nonzero operand being true, as a
+ * Fortran LOGICAL's); float, double and long double take SUM PROD MIN
+ * MAX, and so does float128 where the compiler has binary128 arithmetic
+ * (numacoll_op_valid says; GCC on x86-64 and AArch64 has); the complex
+ * types SUM and PROD (PROD as C's operator computes it,
+ * Annex G's recovery of infinities included); the pair types take MINLOC
+ * and MAXLOC (value, then the lower index on ties). numacoll_op_valid() says which pairs exist.
  */
 #define NUMACOLL_OP_LIST(X)                                                   \
     X(SUM, "sum") X(PROD, "prod") X(MIN, "min") X(MAX, "max")                 \

@@ -53,8 +53,32 @@ static uint64_t hval(uint64_t call, int rank, size_t i)
 static int is_int(numacoll_dtype_t d) { return d <= NUMACOLL_DTYPE_UINT64; }
 static int is_flt(numacoll_dtype_t d)
 {
-    return d >= NUMACOLL_DTYPE_FLOAT && d <= NUMACOLL_DTYPE_LONG_DOUBLE;
+    return (d >= NUMACOLL_DTYPE_FLOAT && d <= NUMACOLL_DTYPE_LONG_DOUBLE) ||
+           d == NUMACOLL_DTYPE_FLOAT128;
 }
+static int is_cplx(numacoll_dtype_t d)
+{
+    return (d >= NUMACOLL_DTYPE_COMPLEX_FLOAT &&
+            d <= NUMACOLL_DTYPE_COMPLEX_LONG_DOUBLE) ||
+           d == NUMACOLL_DTYPE_COMPLEX_FLOAT128;
+}
+/* The real type of a complex one's parts. */
+static numacoll_dtype_t part_of(numacoll_dtype_t d)
+{
+    switch (d) {
+    case NUMACOLL_DTYPE_COMPLEX_FLOAT:  return NUMACOLL_DTYPE_FLOAT;
+    case NUMACOLL_DTYPE_COMPLEX_DOUBLE: return NUMACOLL_DTYPE_DOUBLE;
+    case NUMACOLL_DTYPE_COMPLEX_FLOAT128: return NUMACOLL_DTYPE_FLOAT128;
+    default:                            return NUMACOLL_DTYPE_LONG_DOUBLE;
+    }
+}
+/* binary128 where the core has its kernels (numacoll_op_valid); the
+ * test's values are small integers and powers of two, exact both ways. */
+#if defined(__SIZEOF_FLOAT128__) && !defined(__clang__)
+typedef __float128 f128_t;
+#else
+typedef long double f128_t;
+#endif
 
 /* ---- the reference: element access through memcpy, 64-bit arithmetic ---- */
 
@@ -102,6 +126,7 @@ static long double ld_flt(numacoll_dtype_t d, const void *p)
     switch (d) {
     case NUMACOLL_DTYPE_FLOAT:  return LD(float, p);
     case NUMACOLL_DTYPE_DOUBLE: return LD(double, p);
+    case NUMACOLL_DTYPE_FLOAT128: return (long double)LD(f128_t, p);
     default:                    return LD(long double, p);
     }
 }
@@ -111,23 +136,25 @@ static void st_flt(numacoll_dtype_t d, void *p, long double v)
     switch (d) {
     case NUMACOLL_DTYPE_FLOAT:  ST(float, p, v); break;
     case NUMACOLL_DTYPE_DOUBLE: ST(double, p, v); break;
+    case NUMACOLL_DTYPE_FLOAT128: ST(f128_t, p, v); break;
     default:                    ST(long double, p, v); break;
     }
 }
 
-/* A pair element: value (exact in long double) and index. */
+/* A pair element: value (exact in long double) and index (a small
+ * integer, exact in the float index of 2float and 2double too). */
 #define PAIR_CASE(D, S)                                                        \
     case NUMACOLL_DTYPE_##D: {                                                 \
         S s_;                                                                  \
         if (store) {                                                           \
             memset(&s_, 0, sizeof s_);                                         \
             s_.v = (__typeof__(s_.v))*v;                                       \
-            s_.i = *i;                                                         \
+            s_.i = (__typeof__(s_.i))*i;                                       \
             memcpy(p, &s_, sizeof s_);                                         \
         } else {                                                               \
             memcpy(&s_, p, sizeof s_);                                         \
             *v = s_.v;                                                         \
-            *i = s_.i;                                                         \
+            *i = (int)s_.i;                                                    \
         }                                                                      \
         break;                                                                 \
     }
@@ -142,6 +169,8 @@ static void pair_io(numacoll_dtype_t d, void *p, long double *v, int *i,
     PAIR_CASE(2INT, numacoll_2int_t)
     PAIR_CASE(SHORT_INT, numacoll_short_int_t)
     PAIR_CASE(LONG_DOUBLE_INT, numacoll_long_double_int_t)
+    PAIR_CASE(2FLOAT, numacoll_2float_t)
+    PAIR_CASE(2DOUBLE, numacoll_2double_t)
     default: break;
     }
 }
@@ -177,6 +206,21 @@ static void ref_apply(numacoll_dtype_t d, numacoll_op_t op, void *acc,
         default: break;
         }
         st_flt(d, acc, r);
+    } else if (is_cplx(d)) {
+        /* (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each part rounded
+         * to the part type as C's operator rounds it (the test's values
+         * keep every product exact, so the order of the terms is moot) */
+        numacoll_dtype_t pt = part_of(d);
+        size_t h = numacoll_dtype_size(pt);
+        long double a = ld_flt(pt, acc), b = ld_flt(pt, (char *)acc + h),
+                    c = ld_flt(pt, x), e = ld_flt(pt, (const char *)x + h);
+        if (op == NUMACOLL_OP_SUM) {
+            st_flt(pt, acc, a + c);
+            st_flt(pt, (char *)acc + h, b + e);
+        } else {
+            st_flt(pt, acc, a * c - b * e);
+            st_flt(pt, (char *)acc + h, a * e + b * c);
+        }
     } else {
         long double a, b;
         int ia, ib;
@@ -216,6 +260,21 @@ static void gen(numacoll_dtype_t d, numacoll_op_t op, uint64_t call, int rank,
             v = (long double)((int64_t)(h % 20001) - 10000) / 8;
         memset(out, 0, numacoll_dtype_size(d));
         st_flt(d, out, v);
+    } else if (is_cplx(d)) {
+        /* SUM: small integers in both parts; PROD: units and 1 + i, whose
+         * products stay small Gaussian integers, exact in any order */
+        static const int re[] = {1, 0, -1, 0, 1, 1}, im[] = {0, 1, 0, -1, 1, -1};
+        numacoll_dtype_t pt = part_of(d);
+        size_t hs = numacoll_dtype_size(pt);
+        memset(out, 0, numacoll_dtype_size(d));
+        if (op == NUMACOLL_OP_SUM) {
+            st_flt(pt, out, (long double)((int64_t)(h % 2001) - 1000));
+            st_flt(pt, (char *)out + hs,
+                   (long double)((int64_t)((h >> 16) % 2001) - 1000));
+        } else {
+            st_flt(pt, out, re[h % 6]);
+            st_flt(pt, (char *)out + hs, im[h % 6]);
+        }
     } else {
         long double v = (long double)(h % 4);
         int idx = (int)((h >> 20) % 64) - 32;
@@ -229,6 +288,12 @@ static int eq_elem(numacoll_dtype_t d, const void *a, const void *b)
         return ld_int(d, a) == ld_int(d, b);
     if (is_flt(d))
         return ld_flt(d, a) == ld_flt(d, b);
+    if (is_cplx(d)) {
+        numacoll_dtype_t pt = part_of(d);
+        size_t h = numacoll_dtype_size(pt);
+        return eq_elem(pt, a, b) &&
+               eq_elem(pt, (const char *)a + h, (const char *)b + h);
+    }
     long double x, y;
     int i, j;
     pair_io(d, (void *)a, &x, &i, 0);
@@ -242,7 +307,11 @@ static void describe(numacoll_dtype_t d, const void *a, char *buf, size_t len)
         snprintf(buf, len, "%llu", (unsigned long long)ld_int(d, a));
     else if (is_flt(d))
         snprintf(buf, len, "%Lg", ld_flt(d, a));
-    else {
+    else if (is_cplx(d)) {
+        numacoll_dtype_t pt = part_of(d);
+        snprintf(buf, len, "(%Lg, %Lg)", ld_flt(pt, a),
+                 ld_flt(pt, (const char *)a + numacoll_dtype_size(pt)));
+    } else {
         long double v;
         int i;
         pair_io(d, (void *)a, &v, &i, 0);
@@ -262,12 +331,23 @@ static void test_validity(void)
                 want = o <= NUMACOLL_OP_BXOR;
             else if (is_flt(d))
                 want = o <= NUMACOLL_OP_MAX;
+            else if (is_cplx(d))
+                want = o == NUMACOLL_OP_SUM || o == NUMACOLL_OP_PROD;
             else
                 want = o == NUMACOLL_OP_MINLOC || o == NUMACOLL_OP_MAXLOC;
             CU_ASSERT_EQUAL(numacoll_op_valid(o, d), want);
             n += want;
         }
-    CU_ASSERT_EQUAL(n, 8 * 10 + 3 * 4 + 6 * 2);
+    const int f128 = numacoll_op_valid(NUMACOLL_OP_SUM,
+                                       NUMACOLL_DTYPE_FLOAT128);
+    CU_ASSERT_EQUAL(n, 8 * 10 + 3 * 4 + 3 * 2 + 8 * 2 + f128 * (4 + 2));
+#if defined(__SIZEOF_FLOAT128__) && !defined(__clang__)
+    CU_ASSERT_EQUAL(f128, 1);   /* GCC on x86-64 has binary128 */
+#endif
+    CU_ASSERT_EQUAL(numacoll_dtype_size(NUMACOLL_DTYPE_COMPLEX_DOUBLE), 16);
+    CU_ASSERT_EQUAL(numacoll_dtype_size(NUMACOLL_DTYPE_2FLOAT), 8);
+    CU_ASSERT_STRING_EQUAL(numacoll_dtype_name(NUMACOLL_DTYPE_COMPLEX_FLOAT),
+                           "complex_float");
     CU_ASSERT_EQUAL(numacoll_op_valid(NUMACOLL_OP_COUNT, 0), 0);
     CU_ASSERT_EQUAL(numacoll_op_valid(0, NUMACOLL_DTYPE_COUNT), 0);
     CU_ASSERT_EQUAL(numacoll_op_valid(-1, 0), 0);

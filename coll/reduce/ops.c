@@ -43,6 +43,52 @@ typedef long double B_LONG_DOUBLE;
 typedef long double U_LONG_DOUBLE UA;
 typedef long double W_LONG_DOUBLE;
 
+/* Complex numbers: SUM adds the two parts as reals (the real kernels,
+ * over twice the count), PROD multiplies with C's operator on the
+ * _Complex type, whose recovery of infinities (C11 Annex G) Open MPI's
+ * own kernels, written in C, have too. */
+typedef float _Complex B_COMPLEX_FLOAT;
+typedef float _Complex U_COMPLEX_FLOAT UA;
+typedef float _Complex W_COMPLEX_FLOAT;
+typedef double _Complex B_COMPLEX_DOUBLE;
+typedef double _Complex U_COMPLEX_DOUBLE UA;
+typedef double _Complex W_COMPLEX_DOUBLE;
+typedef long double _Complex B_COMPLEX_LONG_DOUBLE;
+typedef long double _Complex U_COMPLEX_LONG_DOUBLE UA;
+typedef long double _Complex W_COMPLEX_LONG_DOUBLE;
+_Static_assert(sizeof(B_COMPLEX_FLOAT) == sizeof(numacoll_complex_float_t) &&
+               sizeof(B_COMPLEX_DOUBLE) == sizeof(numacoll_complex_double_t) &&
+               sizeof(B_COMPLEX_LONG_DOUBLE) ==
+                   sizeof(numacoll_complex_long_double_t),
+               "C's complex types are two reals");
+
+/* binary128: the compiler's own type where it has one (GCC's soft-float
+ * routines on x86-64, long double itself on AArch64), else no kernels. */
+#if defined(__SIZEOF_FLOAT128__) && !defined(__clang__)
+#define NC_HAVE_F128 1
+typedef __float128 B_FLOAT128;
+typedef _Complex float __attribute__((mode(TC))) B_COMPLEX_FLOAT128;
+#elif __LDBL_MANT_DIG__ == 113
+#define NC_HAVE_F128 1
+typedef long double B_FLOAT128;
+typedef long double _Complex B_COMPLEX_FLOAT128;
+#endif
+#ifdef NC_HAVE_F128
+typedef B_FLOAT128 U_FLOAT128 UA;
+typedef B_FLOAT128 W_FLOAT128;
+typedef B_COMPLEX_FLOAT128 U_COMPLEX_FLOAT128 UA;
+typedef B_COMPLEX_FLOAT128 W_COMPLEX_FLOAT128;
+_Static_assert(sizeof(B_FLOAT128) == sizeof(numacoll_float128_t) &&
+               sizeof(B_COMPLEX_FLOAT128) ==
+                   sizeof(numacoll_complex_float128_t),
+               "binary128 is 16 bytes");
+#define F128_TYPES(X) X(FLOAT128)
+#define CPLX128_TYPES(X) X(COMPLEX_FLOAT128)
+#else
+#define F128_TYPES(X)
+#define CPLX128_TYPES(X)
+#endif
+
 typedef int U_int UA;
 typedef short U_short UA;
 typedef long U_long UA;
@@ -90,18 +136,18 @@ typedef long U_long UA;
 #define PICK_MINLOC(a, b) ((b) < (a))
 #define PICK_MAXLOC(a, b) ((b) > (a))
 
-#define PAIR_STEP(OP, S, V, UV, o, x, y, k)                                    \
+#define PAIR_STEP(OP, S, V, UV, I, UI, o, x, y, k)                             \
     do {                                                                       \
         V a = *(const UV *)(x + k + offsetof(S, v));                           \
         V b = *(const UV *)(y + k + offsetof(S, v));                           \
-        int ia = *(const U_int *)(x + k + offsetof(S, i));                     \
-        int ib = *(const U_int *)(y + k + offsetof(S, i));                     \
+        I ia = *(const UI *)(x + k + offsetof(S, i));                          \
+        I ib = *(const UI *)(y + k + offsetof(S, i));                          \
         int take_b = PICK_##OP(a, b) || (a == b && ib < ia);                   \
         *(UV *)(o + k + offsetof(S, v)) = take_b ? b : a;                      \
-        *(U_int *)(o + k + offsetof(S, i)) = take_b ? ib : ia;                 \
+        *(UI *)(o + k + offsetof(S, i)) = take_b ? ib : ia;                    \
     } while (0)
 
-#define DEF_PAIR(OP, DT, S, V, UV)                                             \
+#define DEF_PAIR(OP, DT, S, V, UV, I, UI)                                      \
     static void k3_##OP##_##DT(void *restrict out, const void *restrict l,    \
                                const void *restrict r, size_t n)              \
     {                                                                          \
@@ -109,7 +155,7 @@ typedef long U_long UA;
         const unsigned char *restrict x = l;                                   \
         const unsigned char *restrict y = r;                                   \
         for (size_t k = 0; k < n * sizeof(S); k += sizeof(S))                  \
-            PAIR_STEP(OP, S, V, UV, o, x, y, k);                               \
+            PAIR_STEP(OP, S, V, UV, I, UI, o, x, y, k);                               \
     }                                                                          \
     static void k2_##OP##_##DT(void *restrict lr, const void *restrict r,     \
                                size_t n)                                       \
@@ -117,7 +163,7 @@ typedef long U_long UA;
         unsigned char *restrict o = lr;                                        \
         const unsigned char *restrict y = r;                                   \
         for (size_t k = 0; k < n * sizeof(S); k += sizeof(S))                  \
-            PAIR_STEP(OP, S, V, UV, o, o, y, k);                               \
+            PAIR_STEP(OP, S, V, UV, I, UI, o, o, y, k);                               \
     }                                                                          \
     static const nc__op_impl_t impl_##OP##_##DT = {k3_##OP##_##DT,             \
                                                    k2_##OP##_##DT};
@@ -126,22 +172,28 @@ typedef long U_long UA;
 
 #define INT_TYPES(X)                                                           \
     X(INT8) X(UINT8) X(INT16) X(UINT16) X(INT32) X(UINT32) X(INT64) X(UINT64)
-#define FLOAT_TYPES(X) X(FLOAT) X(DOUBLE) X(LONG_DOUBLE)
-/* X(dtype, struct, value type, alignment-1 value type) */
+#define FLOAT_TYPES(X) X(FLOAT) X(DOUBLE) X(LONG_DOUBLE) F128_TYPES(X)
+#define CPLX_TYPES(X)                                                          \
+    X(COMPLEX_FLOAT) X(COMPLEX_DOUBLE) X(COMPLEX_LONG_DOUBLE) CPLX128_TYPES(X)
+/* X(dtype, struct, value type and its alignment-1 view, index type and
+ * its view) */
 #define PAIR_TYPES(X)                                                          \
-    X(FLOAT_INT, numacoll_float_int_t, float, U_FLOAT)                         \
-    X(DOUBLE_INT, numacoll_double_int_t, double, U_DOUBLE)                     \
-    X(LONG_INT, numacoll_long_int_t, long, U_long)                             \
-    X(2INT, numacoll_2int_t, int, U_int)                                       \
-    X(SHORT_INT, numacoll_short_int_t, short, U_short)                         \
-    X(LONG_DOUBLE_INT, numacoll_long_double_int_t, long double, U_LONG_DOUBLE)
+    X(FLOAT_INT, numacoll_float_int_t, float, U_FLOAT, int, U_int)             \
+    X(DOUBLE_INT, numacoll_double_int_t, double, U_DOUBLE, int, U_int)         \
+    X(LONG_INT, numacoll_long_int_t, long, U_long, int, U_int)                 \
+    X(2INT, numacoll_2int_t, int, U_int, int, U_int)                           \
+    X(SHORT_INT, numacoll_short_int_t, short, U_short, int, U_int)             \
+    X(LONG_DOUBLE_INT, numacoll_long_double_int_t, long double,                \
+      U_LONG_DOUBLE, int, U_int)                                               \
+    X(2FLOAT, numacoll_2float_t, float, U_FLOAT, float, U_FLOAT)               \
+    X(2DOUBLE, numacoll_2double_t, double, U_DOUBLE, double, U_DOUBLE)
 
 size_t nc__dtype_tail(int dtype)
 {
     switch (dtype) {
-#define TAIL(DT, S, V, UV)                                                     \
+#define TAIL(DT, S, V, UV, I, UI)                                              \
     case NUMACOLL_DTYPE_##DT:                                                  \
-        return sizeof(S) - (offsetof(S, i) + sizeof(int));
+        return sizeof(S) - (offsetof(S, i) + sizeof(I));
         PAIR_TYPES(TAIL)
 #undef TAIL
     default:
@@ -156,21 +208,46 @@ size_t nc__dtype_tail(int dtype)
 
 #define DEF_INT(DT) INT_OPS(DEF, DT)
 #define DEF_FLOAT(DT) FLOAT_OPS(DEF, DT)
-#define DEF_PAIRS(DT, S, V, UV)                                                \
-    DEF_PAIR(MINLOC, DT, S, V, UV) DEF_PAIR(MAXLOC, DT, S, V, UV)
+#define DEF_PAIRS(DT, S, V, UV, I, UI)                                         \
+    DEF_PAIR(MINLOC, DT, S, V, UV, I, UI) DEF_PAIR(MAXLOC, DT, S, V, UV, I, UI)
 
 INT_TYPES(DEF_INT)
 FLOAT_TYPES(DEF_FLOAT)
 PAIR_TYPES(DEF_PAIRS)
 
+/* Complex SUM: the part type's kernels over both parts, so it runs at the
+ * real SUM's speed. PROD: C's operator, element by element. */
+#define DEF_CSUM(DT, PART)                                                     \
+    static void k3_SUM_##DT(void *restrict out, const void *restrict l,       \
+                            const void *restrict r, size_t n)                 \
+    {                                                                          \
+        k3_SUM_##PART(out, l, r, 2 * n);                                       \
+    }                                                                          \
+    static void k2_SUM_##DT(void *restrict lr, const void *restrict r,        \
+                            size_t n)                                          \
+    {                                                                          \
+        k2_SUM_##PART(lr, r, 2 * n);                                           \
+    }                                                                          \
+    static const nc__op_impl_t impl_SUM_##DT = {k3_SUM_##DT, k2_SUM_##DT};
+DEF_CSUM(COMPLEX_FLOAT, FLOAT)
+DEF_CSUM(COMPLEX_DOUBLE, DOUBLE)
+DEF_CSUM(COMPLEX_LONG_DOUBLE, LONG_DOUBLE)
+#ifdef NC_HAVE_F128
+DEF_CSUM(COMPLEX_FLOAT128, FLOAT128)
+#endif
+#define DEF_CPROD(DT) DEF(PROD, DT)
+CPLX_TYPES(DEF_CPROD)
+
 #define ENTRY(OP, DT) [NUMACOLL_OP_##OP][NUMACOLL_DTYPE_##DT] = &impl_##OP##_##DT,
 #define ROW_INT(DT) INT_OPS(ENTRY, DT)
 #define ROW_FLOAT(DT) FLOAT_OPS(ENTRY, DT)
-#define ROW_PAIR(DT, S, V, UV) ENTRY(MINLOC, DT) ENTRY(MAXLOC, DT)
+#define ROW_CPLX(DT) ENTRY(SUM, DT) ENTRY(PROD, DT)
+#define ROW_PAIR(DT, S, V, UV, I, UI) ENTRY(MINLOC, DT) ENTRY(MAXLOC, DT)
 
 static const nc__op_impl_t *const table[NUMACOLL_OP_COUNT][NUMACOLL_DTYPE_COUNT] = {
     INT_TYPES(ROW_INT)
     FLOAT_TYPES(ROW_FLOAT)
+    CPLX_TYPES(ROW_CPLX)
     PAIR_TYPES(ROW_PAIR)
 };
 
