@@ -101,7 +101,13 @@ typedef struct nc_red_plan {
     numacoll_op_t op;           /* NC_RED_PREDEF */
     size_t elem_size;           /* NC_RED_USER: the datatype's extent        */
     ptrdiff_t true_lb;          /* where the first byte lies in the buffer   */
+    /* NC_RED_PREDEF: elements of dt in one element of the datatype (1 for
+     * a predefined one), and whether count of them lie apart (a derived
+     * datatype with holes: packed into a temporary, NC_RED_PACKED) */
+    size_t mult;
+    bool packed;
 } nc_red_plan_t;
+#define NC_RED_KEPT 4
 
 /* What precedes every block of the setup exchange: NUMACOLL_OK, or, alone,
  * that the rank origin left it with this status (culprit: the rank found
@@ -161,13 +167,18 @@ typedef struct mca_coll_numacoll_module_t {
     bool nb_listed;
     _Atomic bool nb_lock;
 
-    /* The plan of the last reduction (Reduce, Allreduce, and the blocking
-     * Reduce_scatter_block, Scan, Exscan) whose (datatype, op) the core
-     * takes as predefined: both handles are Open MPI's own, never freed,
-     * so the pair names the plan for good (nc_red_plan_kept). */
-    ompi_datatype_t *red_dt;
-    struct ompi_op_t *red_op;
-    nc_red_plan_t red_plan;
+    /* The plans of the last NC_RED_KEPT reductions (Reduce, Allreduce,
+     * and the blocking Reduce_scatter(_block), Scan, Exscan) whose
+     * predefined (datatype, op) the core takes: both handles are Open
+     * MPI's own, never freed, so the pair names the plan for good
+     * (nc_red_plan_kept). An application that alternates a few types
+     * (DOUBLE_PRECISION, INTEGER, LOGICAL) finds each here. */
+    struct nc_red_kept {
+        ompi_datatype_t *dt;
+        struct ompi_op_t *op;
+        nc_red_plan_t plan;
+    } red_kept[NC_RED_KEPT];
+    unsigned red_next;          /* the entry replaced next */
 
     /* Non-NULL on a communicator that spans nodes (or virtual nodes):
      * its node-local and leaders' sub-communicators, created on the first
@@ -348,9 +359,34 @@ nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
  * use; every rank decides alike. */
 bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
                   int root);
-/* nc_red_plan, through the module's plan of its last predefined pair. */
+/* nc_red_plan, through the module's plans of its last predefined pairs. */
 nc_red_plan_t nc_red_plan_kept(nc_module_t *m, int count,
                                ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* A packed plan's temporary (NULL on failure): room for count elements'
+ * contribution, and their result where recv. The contribution (sbuf, or
+ * rbuf in place) packed into it; *send, *recv: the core's pointers. */
+#define nc_red_stage mca_coll_numacoll_red_stage
+#define nc_red_unstage mca_coll_numacoll_red_unstage
+char *nc_red_stage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
+                   const void *sbuf, void *rbuf, bool recv,
+                   const void **send, void **recv_out);
+/* Unpack the result (the temporary's second half) into rbuf; a core
+ * status. */
+int nc_red_unstage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
+                   void *rbuf, const char *tmp);
+/* One convertor copy of count x dt between user and a packed run of
+ * bytes at tmp; a core status. */
+#define nc_dt_copy mca_coll_numacoll_dt_copy
+int nc_dt_copy(bool pack, void *user, int count, ompi_datatype_t *dt,
+               void *tmp, size_t bytes);
+#define nc_reduce mca_coll_numacoll_reduce
+#define nc_allreduce mca_coll_numacoll_allreduce
+int nc_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+              struct ompi_op_t *op, int root, ompi_communicator_t *comm,
+              mca_coll_base_module_t *module);
+int nc_allreduce(const void *sbuf, void *rbuf, int count,
+                 ompi_datatype_t *dtype, struct ompi_op_t *op,
+                 ompi_communicator_t *comm, mca_coll_base_module_t *module);
 /* The core's send and receive pointers of a Reduce (root >= 0) or
  * Allreduce (root < 0). */
 void nc_red_bufs(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,

@@ -444,21 +444,41 @@ static int nc_ga_red_plan(nc_ga_t *g, const nc_ga_args_t *a)
 {
     const int p = ompi_comm_size(g->m->comm);
     const size_t total = nc_ga_red_total(a, p);
-    g->count = (size_t)a->rcount;
+    /* the core's elements: mult per element of a derived datatype */
+    const size_t mult = g->red.kind == NC_RED_PREDEF ? g->red.mult : 1;
+    g->count = (size_t)a->rcount * mult;
     g->logged = total > INT_MAX ? INT_MAX : (int)total;
     if (a->kind == NC_GA_REDUCE_SCATTER) {
         g->counts = malloc((size_t)p * sizeof *g->counts);
         if (!g->counts)
             return NUMACOLL_ERR_NOMEM;
         for (int j = 0; j < p; j++)
-            g->counts[j] = (size_t)a->rcounts[j];
+            g->counts[j] = (size_t)a->rcounts[j] * mult;
     }
     nc_ga_hold(g, a->rdt);
     OBJ_RETAIN(a->op);
     g->user = (nc_user_ctx_t){a->op, a->rdt, &g->m->super};
     g->commute = nc_op_commutes(a->op);
-    nc_red_bufs(g->m, &g->red, a->sbuf, a->rbuf, -1, &g->send, &g->recv);
-    return NUMACOLL_OK;
+    if (g->red.kind != NC_RED_PREDEF || !g->red.packed) {
+        nc_red_bufs(g->m, &g->red, a->sbuf, a->rbuf, -1, &g->send, &g->recv);
+        return NUMACOLL_OK;
+    }
+    /* A derived datatype with holes: the contribution (in place: the
+     * receive buffer's) packed into one temporary, the result unpacked
+     * from another; the core's call is then never in place. Exscan's rank
+     * 0 receives nothing (its buffer is left alone). */
+    const int me = ompi_comm_rank(g->m->comm);
+    const size_t es = nc_dt_size(a->rdt);
+    const int own = a->kind == NC_GA_REDUCE_SCATTER ? a->rcounts[me]
+                    : a->kind == NC_GA_EXSCAN && me == 0 ? 0
+                                                         : a->rcount;
+    int st = nc_ga_blocks(g, true, a->sbuf == MPI_IN_PLACE ? a->rbuf : a->sbuf,
+                          (int)total, a->rdt, total * es, 1, &g->stmp,
+                          (void **)&g->send);
+    if (st == NUMACOLL_OK)
+        st = nc_ga_blocks(g, false, a->rbuf, own, a->rdt, (size_t)own * es,
+                          1, &g->rtmp, &g->recv);
+    return st;
 }
 
 /* Plan a call that moves bytes (g initialised); a core status. */
@@ -619,14 +639,7 @@ static int nc_ga_plan(nc_ga_t *g, const nc_ga_args_t *a)
 /* One convertor copy; a core status. */
 static int nc_ga_copy(const nc_ga_seg_t *s)
 {
-    nc_dt_ctx_t c;
-    int st = nc_dt_begin(&c, s->pack, s->user, s->count, s->dt);
-    if (st == NUMACOLL_OK &&
-        (s->pack ? nc_pack(&c, 0, s->tmp, s->bytes)
-                 : nc_unpack(&c, 0, s->tmp, s->bytes)) != 0)
-        st = NUMACOLL_ERR_CALLBACK;
-    nc_dt_end(&c);
-    return st;
+    return nc_dt_copy(s->pack, s->user, s->count, s->dt, s->tmp, s->bytes);
 }
 
 int nc_ga_prepare(nc_ga_t *g)
@@ -945,12 +958,14 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
             return NC_DECLINED;
         const nc_red_plan_t red = nc_red_plan_kept(
             m, v ? (int)all : a->rcount, a->rdt, a->op);
-        if (red.kind != NC_RED_PREDEF)
+        if (red.kind != NC_RED_PREDEF || red.packed)
             return NC_DECLINED;
         const void *send;
         void *recv;
         nc_red_bufs(m, &red, a->sbuf, a->rbuf, -1, &send, &recv);
-        const size_t n = (size_t)a->rcount;
+        const size_t n = (size_t)a->rcount * red.mult;
+        for (size_t j = 0; v && j < p; j++)
+            cnt[j] *= red.mult;
         st = k == NC_GA_SCAN
                  ? numacoll_scan(m->team, send, recv, n, red.dt, red.op)
              : k == NC_GA_EXSCAN

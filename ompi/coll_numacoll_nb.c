@@ -48,6 +48,8 @@
 #include "coll_numacoll.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ompi/constants.h"
@@ -102,6 +104,12 @@ struct mca_coll_numacoll_request_t {
     nc_dt_ctx_t dt;             /* Bcast through the convertor            */
     bool dt_live;               /* dt is constructed                      */
     nc_red_plan_t red;          /* Reduce, Allreduce                      */
+    /* a packed plan's (nc_red_stage): the temporary, the user's send
+     * buffer packed into it at every start, the core's pointers */
+    const void *sbuf;
+    char *tmp;
+    const void *tsend;
+    void *trecv;
     nc_user_ctx_t user;         /* a user op's context                    */
     nc_ga_t *ga;                /* NC_GATHERS: the planned call, owned    */
     struct mca_coll_numacoll_request_t *next;   /* the module's queue     */
@@ -189,6 +197,12 @@ void nc_nb_close(void)
 
 /* ---- completion -------------------------------------------------------- */
 
+/* Whether r's rank receives a reduction's result. */
+static bool nc_req_receives(const nc_req_t *r)
+{
+    return r->kind == NC_ALLREDUCE || ompi_comm_rank(r->comm) == r->root;
+}
+
 /* The core finished r (status r->status): release what the call held,
  * say it, count it, and complete the MPI request. No lock is held. */
 static void nc_complete(nc_req_t *r)
@@ -198,6 +212,8 @@ static void nc_complete(nc_req_t *r)
         nc_dt_end(&r->dt);
         r->dt_live = false;
     }
+    if (st == NUMACOLL_OK && r->tmp && nc_req_receives(r))
+        st = nc_red_unstage(&r->red, r->count, r->dtype, r->buf, r->tmp);
     if (r->ga) {  /* unpacks, and says what it did */
         char what[40];
         snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
@@ -294,6 +310,7 @@ static int nc_req_free(ompi_request_t **rp)
         nc_dt_end(&r->dt);
     if (r->ga)
         nc_ga_free(r->ga);
+    free(r->tmp);
     if (r->dtype)
         OBJ_RELEASE(r->dtype);
     if (r->op)
@@ -316,6 +333,8 @@ static int nc_req_cancel(ompi_request_t *req, int complete)
 
 /* Ask the core for r's request: nonblocking, start it; persistent, make
  * it (inactive). sbuf: Reduce/Allreduce's send buffer. */
+static int nc_req_pack(nc_req_t *r);
+
 static int nc_core_begin(nc_req_t *r, const void *sbuf)
 {
     numacoll_team_t *t = r->m->team;
@@ -344,8 +363,18 @@ static int nc_core_begin(nc_req_t *r, const void *sbuf)
     const void *send;
     void *recv;
     const bool all = r->kind == NC_ALLREDUCE;
-    const size_t n = (size_t)r->count;
-    nc_red_bufs(r->m, &r->red, sbuf, r->buf, all ? -1 : root, &send, &recv);
+    const size_t n = (size_t)r->count * (r->red.kind == NC_RED_PREDEF
+                                             ? r->red.mult : 1);
+    if (r->red.kind == NC_RED_PREDEF && r->red.packed) {
+        int st = r->tmp ? NUMACOLL_OK : nc_req_pack(r);  /* persistent */
+        if (st != NUMACOLL_OK)
+            return st;
+        send = r->tsend;
+        recv = r->trecv;
+    } else {
+        nc_red_bufs(r->m, &r->red, sbuf, r->buf, all ? -1 : root, &send,
+                    &recv);
+    }
     if (r->red.kind == NC_RED_PREDEF) {
         const numacoll_dtype_t dt = r->red.dt;
         const numacoll_op_t op = r->red.op;
@@ -370,12 +399,32 @@ static int nc_core_begin(nc_req_t *r, const void *sbuf)
                                         &r->user, commute, root, q);
 }
 
+/* A packed plan's contribution into the temporary (made on first use). */
+static int nc_req_pack(nc_req_t *r)
+{
+    if (!r->tmp) {
+        r->tmp = nc_red_stage(&r->red, r->count, r->dtype, r->sbuf, r->buf,
+                              nc_req_receives(r), &r->tsend, &r->trecv);
+        return r->tmp ? NUMACOLL_OK : NUMACOLL_ERR_NOMEM;
+    }
+    size_t size = 0;
+    (void)ompi_datatype_type_size(r->dtype, &size);
+    return nc_dt_copy(true,
+                      (void *)(uintptr_t)(r->sbuf == MPI_IN_PLACE ? r->buf
+                                                                  : r->sbuf),
+                      r->count, r->dtype, r->tmp, (size_t)r->count * size);
+}
+
 /* A non-contiguous Bcast's convertor, fresh for every run of the call;
- * a gather's derived send types packed. */
+ * a gather's derived send types packed; a packed reduction's
+ * contribution. */
 static int nc_req_dt_begin(nc_req_t *r)
 {
     if (r->ga)
         return nc_ga_prepare(r->ga);
+    if ((r->kind == NC_REDUCE || r->kind == NC_ALLREDUCE) &&
+        r->red.kind == NC_RED_PREDEF && r->red.packed)
+        return nc_req_pack(r);
     if (r->kind != NC_BCAST || r->bc.nbytes == 0 || r->bc.contig)
         return NUMACOLL_OK;
     r->dt_live = true;
@@ -459,6 +508,7 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
         return MPI_ERR_NO_MEM;
     r->bc = bc;
     r->red = red;
+    r->sbuf = sbuf;
     return nc_req_launch(r, nothing, sbuf, out);
 }
 
@@ -503,6 +553,8 @@ static nc_req_t *nc_req_new(nc_module_t *m, nc_kind_t kind, bool persistent,
     r->bc = (nc_bc_plan_t){0};
     r->dt_live = false;
     r->red = (nc_red_plan_t){0};
+    r->sbuf = NULL;
+    r->tmp = NULL;
     r->user = (nc_user_ctx_t){op, dtype, &m->super};
     r->ga = NULL;
     r->next = NULL;

@@ -41,12 +41,13 @@ NC_OMPI_SYSTEM_DIR = $(or $(OMPI_COMPONENT_DIR),$(NC_OMPI_PKGLIBDIR))
 
 NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
 NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c \
+               ompi/coll_numacoll_red.c \
                ompi/coll_numacoll_hier.c ompi/coll_numacoll_hier_gather.c \
                ompi/coll_numacoll_nb.c ompi/coll_numacoll_gather.c
 NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
 NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
-NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops \
+NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops reduce_types \
                nonblocking gathers rscan two_level \
                mismatch threads peer_death
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
@@ -113,7 +114,7 @@ $(NC_OMPI_SO): $(NC_OMPI_OBJS) $(LIB_OBJS) $(NC_OMPI_MAP)
 
 # Test programs are plain MPI (they must pass with the component absent),
 # built with mpicc; LDFLAGS carries the sanitizer under SANITIZE=1.
-$(NC_MPI_BINS): $(BUILD)/tests/mpi/%: tests/mpi/%.c $(NC_MPI_COMMON) tests/mpi/mpit.h
+$(NC_MPI_BINS): $(BUILD)/tests/mpi/%: tests/mpi/%.c $(NC_MPI_COMMON) tests/mpi/mpit.h tests/mpi/red_ops.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread $(LDFLAGS) \
 	  -o $@ $< $(NC_MPI_COMMON)

@@ -232,15 +232,19 @@ int mpit_finish(void)
     return fail;
 }
 
+uint64_t mpit_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
 void mpit_fill(void *buf, size_t n, unsigned seed)
 {
     unsigned char *b = buf;
     uint64_t x = 0x9E3779B97F4A7C15ULL * (seed + 1ULL);
     for (size_t i = 0; i < n; i += 8) {
-        uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        z ^= z >> 31;
+        uint64_t z = mpit_mix(x += 0x9E3779B97F4A7C15ULL);
         memcpy(b + i, &z, n - i < 8 ? n - i : 8);
     }
 }

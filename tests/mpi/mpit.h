@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef enum {
@@ -91,6 +92,9 @@ void mpit_named_close(mpit_named_t *s);
  * (8 bytes of a splitmix64 stream at a time): two different seeds, or a
  * shifted copy, never compare equal by accident. */
 void mpit_fill(void *buf, size_t n, unsigned seed);
+/* splitmix64's finaliser: a well-mixed 64-bit value of z (the values of
+ * the reduction tests, by rank, call and position). */
+uint64_t mpit_mix(uint64_t z);
 
 /* Communicators every Bcast test runs on: the world, a dup, two halves
  * (split by rank < p/2) and the world in reversed rank order. */

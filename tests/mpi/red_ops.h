@@ -1,0 +1,27 @@
+/*
+ * MPI's predefined reduction ops in one order, with their names, for the
+ * reduction tests (reduce_ops.c, reduce_types.c): ops[o] is the handle of
+ * op o once red_ops_init() has run.
+ */
+#ifndef RED_OPS_H
+#define RED_OPS_H
+
+#include <mpi.h>
+
+typedef enum { O_SUM, O_PROD, O_MIN, O_MAX, O_LAND, O_LOR, O_LXOR, O_BAND,
+               O_BOR, O_BXOR, O_MINLOC, O_MAXLOC, O_N } opk_t;
+static MPI_Op ops[O_N];
+static const char *const op_names[O_N] = {
+    "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
+    "minloc", "maxloc"};
+
+static inline void red_ops_init(void)
+{
+    const MPI_Op o[O_N] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND,
+                           MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR,
+                           MPI_MINLOC, MPI_MAXLOC};
+    for (int i = 0; i < O_N; i++)
+        ops[i] = o[i];
+}
+
+#endif
