@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define NCB_VERSION      "0.3"
+#define NCB_VERSION      "0.4"
 #define NCB_MAX_SIZES    64
 #define NCB_MAX_CFGS     16
 #define NCB_LABEL_MAX    80
