@@ -22,11 +22,60 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define NCB_VERSION      "0.3"
+#define NCB_VERSION      "0.4"
 #define NCB_MAX_SIZES    64
 #define NCB_MAX_CFGS     16
 #define NCB_LABEL_MAX    80
 #define NCB_MAX_BYTES    ((size_t)1 << 30)
+#define NCB_MAX_DTYPES   16
+
+/* A 64-bit value per (seed, word): splitmix64, cheap and well spread. */
+static inline uint64_t ncb_mix(uint64_t seed, uint64_t j)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + j * 0xd1b54a32d192ed03ULL +
+                 0x632be59bd9b4e019ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* ---- element types of the reductions (--dtype, bench_dtype.c) ----------
+ * The layout comes from the name: a scalar, complex_R (two reals) or a
+ * MINLOC pair B_int / 2B (value, then index). Reductions SUM where the
+ * type has it, else MINLOC. */
+struct ncb_comp {
+    size_t off, size;
+    size_t sig;          /* bytes that carry the value (long double: 10) */
+    int real;
+};
+
+typedef struct ncb_dtype {
+    char name[24];
+    size_t size, align;  /* of one element, as C lays it out           */
+    int minloc;          /* 0: SUM, 1: MINLOC                           */
+    int ncomp;           /* 1, or 2: complex parts, or value and index  */
+    struct ncb_comp comp[2];
+    int id;              /* the backend's handle of the type            */
+} ncb_dtype_t;
+
+/* The layout of name, whose elements the backend says are size bytes;
+ * 0, or -1 when the bench cannot lay it out (or the size disagrees). */
+int ncb_dtype_layout(const char *name, size_t size, ncb_dtype_t *d);
+/* Rank r's element e of the data of seed; stamp: the cheap form of the
+ * timed calls' stamps. */
+void ncb_dt_put(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
+                size_t e, int r, int stamp);
+/* The exact result of element e over ranks 0..n-1. */
+void ncb_dt_expect(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
+                   size_t e, int n, int stamp);
+/* 1 when a and b agree bitwise in every significant byte. */
+int ncb_dt_same(const ncb_dtype_t *d, const unsigned char *a,
+                const unsigned char *b);
+/* Flip every significant byte (poison: differs from the answer). */
+void ncb_dt_complement(const ncb_dtype_t *d, unsigned char *el);
+int ncb_dt_has_real(const ncb_dtype_t *d);
+/* Fill a send arena so that every aligned element holds valid numbers. */
+void ncb_dt_fill(const ncb_dtype_t *d, unsigned char *a, size_t len, int rank);
 
 /* ---- the operations ----------------------------------------------------
  * X(id, name, flags, elem, what): one entry per operation. elem is the
@@ -113,6 +162,7 @@ typedef struct ncb_call {
     size_t bytes;
     size_t count;       /* bytes / elem                                  */
     int root;
+    const ncb_dtype_t *dt;  /* the reductions' type; NULL: uint32 SUM    */
 } ncb_call_t;
 
 /* One configuration as a backend runs it. */
@@ -218,6 +268,8 @@ typedef struct ncb_opts {
     unsigned loops;              /* NCB_LOOP_* bits; 0 = b2b              */
     int transfers;               /* --transfers: count, do not time       */
     int overlap;                 /* --overlap: the nonblocking forms      */
+    ncb_dtype_t dtype[NCB_MAX_DTYPES];  /* --dtype; none: uint32 SUM      */
+    int ndtype;
 } ncb_opts_t;
 
 /* Parse argv into *o. Returns 0 to run, 1 when the program should exit 0
@@ -244,6 +296,13 @@ typedef struct ncb_row {
     int align;                    /* the buffers' offset past a page      */
 } ncb_row_t;
 
+/* A row's op is a section of the report: the operation and, for the
+ * reductions, the index of its dtype in the report's list (0 for the
+ * others and for a run without --dtype, so a section is then the op). */
+#define NCB_SEC(op, dt)  ((op) + NCB_OP_COUNT * (dt))
+#define NCB_SEC_OP(s)    ((s) % NCB_OP_COUNT)
+#define NCB_SEC_DT(s)    ((s) / NCB_OP_COUNT)
+
 typedef struct ncb_report {
     const char *mode;             /* "standalone", "mpi", "merged"        */
     int p;
@@ -267,6 +326,9 @@ typedef struct ncb_report {
     int align_seen;               /* malloc: rank 0's send buffer offset  */
     char align_desc[200];         /* malloc: the offsets every rank saw   */
     unsigned loops;               /* NCB_LOOP_* bits present              */
+    char dtype[NCB_MAX_DTYPES][24];  /* --dtype names; "" without it      */
+    char dtype_op[NCB_MAX_DTYPES][8];  /* "sum", "minloc"; "" when unknown */
+    int ndtype;
     ncb_row_t *rows;
     int nrows, cap;
     int failures;
@@ -375,6 +437,10 @@ void ncb_team_world(const struct numacoll_bootstrap *b, void *shared,
 /* --list-algs and --list-params for this build. */
 void ncb_backend_list_algs(FILE *to);
 void ncb_backend_list_params(FILE *to);
+/* --dtype NAME: this build's type of that name, laid out (0), or -1; and
+ * every name it knows, comma-separated, for the error message. */
+int ncb_backend_dtype(const char *name, ncb_dtype_t *out);
+void ncb_backend_dtype_names(char *buf, size_t len);
 
 /* --transfers (bench/bench_transfers.c): for each configuration's team and
  * each size, the cache lines one Bcast moves across a domain boundary of

@@ -19,7 +19,8 @@
 NCB_MPICC ?= mpicc
 NCB_MPI    = $(BUILD)/numacoll-bench-mpi
 NCB_MPI_SRCS = bench/numacoll-bench.c bench/bench_opts.c bench/bench_core.c \
-               bench/bench_report.c bench/bench_mpi.c bench/bench_overlap.c
+               bench/bench_report.c bench/bench_mpi.c bench/bench_overlap.c \
+               bench/bench_dtype.c
 NCB_OUT   ?= $(BUILD)/bench-results
 NCB_HAVE_MPICC := $(shell command -v $(NCB_MPICC) 2>/dev/null)
 

@@ -105,43 +105,17 @@ size_t ncb_llc_bytes(void)
 
 /* ---- data: what every call carries and how it is checked ------------------- */
 
-/* A 64-bit value per (call, word): splitmix64, cheap and well spread. */
-static inline uint64_t mixw(uint64_t call, uint64_t j)
-{
-    uint64_t x = call * 0x9e3779b97f4a7c15ULL + j * 0xd1b54a32d192ed03ULL +
-                 0x632be59bd9b4e019ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Every rank's share of a Reduce differs by this per rank. */
-#define RANK_STEP 0x9e3779b1u
-
-/* Sum over ranks 0..p-1 of (v + r*RANK_STEP), mod 2^32. */
-static inline uint32_t sum_of(uint32_t v, int p)
-{
-    uint64_t tri = (uint64_t)p * (uint64_t)(p - 1) / 2;
-    return (uint32_t)((uint64_t)v * (uint64_t)p + tri * RANK_STEP);
-}
-
 /* Byte i of the full-check data of call c. */
 static inline unsigned char fresh_byte(uint64_t c, size_t i)
 {
-    return (unsigned char)(mixw(c, i / 8) >> (8 * (i % 8)));
-}
-
-/* Element e of the full-check data of call c (uint32 operations). */
-static inline uint32_t fresh_u32(uint64_t c, size_t e)
-{
-    return (uint32_t)(mixw(c, e / 2) >> (32 * (e % 2)));
+    return (unsigned char)(ncb_mix(c, i / 8) >> (8 * (i % 8)));
 }
 
 static void fill_bytes(unsigned char *b, size_t m, uint64_t c, int invert)
 {
     size_t words = m / 8;
     for (size_t j = 0; j < words; j++) {
-        uint64_t v = mixw(c, j);
+        uint64_t v = ncb_mix(c, j);
         if (invert)
             v = ~v;
         memcpy(b + 8 * j, &v, 8);
@@ -154,7 +128,7 @@ static size_t first_bad_byte(const unsigned char *b, size_t m, uint64_t c)
 {
     size_t words = m / 8;
     for (size_t j = 0; j < words; j++) {
-        uint64_t v = mixw(c, j), got;
+        uint64_t v = ncb_mix(c, j), got;
         memcpy(&got, b + 8 * j, 8);
         if (got != v)
             for (size_t i = 8 * j;; i++)
@@ -193,18 +167,26 @@ static inline int stamp_bytes_ok(const unsigned char *b, size_t m, uint64_t c)
     return memcmp(b, &h, hl) == 0 && memcmp(b + m - 8, &t, 8) == 0;
 }
 
-/* uint32 stamps for the sums: first and last element. */
-static inline void stamp_u32(uint32_t *v, size_t n, uint64_t c, int rank)
+/* The sums' stamps: the first and last element of a contribution, and
+ * of the result they add up to (summed over n ranks). */
+static inline void stamp_elems(const ncb_dtype_t *d, unsigned char *v,
+                               size_t n, uint64_t c, int rank)
 {
-    uint32_t add = (uint32_t)rank * RANK_STEP;
-    v[0] = (uint32_t)stamp_head(c) + add;
-    v[n - 1] = (uint32_t)stamp_tail(c) + add;
+    ncb_dt_put(d, v, c, 0, rank, 1);
+    ncb_dt_put(d, v + (n - 1) * d->size, c, 1, rank, 1);
 }
 
-static inline int stamp_u32_ok(const uint32_t *v, size_t n, uint64_t c, int p)
+static inline int stamp_elems_ok(const ncb_dtype_t *d, const unsigned char *v,
+                                 size_t n, uint64_t c, int nsum)
 {
-    return v[n - 1] == sum_of((uint32_t)stamp_tail(c), p) &&
-           (n == 1 || v[0] == sum_of((uint32_t)stamp_head(c), p));
+    unsigned char want[64];
+    ncb_dt_expect(d, want, c, 1, nsum, 1);
+    if (!ncb_dt_same(d, v + (n - 1) * d->size, want))
+        return 0;
+    if (n == 1)
+        return 1;
+    ncb_dt_expect(d, want, c, 0, nsum, 1);
+    return ncb_dt_same(d, v, want);
 }
 
 /* ---- per-rank state of a run (a session) ----------------------------------- */
@@ -232,6 +214,10 @@ typedef struct ncb_session {
     size_t offs[NCB_SWEEP_N];        /* offsets to measure, past sarena/rarena */
     int noffs;
     size_t cur_off;                  /* the offset being measured */
+    const ncb_dtype_t *dt;           /* the reductions' type now          */
+    const ncb_dtype_t *call_dt;      /* what calls carry: NULL = uint32   */
+    const ncb_dtype_t *filled;       /* the type sarena was filled for    */
+    int sec_dt;                      /* the rows' dtype index (NCB_SEC)   */
     uint32_t *order;                 /* cold: the regions' visiting order */
     size_t norder;                   /* regions of the current size */
     uint64_t call;                   /* calls so far: same on every rank */
@@ -326,6 +312,15 @@ static inline void cursor_next(const run_t *R, cursor_t *k)
         k->root -= R->w->p;
 }
 
+/* Bytes of one element: the reductions' type, else the table's (0: no
+ * data). */
+static inline size_t elem_of(const run_t *R, int op)
+{
+    if (ncb_ops[op].flags & NCB_SUM)
+        return R->dt->size;
+    return ncb_ops[op].elem ? ncb_ops[op].elem : (size_t)-1;
+}
+
 /* Regions are whole pages apart, so every buffer keeps the offset past a
  * page that its arena (malloc) or cur_off (--align) gives it. */
 static inline void call_at(const run_t *R, const cursor_t *k, int op, size_t m,
@@ -335,7 +330,8 @@ static inline void call_at(const run_t *R, const cursor_t *k, int op, size_t m,
     c->sbuf = R->sarena + off;
     c->rbuf = R->rarena + off;
     c->bytes = m;
-    c->count = ncb_ops[op].elem ? m / ncb_ops[op].elem : 0;
+    c->count = m / elem_of(R, op);
+    c->dt = (ncb_ops[op].flags & NCB_SUM) ? R->call_dt : NULL;
     c->root = (ncb_ops[op].flags & NCB_ROOTED) ? k->root : 0;
     c->buf = R->w->rank == c->root ? c->sbuf : c->rbuf;
 }
@@ -471,10 +467,11 @@ static inline void stamp_call(const run_t *R, int op, int sum,
         stamp_blocks(R, op, c);
     else if (sum && (ncb_ops[op].flags & NCB_PBLOCKS))
         for (int j = 0; j < R->w->p; j++)
-            stamp_u32((uint32_t *)c->sbuf + (size_t)j * c->count, c->count,
-                      R->call, R->w->rank);
+            stamp_elems(R->dt, (unsigned char *)c->sbuf +
+                                   (size_t)j * c->count * R->dt->size,
+                        c->count, R->call, R->w->rank);
     else if (sum)
-        stamp_u32(c->sbuf, c->count, R->call, R->w->rank);
+        stamp_elems(R->dt, c->sbuf, c->count, R->call, R->w->rank);
     else if (R->w->rank == c->root)
         stamp_bytes(c->buf, c->bytes, R->call);
 }
@@ -488,7 +485,8 @@ static inline void check_call(run_t *R, slot_t *s, int op, int check,
     if (!check || !receives(R, op, c->root))
         return;
     int ok = (ncb_ops[op].flags & NCB_BLOCKS) ? blocks_ok(R, op, c)
-             : sum ? stamp_u32_ok(c->rbuf, c->count, R->call, summed(R, op))
+             : sum ? stamp_elems_ok(R->dt, c->rbuf, c->count, R->call,
+                                    summed(R, op))
                    : stamp_bytes_ok(c->buf, c->bytes, R->call);
     if (!ok)
         note_error(s, R->w->rank, "timed call of %zu bytes: rank %d received "
@@ -592,14 +590,17 @@ static int full_check(run_t *R, slot_t *sl, int op, size_t m)
         return full_check_blocks(R, sl, op, &c, recv);
     const size_t first = sum_first(R, op, c.count);
     const int nsum = summed(R, op);
+    const ncb_dtype_t *dt = R->dt;
     if (sum) {
-        uint32_t *s = c.sbuf, *d = c.rbuf;
+        unsigned char *s = c.sbuf, *d = c.rbuf;
         const size_t n = (ncb_ops[op].flags & NCB_PBLOCKS)
                              ? c.count * (size_t)p : c.count;
         for (size_t e = 0; e < n; e++)
-            s[e] = fresh_u32(id, e) + (uint32_t)rank * RANK_STEP;
-        for (size_t e = 0; e < c.count; e++)   /* differs from the answer */
-            d[e] = ~sum_of(fresh_u32(id, first + e), nsum);
+            ncb_dt_put(dt, s + e * dt->size, id, e, rank, 0);
+        for (size_t e = 0; e < c.count; e++) {   /* differs from the answer */
+            ncb_dt_expect(dt, d + e * dt->size, id, first + e, nsum, 0);
+            ncb_dt_complement(dt, d + e * dt->size);
+        }
     } else if (rank == c.root) {
         fill_bytes(c.buf, m, id, 0);
     } else {
@@ -614,13 +615,16 @@ static int full_check(run_t *R, slot_t *sl, int op, size_t m)
     if (R->fault && rank == 1)
         spoil(&c, op);
     if (sum) {
-        const uint32_t *d = c.rbuf;
-        for (size_t e = 0; e < c.count; e++)
-            if (d[e] != sum_of(fresh_u32(id, first + e), nsum)) {
+        const unsigned char *d = c.rbuf;
+        unsigned char want[64];
+        for (size_t e = 0; e < c.count; e++) {
+            ncb_dt_expect(dt, want, id, first + e, nsum, 0);
+            if (!ncb_dt_same(dt, d + e * dt->size, want)) {
                 note_error(sl, rank, "checked call: element %zu wrong on rank "
                            "%d (root %d)", e, c.root);
                 break;
             }
+        }
     } else {
         size_t bad = first_bad_byte(c.buf, m, id);
         if (bad < m)
@@ -784,6 +788,13 @@ static int row_align(const run_t *R, int off_idx)
                                            : (int)R->offs[off_idx];
 }
 
+/* Whether the buffers at offset j suit op's elements: C and MPI ask a
+ * buffer of long doubles to be 16-aligned (--align sweep's 8 is not). */
+static int aligned_for(const run_t *R, int op, int j)
+{
+    return !(ncb_ops[op].flags & NCB_SUM) || R->offs[j] % R->dt->align == 0;
+}
+
 /* Measure op at size m (0 for sizeless) over every slot; rank 0 appends
  * the rows and prints them. */
 static int measure_size(run_t *R, int op, size_t m)
@@ -811,9 +822,9 @@ static int measure_size(run_t *R, int op, size_t m)
         ok[c] = R->t[c].run[op] != NULL;
         if (!ok[c])
             snprintf(why[c], sizeof why[c], "not in this mode");
-        else if (ncb_ops[op].elem > 1 && m % ncb_ops[op].elem)
-            ok[c] = 0, snprintf(why[c], sizeof why[c], "not a multiple of %zu "
-                                "bytes", ncb_ops[op].elem);
+        else if ((ncb_ops[op].flags & NCB_SIZED) && m < elem_of(R, op))
+            ok[c] = 0, snprintf(why[c], sizeof why[c], "less than one %zu-byte "
+                                "element", elem_of(R, op));
         else if (R->t[c].applies &&
                  R->t[c].applies(R->t[c].ctx, op, m, why[c], sizeof why[c]))
             ok[c] = 0;
@@ -827,7 +838,7 @@ static int measure_size(run_t *R, int op, size_t m)
     for (int c = 0; c < ncfg; c++)
         for (int j = 0; j < noffs; j++) {
             est[c * noffs + j] = 0;
-            if (!ok[c])
+            if (!ok[c] || !aligned_for(R, op, j))
                 continue;
             slot_t warm = {.cfg = c, .loop = NCB_LOOP_B2B, .off_idx = j};
             double x, y;
@@ -888,7 +899,7 @@ static int measure_size(run_t *R, int op, size_t m)
     for (int rep = 0; rep < reps && !rc; rep++)
         for (int i = 0; i < ns && !rc; i++) {
             slot_t *sl = &R->slot[i];
-            if (!ok[sl->cfg])
+            if (!ok[sl->cfg] || !aligned_for(R, op, sl->off_idx))
                 continue;
             if (R->t[sl->cfg].barrier(R->t[sl->cfg].ctx)) {
                 rc = barrier_failed(R, sl->cfg);
@@ -900,7 +911,8 @@ static int measure_size(run_t *R, int op, size_t m)
         }
     /* 4. one fully checked call per slot */
     for (int i = 0; i < ns && !rc; i++)
-        if (ok[R->slot[i].cfg] && o->check && (ncb_ops[op].flags & NCB_SIZED)) {
+        if (ok[R->slot[i].cfg] && aligned_for(R, op, R->slot[i].off_idx) &&
+            o->check && (ncb_ops[op].flags & NCB_SIZED)) {
             R->cur_off = R->offs[R->slot[i].off_idx];
             rc = full_check(R, &R->slot[i], op, m);
         }
@@ -933,7 +945,7 @@ static int measure_size(run_t *R, int op, size_t m)
             ncb_row_t *row = ncb_report_add(R->rep);
             if (!row)
                 break;
-            row->op = op;
+            row->op = NCB_SEC(op, R->sec_dt);
             row->cfg = c;
             row->bytes = m;
             row->loop = sl->loop;
@@ -942,6 +954,12 @@ static int measure_size(run_t *R, int op, size_t m)
             if (!ok[c]) {
                 row->status = NCB_ROW_NA;
                 snprintf(row->note, sizeof row->note, "%s", why[c]);
+                continue;
+            }
+            if (!aligned_for(R, op, sl->off_idx)) {
+                row->status = NCB_ROW_NA;
+                snprintf(row->note, sizeof row->note, "%.23s needs %d-byte "
+                         "alignment", R->dt->name, (int)(R->dt->align & 63));
                 continue;
             }
             row->calls = k;
@@ -970,7 +988,7 @@ static int measure_size(run_t *R, int op, size_t m)
             }
         }
         if (!o->quiet) {
-            ncb_print_rows(R->rep, op, m, stdout);
+            ncb_print_rows(R->rep, NCB_SEC(op, R->sec_dt), m, stdout);
             fflush(stdout);
         }
     }
@@ -978,6 +996,31 @@ static int measure_size(run_t *R, int op, size_t m)
     free(all);
     free(col);
     return 0;
+}
+
+/* The reductions' type without --dtype: uint32 SUM, as before it. */
+static const ncb_dtype_t *default_dtype(void)
+{
+    static ncb_dtype_t d;
+    if (!d.size)
+        ncb_dtype_layout("uint32", 4, &d);
+    return &d;
+}
+
+/* Measure the reductions with --dtype's type i (the default without it);
+ * sec: whether rows carry i (the reductions) or 0 (the others). */
+static void use_dtype(run_t *R, int i, int sec)
+{
+    const ncb_opts_t *o = R->o;
+    R->dt = o->ndtype ? &o->dtype[i] : default_dtype();
+    R->call_dt = o->ndtype ? &o->dtype[i] : NULL;
+    R->sec_dt = sec ? i : 0;
+    /* real parts must hold numbers: random bytes would give NaNs and
+     * subnormals, which some kernels take far longer over */
+    if (ncb_dt_has_real(R->dt) && R->filled != R->dt) {
+        ncb_dt_fill(R->dt, R->sarena, R->alloc, R->w->rank);
+        R->filled = R->dt;
+    }
 }
 
 /* Allocate and touch the arenas for messages up to maxm; 0 or 4. */
@@ -1032,6 +1075,7 @@ static int session_init(run_t *R, const ncb_opts_t *o, ncb_world_t *w,
     /* Touch every page now: page faults must not land in a timed loop. */
     fill_bytes(R->sarena, R->alloc, 0x51, 0);
     memset(R->rarena, 0xA5, R->alloc);
+    use_dtype(R, 0, 0);
     return 0;
 }
 
@@ -1182,13 +1226,19 @@ int ncb_measure(const ncb_opts_t *o, ncb_world_t *w, ncb_target_t *t, int ncfg,
     for (int op = 0; op < NCB_OP_COUNT && !rc; op++) {
         if (!(o->ops & (1u << op)))
             continue;
-        if (w->rank == 0 && !o->quiet)
-            ncb_print_op_header(rep, op, stdout);
-        if (ncb_ops[op].flags & NCB_SIZED) {
-            for (int i = 0; i < o->nsizes && !rc; i++)
-                rc = measure_size(&R, op, o->sizes[i]);
-        } else {
-            rc = measure_size(&R, op, 0);
+        /* the reductions once per type, the others once */
+        const int sum = (ncb_ops[op].flags & NCB_SUM) != 0;
+        const int ndt = sum && o->ndtype ? o->ndtype : 1;
+        for (int d = 0; d < ndt && !rc; d++) {
+            use_dtype(&R, d, sum);
+            if (w->rank == 0 && !o->quiet)
+                ncb_print_op_header(rep, NCB_SEC(op, R.sec_dt), stdout);
+            if (ncb_ops[op].flags & NCB_SIZED) {
+                for (int i = 0; i < o->nsizes && !rc; i++)
+                    rc = measure_size(&R, op, o->sizes[i]);
+            } else {
+                rc = measure_size(&R, op, 0);
+            }
         }
     }
     /* the same reference again: a machine that drifted shows here */

@@ -42,6 +42,95 @@ static int note(mctx_t *m, int rc)
     return rc;
 }
 
+/* --dtype: the names of the standalone bench (the core's), with the MPI
+ * type each stands for, and two Fortran handles usable from C, so that a
+ * Fortran type's path can be timed against the C one. layout: the bench's
+ * name of the same C layout; size: of one element in C. */
+typedef struct mdt {
+    const char *name, *layout;
+    MPI_Datatype type;
+    size_t size;
+} mdt_t;
+
+typedef struct { float v; int i; } fi_t;
+typedef struct { double v; int i; } di_t;
+typedef struct { long v; int i; } li_t;
+typedef struct { int v; int i; } ii_t;
+typedef struct { short v; int i; } si_t;
+typedef struct { long double v; int i; } ldi_t;
+typedef struct { float v; float i; } ff_t;
+typedef struct { double v; double i; } dd_t;
+
+static const mdt_t mdts[] = {
+    {"int8", "int8", MPI_INT8_T, 1},
+    {"uint8", "uint8", MPI_UINT8_T, 1},
+    {"int16", "int16", MPI_INT16_T, 2},
+    {"uint16", "uint16", MPI_UINT16_T, 2},
+    {"int32", "int32", MPI_INT32_T, 4},
+    {"uint32", "uint32", MPI_UINT32_T, 4},
+    {"int64", "int64", MPI_INT64_T, 8},
+    {"uint64", "uint64", MPI_UINT64_T, 8},
+    {"float", "float", MPI_FLOAT, sizeof(float)},
+    {"double", "double", MPI_DOUBLE, sizeof(double)},
+    {"long_double", "long_double", MPI_LONG_DOUBLE, sizeof(long double)},
+    {"complex_float", "complex_float", MPI_C_FLOAT_COMPLEX,
+     sizeof(float _Complex)},
+    {"complex_double", "complex_double", MPI_C_DOUBLE_COMPLEX,
+     sizeof(double _Complex)},
+    {"complex_long_double", "complex_long_double", MPI_C_LONG_DOUBLE_COMPLEX,
+     sizeof(long double _Complex)},
+    {"float_int", "float_int", MPI_FLOAT_INT, sizeof(fi_t)},
+    {"double_int", "double_int", MPI_DOUBLE_INT, sizeof(di_t)},
+    {"long_int", "long_int", MPI_LONG_INT, sizeof(li_t)},
+    {"2int", "2int", MPI_2INT, sizeof(ii_t)},
+    {"short_int", "short_int", MPI_SHORT_INT, sizeof(si_t)},
+    {"long_double_int", "long_double_int", MPI_LONG_DOUBLE_INT, sizeof(ldi_t)},
+#ifdef MPI_2REAL
+    {"2float", "2float", MPI_2REAL, sizeof(ff_t)},
+#endif
+#ifdef MPI_2DOUBLE_PRECISION
+    {"2double", "2double", MPI_2DOUBLE_PRECISION, sizeof(dd_t)},
+#endif
+    {"double_precision", "double", MPI_DOUBLE_PRECISION, sizeof(double)},
+    {"double_complex", "complex_double", MPI_DOUBLE_COMPLEX,
+     sizeof(double _Complex)},
+};
+#define NMDT (sizeof mdts / sizeof mdts[0])
+
+int ncb_backend_dtype(const char *name, ncb_dtype_t *out)
+{
+    for (size_t i = 0; i < NMDT; i++) {
+        if (strcmp(mdts[i].name, name) != 0)
+            continue;
+        if (ncb_dtype_layout(mdts[i].layout, mdts[i].size, out) != 0)
+            return -1;
+        snprintf(out->name, sizeof out->name, "%s", name);
+        out->id = (int)i;
+        return 0;
+    }
+    return -1;
+}
+
+void ncb_backend_dtype_names(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NMDT && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+                              mdts[i].name);
+}
+
+/* The reductions' type and op: --dtype's, else uint32 SUM. */
+static inline MPI_Datatype dt_of(const ncb_call_t *c)
+{
+    return c->dt ? mdts[c->dt->id].type : MPI_UINT32_T;
+}
+
+static inline MPI_Op op_of(const ncb_call_t *c)
+{
+    return c->dt && c->dt->minloc ? MPI_MINLOC : MPI_SUM;
+}
+
 static int run_bcast(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
@@ -52,15 +141,15 @@ static int run_bcast(void *ctx, const ncb_call_t *c)
 static int run_reduce(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    return note(m, MPI_Reduce(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
-                              MPI_SUM, c->root, m->comm));
+    return note(m, MPI_Reduce(c->sbuf, c->rbuf, (int)c->count, dt_of(c),
+                              op_of(c), c->root, m->comm));
 }
 
 static int run_allreduce(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
     return note(m, MPI_Allreduce(c->sbuf, c->rbuf, (int)c->count,
-                                 MPI_UINT32_T, MPI_SUM, m->comm));
+                                 dt_of(c), op_of(c), m->comm));
 }
 
 static int run_barrier(void *ctx, const ncb_call_t *c)
@@ -151,21 +240,21 @@ static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
     return note(m, MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)c->count,
-                                            MPI_UINT32_T, MPI_SUM, m->comm));
+                                            dt_of(c), op_of(c), m->comm));
 }
 
 static int run_scan(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    return note(m, MPI_Scan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
-                            MPI_SUM, m->comm));
+    return note(m, MPI_Scan(c->sbuf, c->rbuf, (int)c->count, dt_of(c),
+                            op_of(c), m->comm));
 }
 
 static int run_exscan(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    return note(m, MPI_Exscan(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
-                              MPI_SUM, m->comm));
+    return note(m, MPI_Exscan(c->sbuf, c->rbuf, (int)c->count, dt_of(c),
+                              op_of(c), m->comm));
 }
 
 /* --overlap: the nonblocking forms, one in flight at a time. */
@@ -181,15 +270,15 @@ static int istart_bcast(void *ctx, const ncb_call_t *c)
 static int istart_reduce(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
-    return note(m, MPI_Ireduce(c->sbuf, c->rbuf, (int)c->count, MPI_UINT32_T,
-                               MPI_SUM, c->root, m->comm, &ireq));
+    return note(m, MPI_Ireduce(c->sbuf, c->rbuf, (int)c->count, dt_of(c),
+                               op_of(c), c->root, m->comm, &ireq));
 }
 
 static int istart_allreduce(void *ctx, const ncb_call_t *c)
 {
     mctx_t *m = ctx;
     return note(m, MPI_Iallreduce(c->sbuf, c->rbuf, (int)c->count,
-                                  MPI_UINT32_T, MPI_SUM, m->comm, &ireq));
+                                  dt_of(c), op_of(c), m->comm, &ireq));
 }
 
 static int istart_barrier(void *ctx, const ncb_call_t *c)

@@ -76,6 +76,11 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "                       both (default %s)\n", mode == NCB_MPI ? "under MPI"
                                                    : "b2b standalone");
     fprintf(to,
+        "      --dtype LIST     element types of the reductions: int32,double,\n"
+        "                       long_double,double_int,... (the names of the\n"
+        "                       error message for a bad one); SUM where the type\n"
+        "                       has it, else MINLOC; elements = size / element\n"
+        "                       size, rounded down (default uint32)\n"
         "      --no-check       do not verify received data\n"
         "      --reps N         samples per size and configuration (default 11)\n"
         "      --iters N        calls per sample (default: enough for --sample-us)\n"
@@ -393,8 +398,39 @@ enum {
     OPT_NOBIND, OPT_LABEL, OPT_ROOTSHIFT, OPT_CACHE, OPT_NOCHECK, OPT_REPS,
     OPT_ITERS, OPT_SAMPLE, OPT_WARMUP, OPT_CSV, OPT_JSON, OPT_PLOT, OPT_QUIET,
     OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP,
-    OPT_TRANSFERS, OPT_OVERLAP
+    OPT_TRANSFERS, OPT_OVERLAP, OPT_DTYPE
 };
+
+/* --dtype LIST: every name this build's backend knows (standalone: the
+ * core's own), each once; a name it does not know lists those it does. */
+static int parse_dtypes(ncb_opts_t *o, const char *list, char *err,
+                        size_t errlen)
+{
+    char buf[512], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        FAIL("--dtype: the list is too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    o->ndtype = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        ncb_dtype_t d;
+        if (ncb_backend_dtype(tok, &d) != 0) {
+            char names[400];
+            ncb_backend_dtype_names(names, sizeof names);
+            FAIL("--dtype: unknown type '%s' (or one with neither sum nor "
+                 "minloc); valid: %s", tok, names);
+        }
+        for (int i = 0; i < o->ndtype; i++)
+            if (strcmp(o->dtype[i].name, d.name) == 0)
+                FAIL("--dtype: '%s' is given twice", tok);
+        if (o->ndtype == NCB_MAX_DTYPES)
+            FAIL("--dtype: more than %d types", NCB_MAX_DTYPES);
+        o->dtype[o->ndtype++] = d;
+    }
+    if (!o->ndtype)
+        FAIL("--dtype: the list is empty");
+    return 0;
+}
 
 /* --align malloc|sweep|OFF */
 static int parse_align(ncb_opts_t *o, const char *v, char *err, size_t errlen)
@@ -434,7 +470,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         {"list-params", 0, 0, OPT_LISTPARAMS}, {"param", 1, 0, OPT_PARAM},
         {"align", 1, 0, OPT_ALIGN}, {"loop", 1, 0, OPT_LOOP},
         {"transfers", 0, 0, OPT_TRANSFERS}, {"overlap", 0, 0, OPT_OVERLAP},
-        {"help", 0, 0, 'h'},
+        {"dtype", 1, 0, OPT_DTYPE}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->mode = mode;
@@ -603,6 +639,10 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
             else
                 FAIL("--loop: '%s' is neither app, b2b nor both", optarg);
             break;
+        case OPT_DTYPE:
+            if ((rc = parse_dtypes(o, optarg, err, errlen)))
+                return rc;
+            break;
         case OPT_NOCHECK: o->check = 0; break;
         case OPT_REPS:
             if ((rc = parse_count("--reps", optarg, 1, 100000, &n, err, errlen)))
@@ -653,6 +693,12 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
     if (o->overlap && (o->json || o->plot || o->transfers))
         FAIL("--overlap prints its own table and writes --csv only (not "
              "--json, --plot or --transfers)");
+    if (o->overlap && o->ndtype)
+        FAIL("--overlap times uint32 sums only (not --dtype)");
+    for (int i = 0; i < o->ndtype; i++)
+        if (o->align >= 0 && o->align % (int)o->dtype[i].align)
+            FAIL("--align %d: %s needs %zu-byte alignment (as C and MPI "
+                 "require)", o->align, o->dtype[i].name, o->dtype[i].align);
     for (int i = 0; i < ncompare; i++) {
         if (compare_is_trees[i]) {
             char list[1024];

@@ -96,6 +96,7 @@ static void call_of(int op, size_t m, int rank, unsigned char *s,
     c->count = ncb_ops[op].elem ? m / ncb_ops[op].elem : 0;
     c->root = 0;
     c->buf = rank == 0 ? s : r;
+    c->dt = NULL;   /* uint32 SUM: --overlap takes no --dtype */
 }
 
 /* One call through start and wait with fresh data, checked: 0, or 1 with

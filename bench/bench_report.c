@@ -39,6 +39,45 @@ void ncb_report_init(ncb_report_t *r, const ncb_opts_t *o, const char *mode,
     r->sample_us = o->sample_us;
     r->align = o->align;
     r->loops = o->loops ? o->loops : NCB_LOOP_B2B;
+    r->ndtype = o->ndtype;
+    for (int i = 0; i < o->ndtype; i++)
+    {
+        snprintf(r->dtype[i], sizeof r->dtype[i], "%s", o->dtype[i].name);
+        snprintf(r->dtype_op[i], sizeof r->dtype_op[i], "%s",
+                 o->dtype[i].minloc ? "minloc" : "sum");
+    }
+}
+
+/* The dtype of a section: --dtype's name for a reduction, else "". */
+static const char *sec_dtype(const ncb_report_t *r, int sec)
+{
+    if (!(ncb_ops[NCB_SEC_OP(sec)].flags & NCB_SUM) || !r->ndtype)
+        return "";
+    return r->dtype[NCB_SEC_DT(sec)];
+}
+
+/* An op's description without its "uint32 sum " (said per dtype). */
+static const char *what_of(const char *what)
+{
+    static const char def[] = "uint32 sum ";
+    return strncmp(what, def, sizeof def - 1) == 0 ? what + sizeof def - 1
+                                                   : what;
+}
+
+/* "allreduce", or with --dtype "allreduce double". */
+static const char *sec_name(const ncb_report_t *r, int sec, char *buf,
+                            size_t len)
+{
+    const char *dt = sec_dtype(r, sec);
+    snprintf(buf, len, "%s%s%s", ncb_ops[NCB_SEC_OP(sec)].name, *dt ? " " : "",
+             dt);
+    return buf;
+}
+
+/* Sections a report can hold: every op once per dtype. */
+static int nsections(const ncb_report_t *r)
+{
+    return NCB_OP_COUNT * (r->ndtype > 1 ? r->ndtype : 1);
 }
 
 ncb_row_t *ncb_report_add(ncb_report_t *r)
@@ -165,8 +204,8 @@ static const char *human(size_t v, char *buf, size_t len)
 static int sized_ops_present(const ncb_report_t *r, int *ops)
 {
     int n = 0;
-    for (int op = 0; op < NCB_OP_COUNT; op++) {
-        if (!(ncb_ops[op].flags & NCB_SIZED))
+    for (int op = 0; op < nsections(r); op++) {
+        if (!(ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED))
             continue;
         for (int i = 0; i < r->nrows; i++)
             if (r->rows[i].op == op && r->rows[i].status != NCB_ROW_NA) {
@@ -323,7 +362,7 @@ static void print_sweep_header(const ncb_report_t *r, int op, FILE *to)
     int offs[MAX_OFFS], n = offsets_of(r, op, offs, MAX_OFFS);
     fprintf(to, "# medians at each offset (@N: buffers N bytes past a page); "
             "best and worst offset; worst/best\n");
-    fprintf(to, "# %9s%s %-*s", (ncb_ops[op].flags & NCB_SIZED) ? "bytes" : "",
+    fprintf(to, "# %9s%s %-*s", (ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED) ? "bytes" : "",
             both_loops(r) ? " loop" : "", label_width(r), "config");
     for (int j = 0; j < n; j++) {
         char h[16];
@@ -336,8 +375,17 @@ static void print_sweep_header(const ncb_report_t *r, int op, FILE *to)
 
 void ncb_print_op_header(const ncb_report_t *r, int op, FILE *to)
 {
-    fprintf(to, "#\n# %s: %s; microseconds per call\n", ncb_ops[op].name,
-            ncb_ops[op].what);
+    char name[64];
+    const char *dt = sec_dtype(r, op);
+    if (*dt)
+        fprintf(to, "#\n# %s: %s %s %s; microseconds per call\n",
+                sec_name(r, op, name, sizeof name), dt,
+                r->dtype_op[NCB_SEC_DT(op)][0] ? r->dtype_op[NCB_SEC_DT(op)]
+                                               : "reduction",
+                what_of(ncb_ops[NCB_SEC_OP(op)].what));
+    else
+        fprintf(to, "#\n# %s: %s; microseconds per call\n",
+                ncb_ops[NCB_SEC_OP(op)].name, ncb_ops[NCB_SEC_OP(op)].what);
     if (r->align == NCB_ALIGN_SWEEP) {
         print_sweep_header(r, op, to);
         return;
@@ -345,7 +393,7 @@ void ncb_print_op_header(const ncb_report_t *r, int op, FILE *to)
     const char *base = r->label[r->baseline];
     const char *lc = both_loops(r) ? " loop" : "";
     if (r->ncfg == 1) {
-        if (ncb_ops[op].flags & NCB_SIZED)
+        if (ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED)
             fprintf(to, "# %9s%s %7s %10s %10s %10s %10s %8s %7s\n", "bytes",
                     lc, "K", "min", "median", "max", "memcpy", "x memcpy",
                     "x line");
@@ -356,7 +404,7 @@ void ncb_print_op_header(const ncb_report_t *r, int op, FILE *to)
     }
     fprintf(to, "# medians; x %s = ratio to %s%s; x lim = ratio to max(memcpy, "
             "one-way line)\n", base, base, *lc ? " in the same loop" : "");
-    fprintf(to, "# %9s%s %10s", (ncb_ops[op].flags & NCB_SIZED) ? "bytes" : "",
+    fprintf(to, "# %9s%s %10s", (ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED) ? "bytes" : "",
             lc, "memcpy");
     for (int c = 0; c < r->ncfg; c++) {
         fprintf(to, " %*s", col_width(r->label[c]), r->label[c]);
@@ -391,7 +439,7 @@ static void print_ratio(FILE *to, int width, double num, double den)
 static void line_start(const ncb_report_t *r, int op, size_t bytes, int loop,
                        FILE *to)
 {
-    if (ncb_ops[op].flags & NCB_SIZED)
+    if (ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED)
         fprintf(to, "%11zu", bytes);
     else
         fprintf(to, "%11s", "");
@@ -439,7 +487,7 @@ static void print_sweep_rows(const ncb_report_t *r, int op, size_t bytes,
 static void print_loop_rows(const ncb_report_t *r, int op, size_t bytes,
                             int loop, FILE *to)
 {
-    const int sized = (ncb_ops[op].flags & NCB_SIZED) != 0;
+    const int sized = (ncb_ops[NCB_SEC_OP(op)].flags & NCB_SIZED) != 0;
     if (r->ncfg == 1) {
         const ncb_row_t *row = find_row(r, op, 0, bytes, loop, -1);
         if (!row)
@@ -542,7 +590,7 @@ void ncb_print_all(const ncb_report_t *r, FILE *to)
     size_t *sizes = malloc((size_t)(r->nrows + 1) * sizeof *sizes);
     if (!sizes)
         return;
-    for (int op = 0; op < NCB_OP_COUNT; op++) {
+    for (int op = 0; op < nsections(r); op++) {
         int n = 0;
         for (int i = 0; i < r->nrows; i++) {
             if (r->rows[i].op != op)
@@ -570,8 +618,9 @@ void ncb_print_all(const ncb_report_t *r, FILE *to)
  * the last two columns (page-aligned buffers, b2b). */
 static const char *const CSV_HEADER =
     "mode,op,config,p,bytes,calls,samples,min_us,median_us,max_us,memcpy_us,"
-    "line_rtt_us,barrier_us,cache,root_shift,status,note,align,loop";
-#define CSV_FIELDS 19
+    "line_rtt_us,barrier_us,cache,root_shift,status,note,align,loop,dtype";
+#define CSV_FIELDS 20
+#define CSV_FIELDS_V03 19
 #define CSV_FIELDS_V02 17
 
 /* Quote a field when it holds a comma, a quote or a newline (RFC 4180). */
@@ -611,7 +660,7 @@ int ncb_write_csv(const ncb_report_t *r, const char *path)
         const ncb_row_t *row = &r->rows[i];
         int na = row->status == NCB_ROW_NA;
         csv_field(f, r->mode);
-        fprintf(f, ",%s,", ncb_ops[row->op].name);
+        fprintf(f, ",%s,", ncb_ops[NCB_SEC_OP(row->op)].name);
         csv_field(f, r->label[row->cfg]);
         fprintf(f, ",%d,%zu,", r->p, row->bytes);
         if (!na)
@@ -627,8 +676,9 @@ int ncb_write_csv(const ncb_report_t *r, const char *path)
         fprintf(f, ",%s,%d,%s,", r->hot ? "hot" : "cold", r->root_shift,
                 st[row->status]);
         csv_field(f, row->note);
-        fprintf(f, ",%s%d,%s\n", r->align == NCB_ALIGN_MALLOC ? "malloc:" : "",
-                row->align, ncb_loop_name(row_loop(row)));
+        fprintf(f, ",%s%d,%s,%s\n", r->align == NCB_ALIGN_MALLOC ? "malloc:"
+                : "", row->align, ncb_loop_name(row_loop(row)),
+                sec_dtype(r, row->op));
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "numacoll-bench: cannot write %s\n", path);
@@ -728,7 +778,7 @@ int ncb_write_json(const ncb_report_t *r, const char *path)
         const ncb_row_t *row = &r->rows[i];
         int ok = row->status != NCB_ROW_NA;
         fprintf(f, "%s\n    {\"op\": ", i ? "," : "");
-        json_str(f, ncb_ops[row->op].name);
+        json_str(f, ncb_ops[NCB_SEC_OP(row->op)].name);
         fprintf(f, ", \"config\": ");
         json_str(f, r->label[row->cfg]);
         fprintf(f, ", \"bytes\": %zu, \"calls\": %d, \"samples\": %d, "
@@ -749,8 +799,10 @@ int ncb_write_json(const ncb_report_t *r, const char *path)
         json_str(f, st[row->status]);
         fprintf(f, ", \"note\": ");
         json_str(f, row->note);
-        fprintf(f, ", \"loop\": \"%s\", \"align\": %d}",
+        fprintf(f, ", \"loop\": \"%s\", \"align\": %d, \"dtype\": ",
                 ncb_loop_name(row_loop(row)), row->align);
+        json_str(f, sec_dtype(r, row->op));
+        fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");
     if (fclose(f) != 0) {
@@ -876,8 +928,9 @@ static int plot_script(const ncb_report_t *r, const char *png, const char *dat,
     else
         snprintf(al, sizeof al, "page+%d", r->align);
     for (int k = 0; k < nops; k++) {
+        char name[64];
         fprintf(f, "set title '%s, p = %d, %s (%s, %s); bars: min..max'\n",
-                ncb_ops[ops[k]].name, r->p, r->mode, r->hot ? "hot cache"
+                sec_name(r, ops[k], name, sizeof name), r->p, r->mode, r->hot ? "hot cache"
                 : "cold cache", al);
         fprintf(f, "plot ");
         for (int i = 0; i < nser; i++) {
@@ -905,7 +958,7 @@ int ncb_write_plot(const ncb_report_t *r, const char *png)
                 "cannot be passed to gnuplot\n");
         return 1;
     }
-    int ops[NCB_OP_COUNT];
+    int ops[NCB_OP_COUNT * NCB_MAX_DTYPES];
     int nops = sized_ops_present(r, ops);
     if (nops == 0) {
         fprintf(stderr, "numacoll-bench: --plot: no sized operation to plot\n");
@@ -947,8 +1000,9 @@ int ncb_write_plot(const ncb_report_t *r, const char *png)
         for (int c = 0; c < nser; c++) {
             char t[NCB_LABEL_MAX + 32];
             series_title(r, &ser[c], t, sizeof t);
+            char name[64];
             fprintf(f, "# %s %s: bytes median_us min_us max_us\n",
-                    ncb_ops[ops[k]].name, t);
+                    sec_name(r, ops[k], name, sizeof name), t);
             int n = 0;
             for (int j = 0; j < ns; j++) {
                 const ncb_row_t *row = series_row(r, &ser[c], ops[k], sizes[j]);
@@ -1085,6 +1139,8 @@ typedef struct mset {
     char mode[32];
     int p, nfiles, ncfg;
     char label[NCB_MAX_CFGS][NCB_LABEL_MAX];
+    char dtype[NCB_MAX_DTYPES][24];   /* the files' dtype column          */
+    int ndtype;
     double *file_line;            /* [nfiles] round trip of each run, us */
     mrec_t *rec;
     int nrec, cap;
@@ -1110,10 +1166,15 @@ static int load_file(mset_t *m, const char *path, int fi)
         lineno++;
         line[strcspn(line, "\r\n")] = '\0';
         if (lineno == 1) {
-            /* version 0.2's header is ours less ",align,loop" */
-            size_t v02 = strlen(CSV_HEADER) - strlen(",align,loop");
+            /* version 0.2's header is ours less ",align,loop,dtype",
+             * 0.3's less ",dtype" */
+            size_t v02 = strlen(CSV_HEADER) - strlen(",align,loop,dtype");
+            size_t v03 = strlen(CSV_HEADER) - strlen(",dtype");
             if (strlen(line) == v02 && strncmp(line, CSV_HEADER, v02) == 0)
                 nfields = CSV_FIELDS_V02;
+            else if (strlen(line) == v03 &&
+                     strncmp(line, CSV_HEADER, v03) == 0)
+                nfields = CSV_FIELDS_V03;
             else if (strcmp(line, CSV_HEADER) != 0) {
                 fprintf(stderr, "numacoll-bench: --merge: %s:1: not a "
                         "numacoll-bench CSV file (header differs)\n", path);
@@ -1166,10 +1227,26 @@ static int load_file(mset_t *m, const char *path, int fi)
             m->rec = n;
             m->cap = cap;
         }
+        int dt = 0;
+        if (nfields == CSV_FIELDS && *fl[19]) {
+            for (dt = 0; dt < m->ndtype; dt++)
+                if (strcmp(m->dtype[dt], fl[19]) == 0)
+                    break;
+            if (dt == NCB_MAX_DTYPES || strlen(fl[19]) >= sizeof m->dtype[0]) {
+                fprintf(stderr, "numacoll-bench: --merge: %s:%d: more than "
+                        "%d dtypes, or '%s' too long\n", path, lineno,
+                        NCB_MAX_DTYPES, fl[19]);
+                rc = 2;
+                break;
+            }
+            if (dt == m->ndtype)
+                snprintf(m->dtype[m->ndtype++], sizeof m->dtype[0], "%s",
+                         fl[19]);
+        }
         mrec_t *x = &m->rec[m->nrec++];
         memset(x, 0, sizeof *x);
         x->file = fi;
-        x->op = op;
+        x->op = NCB_SEC(op, dt);
         x->cfg = cfg;
         x->bytes = (size_t)strtoull(fl[4], NULL, 10);
         x->calls = atoi(fl[5]);
@@ -1186,7 +1263,7 @@ static int load_file(mset_t *m, const char *path, int fi)
                                                  : NCB_ROW_OK;
         snprintf(x->note, sizeof x->note, "%s", fl[16]);
         x->loop = NCB_LOOP_B2B;
-        if (nfields == CSV_FIELDS) {
+        if (nfields >= CSV_FIELDS_V03) {
             const char *a = fl[17];
             x->malloced = strncmp(a, "malloc:", 7) == 0;
             x->align = atoi(x->malloced ? a + 7 : a);
@@ -1226,6 +1303,9 @@ static int build(const mset_t *m, const int *use, int baseline, ncb_report_t *r)
     ncb_opts_t none;
     memset(&none, 0, sizeof none);
     ncb_report_init(r, &none, modebuf, m->p);
+    r->ndtype = m->ndtype;
+    for (int d = 0; d < m->ndtype; d++)
+        snprintf(r->dtype[d], sizeof r->dtype[d], "%s", m->dtype[d]);
     r->ncfg = m->ncfg;
     r->baseline = baseline;
     r->check = 1;

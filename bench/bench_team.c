@@ -60,6 +60,8 @@ struct ncb_team {
     tcfg_t c;
     numacoll_team_t *team;
     nc__red_op_t sum;          /* uint32 sum, for a forced Allreduce */
+    nc__red_op_t dt_op[NUMACOLL_DTYPE_COUNT];  /* --dtype's, when forced */
+    unsigned char dt_have[NUMACOLL_DTYPE_COUNT];
     numacoll_request_t *req;   /* --overlap: the call in flight       */
     size_t *vcnt, *vdsp;       /* the v forms: every count the size  */
     size_t vbytes;             /* the size they hold                   */
@@ -80,6 +82,17 @@ typedef struct trun {
 
 /* ---- the calls ------------------------------------------------------------- */
 
+/* The reductions' type and op: --dtype's, else uint32 SUM. */
+static inline numacoll_dtype_t dt_of(const ncb_call_t *c)
+{
+    return c->dt ? (numacoll_dtype_t)c->dt->id : NUMACOLL_DTYPE_UINT32;
+}
+
+static inline numacoll_op_t op_of(const ncb_call_t *c)
+{
+    return c->dt && c->dt->minloc ? NUMACOLL_OP_MINLOC : NUMACOLL_OP_SUM;
+}
+
 static int run_bcast(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
@@ -95,18 +108,31 @@ static int run_reduce(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
     return numacoll_reduce(tc->team, c->sbuf, c->rbuf, c->count,
-                           NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM, c->root);
+                           dt_of(c), op_of(c), c->root);
 }
 
 static int run_allreduce(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
     const int alg = tc->c.alg[NCB_OP_ALLREDUCE];
+    if (alg >= 0 && c->dt) {
+        /* resolved once per type, as the uint32 sum at the team's open */
+        const int d = c->dt->id;
+        if (!tc->dt_have[d]) {
+            int st = nc__red_op_predef(tc->team, &tc->dt_op[d], dt_of(c),
+                                       op_of(c));
+            if (st != NUMACOLL_OK)
+                return st;
+            tc->dt_have[d] = 1;
+        }
+        return nc__allreduce_with(tc->team, alg, c->sbuf, c->rbuf, c->count,
+                                  &tc->dt_op[d]);
+    }
     if (alg >= 0)
         return nc__allreduce_with(tc->team, alg, c->sbuf, c->rbuf, c->count,
                                   &tc->sum);
     return numacoll_allreduce(tc->team, c->sbuf, c->rbuf, c->count,
-                              NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+                              dt_of(c), op_of(c));
 }
 
 static int run_barrier(void *ctx, const ncb_call_t *c)
@@ -127,7 +153,7 @@ static int istart_reduce(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
     return numacoll_ireduce(tc->team, c->sbuf, c->rbuf, c->count,
-                            NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM, c->root,
+                            dt_of(c), op_of(c), c->root,
                             &tc->req);
 }
 
@@ -135,7 +161,7 @@ static int istart_allreduce(void *ctx, const ncb_call_t *c)
 {
     ncb_team_t *tc = ctx;
     return numacoll_iallreduce(tc->team, c->sbuf, c->rbuf, c->count,
-                               NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM,
+                               dt_of(c), op_of(c),
                                &tc->req);
 }
 
@@ -226,20 +252,20 @@ static int run_reduce_scatter(void *ctx, const ncb_call_t *c)
 {
     return numacoll_reduce_scatter_block(((ncb_team_t *)ctx)->team, c->sbuf,
                                          c->rbuf, c->count,
-                                         NUMACOLL_DTYPE_UINT32,
-                                         NUMACOLL_OP_SUM);
+                                         dt_of(c),
+                                         op_of(c));
 }
 
 static int run_scan(void *ctx, const ncb_call_t *c)
 {
     return numacoll_scan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
-                         c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+                         c->count, dt_of(c), op_of(c));
 }
 
 static int run_exscan(void *ctx, const ncb_call_t *c)
 {
     return numacoll_exscan(((ncb_team_t *)ctx)->team, c->sbuf, c->rbuf,
-                           c->count, NUMACOLL_DTYPE_UINT32, NUMACOLL_OP_SUM);
+                           c->count, dt_of(c), op_of(c));
 }
 
 static int barrier(void *ctx)
@@ -803,6 +829,38 @@ static int resolve(trun_t *tr, int c, unsigned ops, char *err, size_t errlen)
              tname ? tname : "table", radix, frag, queue, banks,
              tc->cfg.spin_count, s->params[0] ? ", " : "", s->params);
     return 0;
+}
+
+/* --dtype: the core's names, so its new types need no bench change. */
+int ncb_backend_dtype(const char *name, ncb_dtype_t *out)
+{
+    for (int d = 0; d < NUMACOLL_DTYPE_COUNT; d++) {
+        const char *n = numacoll_dtype_name((numacoll_dtype_t)d);
+        if (!n || strcmp(n, name) != 0)
+            continue;
+        int sum = numacoll_op_valid(NUMACOLL_OP_SUM, (numacoll_dtype_t)d);
+        if (!sum && !numacoll_op_valid(NUMACOLL_OP_MINLOC, (numacoll_dtype_t)d))
+            return -1;
+        if (ncb_dtype_layout(n, numacoll_dtype_size((numacoll_dtype_t)d),
+                             out) != 0 || out->minloc == sum)
+            return -1;
+        out->id = d;
+        return 0;
+    }
+    return -1;
+}
+
+void ncb_backend_dtype_names(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < NUMACOLL_DTYPE_COUNT && n < len; d++) {
+        ncb_dtype_t x;
+        const char *name = numacoll_dtype_name((numacoll_dtype_t)d);
+        if (name && ncb_backend_dtype(name, &x) == 0)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+                                  name);
+    }
 }
 
 void ncb_backend_list_algs(FILE *to)

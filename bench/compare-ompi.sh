@@ -7,7 +7,7 @@
 #
 #   bench/compare-ompi.sh [-n NP] [-r ROUNDS] [-c CONFIGS] [-b BASELINE]
 #                         [-o DIR] [-t SECONDS] [--plot FILE.png] [--overlap]
-#                         [--two-level N[:block|rr]]
+#                         [--two-level N[:block|rr]] [--dtype LIST]
 #                         [-- numacoll-bench-mpi options]
 #
 # Configurations (-c, comma-separated; default numacoll,tuned,sm,han):
@@ -31,6 +31,9 @@
 # buffers start; default malloc, as applications) and --loop app|b2b|both
 # (default both: back-to-back calls, and barrier + one call as OSU and IMB
 # time). NC_BUILD (default build) holds the programs.
+# --dtype LIST passes --dtype LIST to every run, numacoll's and Open MPI's
+# alike (the reductions' element types, e.g. double,double_precision,
+# double_int; without options after --, --ops reduce,allreduce).
 # --two-level N[:SPLIT] compares numacoll's two-level mode (ompi/
 # coll_numacoll_hier.c) with tuned as between nodes: every configuration
 # runs with --mca btl self,tcp (TCP on the loopback, also within a
@@ -44,6 +47,7 @@ set -euo pipefail
 me=compare-ompi.sh
 np=2 rounds=3 configs=numacoll,tuned,sm,han baseline=tuned out="" plot=""
 limit=300 overlap=0 configs_set=0 baseline_set=0 two_level="" np_set=0
+dtype=""
 bench_args=()
 # the comment block at the top, however long it grows
 usage() { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
     -o) out=${2:?-o needs a value}; shift 2 ;;
     -t) limit=${2:?-t needs a value}; shift 2 ;;
     --plot) plot=${2:?--plot needs a value}; shift 2 ;;
+    --dtype) dtype=${2:?--dtype needs a value}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args=("$@"); break ;;
     *) echo "$me: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
@@ -90,6 +95,10 @@ if [ -n "$two_level" ]; then
     [ $configs_set = 1 ] || configs=numacoll,tuned
     [ ${#bench_args[@]} -gt 0 ] ||
         bench_args=(--ops bcast,allreduce --sizes 8,1k,64k,1m,4m)
+fi
+if [ -n "$dtype" ]; then
+    [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops reduce,allreduce)
+    bench_args+=(--dtype "$dtype")
 fi
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(--ops bcast)
 

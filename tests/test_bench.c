@@ -360,13 +360,14 @@ static void test_csv_json(void)
         char *f[32];
         int n = csv_fields(line, f, 32);
         if (lines == 0) {
-            header_ok = n == 19 && strcmp(f[0], "mode") == 0 &&
+            header_ok = n == 20 && strcmp(f[0], "mode") == 0 &&
                         strcmp(f[8], "median_us") == 0 &&
                         strcmp(f[17], "align") == 0 &&
-                        strcmp(f[18], "loop") == 0;
+                        strcmp(f[18], "loop") == 0 &&
+                        strcmp(f[19], "dtype") == 0;
             continue;
         }
-        if (n != 19) {
+        if (n != 20) {
             fprintf(stderr, "bench test: CSV line %d has %d fields\n",
                     lines + 1, n);
             continue;
@@ -379,6 +380,8 @@ static void test_csv_json(void)
                  /* the default: buffers where malloc put them */
                  strncmp(f[17], "malloc:", 7) == 0 &&
                  strcmp(f[18], "b2b") == 0 &&
+                 /* no --dtype: uint32 sums, the column empty */
+                 *f[19] == '\0' &&
                  (strcmp(f[2], "default") == 0 ||
                   strcmp(f[2], "tree=chain,frag=4k") == 0);
         if (strcmp(f[1], "barrier") == 0)
@@ -533,6 +536,42 @@ static void test_rejected_tuning_file(void)
                        "tests/tune/bad-syntax.txt:2:1: "));
     const char *first = strstr(out, "rejected (");
     CU_ASSERT(first && !strstr(first + 1, "rejected ("));
+}
+
+/* --dtype: names from the core, refused names listing the valid ones,
+ * and short runs of a real and of a MINLOC pair whose checked calls pass
+ * and whose spoiled ones fail. */
+static void test_dtype(void)
+{
+    EXPECT_USAGE("--dtype nosuch", "--dtype: unknown type 'nosuch'");
+    CU_ASSERT(contains("valid: int8, uint8"));
+    CU_ASSERT(contains("double_int"));
+    EXPECT_USAGE("--dtype double,double", "'double' is given twice");
+    EXPECT_USAGE("--dtype long_double --align 8", "16-byte alignment");
+    EXPECT_USAGE("--dtype double --overlap", "--overlap times uint32");
+    char csv[160];
+    snprintf(csv, sizeof csv, "%s/dt.csv", scratch());
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 3 --ops allreduce,reduce,"
+                        "scan,exscan,reduce_scatter --sizes 4,100,70000 "
+                        "--dtype double,2int,long_double --reps 2 --iters 3 "
+                        "--csv %s", csv), 0);
+    CU_ASSERT(contains("# allreduce double: double sum"));
+    CU_ASSERT(contains("# reduce_scatter 2int: 2int minloc"));
+    CU_ASSERT(contains("less than one 16-byte element"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
+    CU_ASSERT_EQUAL(run("grep -c ',long_double$' %s", csv), 0);
+    CU_ASSERT(contains("15"));    /* 5 operations x 3 sizes */
+    CU_ASSERT_EQUAL(run("NCB_FAULT=corrupt timeout 120 " BENCH " -p 2 --ops "
+                        "allreduce --sizes 64 --dtype double --reps 2 "
+                        "--iters 3"), 1);
+    CU_ASSERT(contains("CHECK FAILED"));
+    if (!have_mpi())
+        return;
+    CU_ASSERT_EQUAL(run(MPIRUN BENCH_MPI " --ops allreduce --sizes 64,4096 "
+                        "--dtype double_precision,complex_double,float_int "
+                        "--reps 2 --iters 3"), 0);
+    CU_ASSERT(contains("# allreduce complex_double:"));
+    CU_ASSERT(!strstr(out, "CHECK FAILED"));
 }
 
 static void test_mpi_all_ops(void)
@@ -722,6 +761,7 @@ int nct_register_bench(void)
         {"levels: header, --param, --compare, --transfers", test_levels},
         {"a spoiled transfer fails the check", test_check_catches},
         {"a rejected tuning file is said once", test_rejected_tuning_file},
+        {"--dtype: names, errors, checked runs", test_dtype},
         {"MPI: every operation, data verified", test_mpi_all_ops},
         {"--merge: medians of medians, bad files", test_merge},
         {"compare-ompi.sh: table of two configurations", test_compare_script},
