@@ -53,6 +53,14 @@ NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms 
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
 NC_MPI_COMMON = tests/mpi/mpit.c
 
+# The Fortran test (the Fortran datatypes through the Fortran bindings),
+# built with the Fortran wrapper of the same Open MPI, where the compiler
+# that wrapper runs is installed: deps.txt names gfortran, but
+# libopenmpi-dev alone (a package build) does not bring it.
+MPIFC       ?= $(patsubst %mpicc,%mpifort,$(OMPI_CC))
+NC_MPI_FBIN  = $(BUILD)/tests/mpi/fortran_reduce
+NC_MPI_FOBJS = $(BUILD)/tests/mpi/mpit.o $(BUILD)/tests/mpi/mpit_f.o
+
 NC_OMPI_MPICC := $(shell command -v $(MPICC) 2>/dev/null)
 ifneq ($(NC_OMPI_MPICC),)
 NC_OMPI_INCDIRS := $(shell $(MPICC) --showme:incdirs 2>/dev/null)
@@ -81,6 +89,9 @@ NC_MPI_TESTS += sessions
 endif
 endif
 
+NC_OMPI_FC := $(firstword $(shell $(MPIFC) --showme:command 2>/dev/null))
+NC_OMPI_FC_OK := $(if $(NC_OMPI_FC),$(shell command -v $(NC_OMPI_FC) 2>/dev/null))
+
 ifeq ($(NC_OMPI_MPICC),)
 NC_OMPI_SKIP = $(OMPI_CC) not found
 else ifeq ($(NC_OMPI_COLL_H),)
@@ -99,7 +110,7 @@ ifeq ($(NC_OMPI_SKIP),)
 # keeps the project's -std=c11 -Wall -Wextra -Werror (no gnu11 needed).
 $(NC_OMPI_OBJS): CPPFLAGS += $(addprefix -isystem ,$(NC_OMPI_INCDIRS))
 
-ompi: $(NC_OMPI_SO) $(NC_MPI_BINS)
+ompi: $(NC_OMPI_SO) $(NC_MPI_BINS) $(if $(NC_OMPI_FC_OK),$(NC_MPI_FBIN),nc-no-fortran)
 
 # The core objects are -fPIC and linked in whole, so the .so needs nothing
 # but Open MPI's own libraries at load time; -z defs proves it. The map
@@ -118,6 +129,18 @@ $(NC_MPI_BINS): $(BUILD)/tests/mpi/%: tests/mpi/%.c $(NC_MPI_COMMON) tests/mpi/m
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread $(LDFLAGS) \
 	  -o $@ $< $(NC_MPI_COMMON)
+
+# The C helpers as objects for the Fortran link; -J keeps its .mod files
+# in the build tree.
+$(NC_MPI_FOBJS): $(BUILD)/tests/mpi/%.o: tests/mpi/%.c tests/mpi/mpit.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(LDFLAGS) -c -o $@ $<
+$(NC_MPI_FBIN): tests/mpi/fortran_reduce.f90 $(NC_MPI_FOBJS)
+	$(MPIFC) -O2 -g -Wall -Werror $(LDFLAGS) -J$(dir $@) -o $@ $< $(NC_MPI_FOBJS)
+
+.PHONY: nc-no-fortran
+nc-no-fortran:
+	@echo "numacoll: $(MPIFC) has no Fortran compiler$(if $(NC_OMPI_FC), ($(NC_OMPI_FC) not found)); skipping tests/mpi/fortran_reduce (Debian: apt-get install gfortran)"
 
 check-mpi: ompi
 	NC_BUILD=$(BUILD) tests/mpi/run.sh

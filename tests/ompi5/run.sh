@@ -40,7 +40,10 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 NC_SUITE=trixie
 NC_CHROOT_CACHE=${NC_OMPI5_ROOT:-/var/cache/numacoll-ci/trixie-ompi5}
 ROOT=$NC_CHROOT_CACHE
-PKGS="libopenmpi-dev openmpi-bin libpmix-dev gcc libc6-dev make pkg-config libhwloc-dev libnuma-dev"
+# gfortran: mpifort's compiler (tests/mpi/fortran_reduce.f90); libopenmpi-dev
+# brings only gfortran-14. A changed list is installed into the cached
+# system below (apt-get installs what is missing; nothing is deleted).
+PKGS="libopenmpi-dev openmpi-bin libpmix-dev gcc libc6-dev make pkg-config libhwloc-dev libnuma-dev gfortran"
 LOGS=$TOP/build-ompi5
 TIMEOUT=${NC_TIMEOUT:-120}
 # The host's check-mpi runs np 2, 3, 4 and 8; np 8 oversubscribed on two
