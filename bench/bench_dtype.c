@@ -4,8 +4,9 @@
  *
  * A backend names its types (standalone: the core's numacoll_dtype_name(),
  * MPI: its own table) and gives their size; the layout comes from the name
- * alone: a scalar (int8 ... uint64, float, double, long_double), complex_R
- * (two R, R real), B_int or 2B (a MINLOC pair: value B, then the index). A
+ * alone: a scalar (int8 ... uint64, float, double, long_double, float128),
+ * complex_R (two R, R real), B_int or 2B (a MINLOC pair: value B, then the
+ * index). A
  * new core type that follows these names is picked up without bench
  * changes; the size the backend reports must agree with the layout.
  *
@@ -37,6 +38,8 @@ static const scalar_t scalars[] = {
     {"float", sizeof(float), _Alignof(float), 1},
     {"double", sizeof(double), _Alignof(double), 1},
     {"long_double", sizeof(long double), _Alignof(long double), 1},
+    /* binary128 (real 2: its own arithmetic, where the compiler has it) */
+    {"float128", 16, 16, 2},
 };
 
 static const scalar_t *scalar(const char *name, size_t len)
@@ -52,7 +55,7 @@ static const scalar_t *scalar(const char *name, size_t len)
  * what a kernel leaves in the padding is not part of the result. */
 static size_t significant(const scalar_t *s)
 {
-    if (s->real && s->size == sizeof(long double) && LDBL_MANT_DIG == 64)
+    if (s->real == 1 && s->size == sizeof(long double) && LDBL_MANT_DIG == 64)
         return 10;
     return s->size;
 }
@@ -140,9 +143,17 @@ static void put_int(unsigned char *p, size_t size, uint64_t v)
     memcpy(p, &v, size);   /* little endian: the low bytes (wraps) */
 }
 
-static void put_real(unsigned char *p, size_t size, size_t sig, int64_t v)
+static void put_real(unsigned char *p, int kind, size_t size, size_t sig,
+                     int64_t v)
 {
-    if (size == sizeof(float)) {
+    if (kind == 2) {
+#if defined(__SIZEOF_FLOAT128__) && !defined(__clang__)
+        __float128 x = (__float128)v;
+#else
+        long double x = (long double)v;   /* binary128 itself there */
+#endif
+        memcpy(p, &x, 16);
+    } else if (size == sizeof(float)) {
         float x = (float)v;
         memcpy(p, &x, sizeof x);
     } else if (size == sizeof(double)) {
@@ -157,7 +168,7 @@ static void put_real(unsigned char *p, size_t size, size_t sig, int64_t v)
 static void put_num(unsigned char *p, const struct ncb_comp *c, int64_t v)
 {
     if (c->real)
-        put_real(p + c->off, c->size, c->sig, v);
+        put_real(p + c->off, c->real, c->size, c->sig, v);
     else
         put_int(p + c->off, c->size, (uint64_t)v);
 }
@@ -201,7 +212,8 @@ void ncb_dt_put(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
         const struct ncb_comp *c = &d->comp[k];
         uint64_t b = base_of(seed, e, k, stamp);
         if (c->real)
-            put_real(el + c->off, c->size, c->sig, small_of(b) + (r & 255));
+            put_real(el + c->off, c->real, c->size, c->sig,
+                     small_of(b) + (r & 255));
         else
             put_int(el + c->off, c->size, b + (uint64_t)r * RANK_STEP);
     }
@@ -235,7 +247,7 @@ void ncb_dt_expect(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
         const struct ncb_comp *c = &d->comp[k];
         uint64_t b = base_of(seed, e, k, stamp);
         if (c->real)
-            put_real(el + c->off, c->size, c->sig,
+            put_real(el + c->off, c->real, c->size, c->sig,
                      small_of(b) * n + rank_part(n));
         else
             put_int(el + c->off, c->size,
@@ -280,6 +292,6 @@ void ncb_dt_fill(const ncb_dtype_t *d, unsigned char *a, size_t len, int rank)
     if (!w)
         return;
     for (size_t i = 0; i + w->size <= len; i += w->size)
-        put_real(a + i, w->size, w->sig,
+        put_real(a + i, w->real, w->size, w->sig,
                  small_of(ncb_mix(0x51, i / w->size)) + (rank & 255));
 }
