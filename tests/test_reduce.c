@@ -10,7 +10,8 @@
  *          queue, in place or not, data that changes every call, results
  *          checked on the root (Reduce) or every rank (Allreduce), other
  *          ranks' receive buffers and every send buffer untouched; 8 MiB;
- *          determinism under random delays; a non-commutative user op
+ *          determinism under random delays (double and complex double
+ *          sums of random mantissas); a non-commutative user op
  *          (2x2 matrix product) in rank order; the fake 4-NUMA machine.
  *  barrier nobody leaves before the last enters (shared counter), 10 000
  *          back-to-back barriers at p = 8, the hier tree's shape.
@@ -1046,6 +1047,8 @@ typedef struct det_arg {
     int alg;                 /* -1: numacoll_allreduce's choice */
     int order;               /* 1: the result must be x_0 + x_1 + ... +
                                 x_(p-1) in rank order, bit for bit */
+    int cplx;                /* complex doubles: count elements of two
+                                doubles each, summed part by part */
     uint64_t *hashes;        /* [DET_REPS][p], shared */
 } det_arg_t;
 
@@ -1079,13 +1082,17 @@ static int det_body(const numacoll_bootstrap_t *b, void *arg)
     numacoll_team_t *team;
     if (create_team(b, &da->rc, &team) != NUMACOLL_OK)
         return 10;
-    double *s = malloc(da->count * sizeof *s), *r = malloc(da->count * sizeof *r);
+    const size_t nd = da->count * (da->cplx ? 2 : 1);   /* doubles */
+    double *s = malloc(nd * sizeof *s), *r = malloc(nd * sizeof *r);
     if (!s || !r)
         return 11;
-    for (size_t i = 0; i < da->count; i++)
+    for (size_t i = 0; i < nd; i++)
         s[i] = det_value(b->rank, i);
     nc__red_op_t op;
-    nc__red_op_predef(team, &op, NUMACOLL_DTYPE_DOUBLE, NUMACOLL_OP_SUM);
+    nc__red_op_predef(team, &op,
+                      da->cplx ? NUMACOLL_DTYPE_COMPLEX_DOUBLE
+                               : NUMACOLL_DTYPE_DOUBLE,
+                      NUMACOLL_OP_SUM);
     int bad = 0;
     for (int rep = 0; rep < DET_REPS && !bad; rep++) {
         uint64_t h = mix((uint64_t)rep * 31 + (uint64_t)b->rank);
@@ -1093,13 +1100,14 @@ static int det_body(const numacoll_bootstrap_t *b, void *arg)
             struct timespec ts = {0, (long)(mix(h) % 300) * 1000};
             nanosleep(&ts, NULL);
         }
-        memset(r, 0, da->count * sizeof *r);
+        memset(r, 0, nd * sizeof *r);
         int rc = nc__allreduce_with(team, da->alg, s, r, da->count, &op);
         bad += rc != NUMACOLL_OK;
-        da->hashes[rep * b->size + b->rank] = fnv(r, da->count * sizeof *r);
+        da->hashes[rep * b->size + b->rank] = fnv(r, nd * sizeof *r);
     }
-    /* and the value is right, within rounding */
-    for (size_t i = 0; i < da->count && !bad; i++) {
+    /* and the value is right, within rounding (a complex sum is the sums
+     * of its parts) */
+    for (size_t i = 0; i < nd && !bad; i++) {
         long double want = 0, mag = 0;
         for (int q = 0; q < b->size; q++) {
             want += det_value(q, i);
@@ -1140,12 +1148,15 @@ static void test_determinism(void)
         {5000, NC_ALG_ALLREDUCE_ALLFOLD, 1},
     };
     const int ps[] = {2, 3, 8};
+    for (int cplx = 0; cplx < 2; cplx++)
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         for (int pi = 0; pi < 3; pi++) {
             int p = ps[pi];
             size_t len = DET_REPS * (size_t)p * sizeof(uint64_t);
-            det_arg_t da = {.count = cases[k].count, .alg = cases[k].alg,
-                            .order = cases[k].order};
+            /* complex: half the elements, the same bytes */
+            det_arg_t da = {.count = cases[k].count / (cplx ? 2 : 1),
+                            .alg = cases[k].alg, .order = cases[k].order,
+                            .cplx = cplx};
             small_cfg(&da.rc.cfg);
             da.rc.cfg.reduce_frag_size = 1024;
             /* inline to 256 bytes, reduce_bcast below 4 KiB, rsag from
@@ -1162,8 +1173,8 @@ static void test_determinism(void)
                 diff += da.hashes[i] != da.hashes[0];
             if (diff)
                 fprintf(stderr, "determinism: %d of %d results differ (count "
-                        "%zu, alg %d, p %d)\n", diff, DET_REPS * p,
-                        cases[k].count, cases[k].alg, p);
+                        "%zu%s, alg %d, p %d)\n", diff, DET_REPS * p,
+                        da.count, cplx ? " complex" : "", cases[k].alg, p);
             CU_ASSERT_EQUAL(diff, 0);
             nc__run_shared_free(da.hashes, len);
         }
