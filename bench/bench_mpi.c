@@ -91,9 +91,17 @@ static const mdt_t mdts[] = {
 #ifdef MPI_2DOUBLE_PRECISION
     {"2double", "2double", MPI_2DOUBLE_PRECISION, sizeof(dd_t)},
 #endif
+    /* Fortran's, through their C handles (the default kinds of gfortran:
+     * 4-byte INTEGER and REAL) */
     {"double_precision", "double", MPI_DOUBLE_PRECISION, sizeof(double)},
     {"double_complex", "complex_double", MPI_DOUBLE_COMPLEX,
      sizeof(double _Complex)},
+    {"integer", "int32", MPI_INTEGER, 4},
+    {"real", "float", MPI_REAL, 4},
+    {"complex", "complex_float", MPI_COMPLEX, 2 * sizeof(float)},
+#ifdef MPI_2INTEGER
+    {"2integer", "2int", MPI_2INTEGER, sizeof(ii_t)},
+#endif
 };
 #define NMDT (sizeof mdts / sizeof mdts[0])
 

@@ -21,6 +21,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "coll/reduce/ops.h"
 
@@ -147,23 +148,37 @@ typedef long U_long UA;
         *(UI *)(o + k + offsetof(S, i)) = take_b ? ib : ia;                    \
     } while (0)
 
+/* k3 of a pair without padding copies a block of l to out (L1-sized) and
+ * folds r into it in place: GCC 12 vectorises the in-place loop (k2) into
+ * branch-free selects but not the three-operand one, whose branches cost
+ * up to 4.5x on unpredictable data (2int: 450 against 100 us per MiB).
+ * Pairs with padding keep the direct loop: a kernel writes fields only. */
+#define NC_PAIR_BLOCK 512
 #define DEF_PAIR(OP, DT, S, V, UV, I, UI)                                      \
-    static void k3_##OP##_##DT(void *restrict out, const void *restrict l,    \
-                               const void *restrict r, size_t n)              \
-    {                                                                          \
-        unsigned char *restrict o = out;                                       \
-        const unsigned char *restrict x = l;                                   \
-        const unsigned char *restrict y = r;                                   \
-        for (size_t k = 0; k < n * sizeof(S); k += sizeof(S))                  \
-            PAIR_STEP(OP, S, V, UV, I, UI, o, x, y, k);                               \
-    }                                                                          \
     static void k2_##OP##_##DT(void *restrict lr, const void *restrict r,     \
                                size_t n)                                       \
     {                                                                          \
         unsigned char *restrict o = lr;                                        \
         const unsigned char *restrict y = r;                                   \
         for (size_t k = 0; k < n * sizeof(S); k += sizeof(S))                  \
-            PAIR_STEP(OP, S, V, UV, I, UI, o, o, y, k);                               \
+            PAIR_STEP(OP, S, V, UV, I, UI, o, o, y, k);                        \
+    }                                                                          \
+    static void k3_##OP##_##DT(void *restrict out, const void *restrict l,    \
+                               const void *restrict r, size_t n)              \
+    {                                                                          \
+        unsigned char *restrict o = out;                                       \
+        const unsigned char *restrict x = l;                                   \
+        const unsigned char *restrict y = r;                                   \
+        if (sizeof(S) == sizeof(V) + sizeof(I)) {                              \
+            for (size_t b = 0; b < n; b += NC_PAIR_BLOCK) {                    \
+                size_t m = n - b < NC_PAIR_BLOCK ? n - b : NC_PAIR_BLOCK;      \
+                memcpy(o + b * sizeof(S), x + b * sizeof(S), m * sizeof(S));   \
+                k2_##OP##_##DT(o + b * sizeof(S), y + b * sizeof(S), m);       \
+            }                                                                  \
+            return;                                                            \
+        }                                                                      \
+        for (size_t k = 0; k < n * sizeof(S); k += sizeof(S))                  \
+            PAIR_STEP(OP, S, V, UV, I, UI, o, x, y, k);                        \
     }                                                                          \
     static const nc__op_impl_t impl_##OP##_##DT = {k3_##OP##_##DT,             \
                                                    k2_##OP##_##DT};
