@@ -165,12 +165,20 @@ static void put_real(unsigned char *p, int kind, size_t size, size_t sig,
     }
 }
 
-static void put_num(unsigned char *p, const struct ncb_comp *c, int64_t v)
+/* Component c of an element: real (the small integer rv) or integer
+ * (the bits iv, wrapping to its width). */
+static void put_comp(unsigned char *el, const struct ncb_comp *c, int64_t rv,
+                     uint64_t iv)
 {
     if (c->real)
-        put_real(p + c->off, c->real, c->size, c->sig, v);
+        put_real(el + c->off, c->real, c->size, c->sig, rv);
     else
-        put_int(p + c->off, c->size, (uint64_t)v);
+        put_int(el + c->off, c->size, iv);
+}
+
+static void put_num(unsigned char *p, const struct ncb_comp *c, int64_t v)
+{
+    put_comp(p, c, v, (uint64_t)v);
 }
 
 /* MINLOC, the checked call: rank r's value (ties between ranks are
@@ -209,13 +217,9 @@ void ncb_dt_put(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
         return;
     }
     for (int k = 0; k < d->ncomp; k++) {
-        const struct ncb_comp *c = &d->comp[k];
         uint64_t b = base_of(seed, e, k, stamp);
-        if (c->real)
-            put_real(el + c->off, c->real, c->size, c->sig,
-                     small_of(b) + (r & 255));
-        else
-            put_int(el + c->off, c->size, b + (uint64_t)r * RANK_STEP);
+        put_comp(el, &d->comp[k], small_of(b) + (r & 255),
+                 b + (uint64_t)r * RANK_STEP);
     }
 }
 
@@ -244,15 +248,10 @@ void ncb_dt_expect(const ncb_dtype_t *d, unsigned char *el, uint64_t seed,
         return;
     }
     for (int k = 0; k < d->ncomp; k++) {
-        const struct ncb_comp *c = &d->comp[k];
         uint64_t b = base_of(seed, e, k, stamp);
-        if (c->real)
-            put_real(el + c->off, c->real, c->size, c->sig,
-                     small_of(b) * n + rank_part(n));
-        else
-            put_int(el + c->off, c->size,
-                    b * (uint64_t)n +
-                        (uint64_t)n * (uint64_t)(n - 1) / 2 * RANK_STEP);
+        put_comp(el, &d->comp[k], small_of(b) * n + rank_part(n),
+                 b * (uint64_t)n +
+                     (uint64_t)n * (uint64_t)(n - 1) / 2 * RANK_STEP);
     }
 }
 

@@ -364,16 +364,19 @@ nc_red_plan_t nc_red_plan_kept(nc_module_t *m, int count,
                                ompi_datatype_t *dtype, struct ompi_op_t *op);
 /* A packed plan's temporary (NULL on failure): room for count elements'
  * contribution, and their result where recv. The contribution (sbuf, or
- * rbuf in place) packed into it; *send, *recv: the core's pointers. */
+ * rbuf in place) packed into it (nc_red_pack, again at every start of a
+ * persistent request); *send, *recv: the core's pointers. */
 #define nc_red_stage mca_coll_numacoll_red_stage
+#define nc_red_pack mca_coll_numacoll_red_pack
 #define nc_red_unstage mca_coll_numacoll_red_unstage
-char *nc_red_stage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
-                   const void *sbuf, void *rbuf, bool recv,
-                   const void **send, void **recv_out);
+char *nc_red_stage(int count, ompi_datatype_t *dt, const void *sbuf,
+                   void *rbuf, bool recv, const void **send, void **recv_out);
+int nc_red_pack(int count, ompi_datatype_t *dt, const void *sbuf,
+                void *rbuf, char *tmp);
 /* Unpack the result (the temporary's second half) into rbuf; a core
  * status. */
-int nc_red_unstage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
-                   void *rbuf, const char *tmp);
+int nc_red_unstage(int count, ompi_datatype_t *dt, void *rbuf,
+                   const char *tmp);
 /* One convertor copy of count x dt between user and a packed run of
  * bytes at tmp; a core status. */
 #define nc_dt_copy mca_coll_numacoll_dt_copy

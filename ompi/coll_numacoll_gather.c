@@ -803,6 +803,9 @@ static const char *nc_ga_declines(nc_module_t *m, const nc_ga_args_t *a,
         if (red->kind == NC_RED_FALLBACK)
             return "the core has no element type for this datatype and op "
                    "(nor a user op on contiguous elements)";
+        if (red->kind == NC_RED_PREDEF && red->packed && total > INT_MAX)
+            return "a derived datatype with holes of more than INT_MAX "
+                   "elements in all (the convertor's count is an int)";
         elem = red->kind == NC_RED_PREDEF ? numacoll_dtype_size(red->dt)
                                           : red->elem_size;
     }

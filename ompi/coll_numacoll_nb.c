@@ -48,7 +48,6 @@
 #include "coll_numacoll.h"
 
 #include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,7 +212,7 @@ static void nc_complete(nc_req_t *r)
         r->dt_live = false;
     }
     if (st == NUMACOLL_OK && r->tmp && nc_req_receives(r))
-        st = nc_red_unstage(&r->red, r->count, r->dtype, r->buf, r->tmp);
+        st = nc_red_unstage(r->count, r->dtype, r->buf, r->tmp);
     if (r->ga) {  /* unpacks, and says what it did */
         char what[40];
         snprintf(what, sizeof what, "%s%s", r->persistent ? "start of " : "",
@@ -403,16 +402,11 @@ static int nc_core_begin(nc_req_t *r, const void *sbuf)
 static int nc_req_pack(nc_req_t *r)
 {
     if (!r->tmp) {
-        r->tmp = nc_red_stage(&r->red, r->count, r->dtype, r->sbuf, r->buf,
+        r->tmp = nc_red_stage(r->count, r->dtype, r->sbuf, r->buf,
                               nc_req_receives(r), &r->tsend, &r->trecv);
         return r->tmp ? NUMACOLL_OK : NUMACOLL_ERR_NOMEM;
     }
-    size_t size = 0;
-    (void)ompi_datatype_type_size(r->dtype, &size);
-    return nc_dt_copy(true,
-                      (void *)(uintptr_t)(r->sbuf == MPI_IN_PLACE ? r->buf
-                                                                  : r->sbuf),
-                      r->count, r->dtype, r->tmp, (size_t)r->count * size);
+    return nc_red_pack(r->count, r->dtype, r->sbuf, r->buf, r->tmp);
 }
 
 /* A non-contiguous Bcast's convertor, fresh for every run of the call;

@@ -304,16 +304,20 @@ int nc_dt_copy(bool pack, void *user, int count, ompi_datatype_t *dt,
     return st;
 }
 
-char *nc_red_stage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
-                   const void *sbuf, void *rbuf, bool recv,
-                   const void **send, void **recv_out)
+int nc_red_pack(int count, ompi_datatype_t *dt, const void *sbuf,
+                void *rbuf, char *tmp)
 {
-    (void)p;
+    const void *from = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    return nc_dt_copy(true, (void *)(uintptr_t)from, count, dt, tmp,
+                      (size_t)count * nc_size_of(dt));
+}
+
+char *nc_red_stage(int count, ompi_datatype_t *dt, const void *sbuf,
+                   void *rbuf, bool recv, const void **send, void **recv_out)
+{
     const size_t bytes = (size_t)count * nc_size_of(dt);
     char *tmp = malloc(bytes * (recv ? 2 : 1) + 1);
-    const void *from = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    if (!tmp || nc_dt_copy(true, (void *)(uintptr_t)from, count, dt, tmp,
-                           bytes) != NUMACOLL_OK) {
+    if (!tmp || nc_red_pack(count, dt, sbuf, rbuf, tmp) != NUMACOLL_OK) {
         free(tmp);
         return NULL;
     }
@@ -322,10 +326,9 @@ char *nc_red_stage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
     return tmp;
 }
 
-int nc_red_unstage(const nc_red_plan_t *p, int count, ompi_datatype_t *dt,
-                   void *rbuf, const char *tmp)
+int nc_red_unstage(int count, ompi_datatype_t *dt, void *rbuf,
+                   const char *tmp)
 {
-    (void)p;
     const size_t bytes = (size_t)count * nc_size_of(dt);
     return nc_dt_copy(false, rbuf, count, dt, (char *)(uintptr_t)tmp + bytes,
                       bytes);
@@ -377,7 +380,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
         /* every rank takes the same path, whatever its buffers: only the
          * contribution's and the result's bytes differ */
         const bool here = root < 0 || ompi_comm_rank(m->comm) == root;
-        char *tmp = nc_red_stage(p, count, dtype, sbuf, rbuf, here, &send,
+        char *tmp = nc_red_stage(count, dtype, sbuf, rbuf, here, &send,
                                  &recv);
         const size_t n = (size_t)count * p->mult;
         int st = !tmp       ? NUMACOLL_ERR_NOMEM
@@ -386,7 +389,7 @@ static int nc_red_run(nc_module_t *m, const nc_red_plan_t *p, const void *sbuf,
                              : numacoll_allreduce(m->team, send, recv, n,
                                                   p->dt, p->op);
         if (st == NUMACOLL_OK && here)
-            st = nc_red_unstage(p, count, dtype, rbuf, tmp);
+            st = nc_red_unstage(count, dtype, rbuf, tmp);
         free(tmp);
         return st;
     }
