@@ -59,6 +59,7 @@ LIB_SRCS = \
 	coll/algs.c \
 	coll/config.c \
 	coll/wait.c \
+	coll/wake.c \
 	coll/copy.c \
 	coll/cma.c \
 	coll/call.c \
@@ -131,7 +132,8 @@ TEST_SRCS = \
 	tests/test_request.c \
 	tests/test_gather.c \
 	tests/test_packed.c \
-	tests/test_rscan.c
+	tests/test_rscan.c \
+	tests/test_wait.c
 
 # numacoll-bench (standalone); bench/bench.mk builds the MPI twin.
 BENCH_SRCS = \

@@ -313,7 +313,7 @@ typedef struct ncb_report {
     /* the hierarchy each configuration's team built from its levels, e.g.
      * "2 packages > 4 NUMA > 16 L3 > 64 ranks (levels l3,numa,package)";
      * "" where the backend cannot tell (MPI) */
-    char hier[NCB_MAX_CFGS][168];
+    char hier[NCB_MAX_CFGS][224];
     double barrier_s[NCB_MAX_CFGS];  /* < 0: unknown                      */
     double line_rtt;              /* seconds; < 0: unknown                */
     double line_rtt_end;          /* the same at the end of the run       */

@@ -484,10 +484,15 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
         for (int c = 0; c < o->ncfg; c++)
             snprintf(rep.desc[c], sizeof rep.desc[c], "%s", tr->desc[c]);
         for (int c = 0; c < o->ncfg; c++) {
+            static const char *const pol[] = {"spin", "yield", "sleep"};
             char h[100], lv[40];
+            int over, wp = numacoll_team_wait_policy(team[c]->team, &over);
             nc__team_hierarchy(team[c]->team, h, sizeof h);
             numacoll_levels_format(team[c]->team->cfg.levels, lv, sizeof lv);
-            snprintf(rep.hier[c], sizeof rep.hier[c], "%s (levels %s)", h, lv);
+            snprintf(rep.hier[c], sizeof rep.hier[c],
+                     "%s (levels %s; waits %s%s)", h, lv,
+                     wp >= 0 && wp <= 2 ? pol[wp] : "?",
+                     over ? ", oversubscribed" : "");
         }
         describe_where(&w, team[0]->team, tr->bind, rep.where,
                        sizeof rep.where);

@@ -18,12 +18,13 @@
  * struct was never filled by numacoll_config_init(). */
 static const size_t known_sizes[] = {
     offsetof(numacoll_config_t, tuning_text) + sizeof(const char *), /* 0.1 */
-    sizeof(numacoll_config_t),                                       /* 0.2 */
+    offsetof(numacoll_config_t, relay) + sizeof(int),                /* 0.2 */
+    sizeof(numacoll_config_t),                                       /* 0.3 */
 };
 /* The last field decides the size (with its padding): a field added after
- * levels must add a line above. */
+ * wait_policy must add a line above. */
 _Static_assert(sizeof(numacoll_config_t) ==
-                   (offsetof(numacoll_config_t, levels) + sizeof(int) +
+                   (offsetof(numacoll_config_t, wait_policy) + sizeof(int) +
                     _Alignof(numacoll_config_t) - 1) /
                        _Alignof(numacoll_config_t) *
                        _Alignof(numacoll_config_t),
@@ -179,7 +180,8 @@ int numacoll_config_check(const numacoll_config_t *user, char *msg,
 int numacoll_config_param_is_local(const char *name)
 {
     static const char *const local[] = {"spin_count", "timeout_ms",
-                                        "mem_budget", "verbose", "pu"};
+                                        "mem_budget", "verbose", "pu",
+                                        "wait_policy"};
     for (size_t i = 0; name && i < sizeof local / sizeof local[0]; i++)
         if (strcmp(name, local[i]) == 0)
             return 1;

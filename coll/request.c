@@ -835,7 +835,7 @@ void nc__rq_finish(numacoll_team_t *t)
 }
 
 /* Step the queue as far as it goes without waiting. */
-static void progress(numacoll_team_t *t)
+static void progress_steps(numacoll_team_t *t)
 {
     numacoll_request_t *r;
     while ((r = t->rq_head)) {
@@ -861,6 +861,13 @@ static void progress(numacoll_team_t *t)
         if (rc != NUMACOLL_OK)
             complete(t, rc);
     }
+}
+
+/* ... then wake the ranks that may sleep until they see its stores. */
+static void progress(numacoll_team_t *t)
+{
+    progress_steps(t);
+    nc__wake(t);
 }
 
 static void enqueue(numacoll_team_t *t, numacoll_request_t *r)
@@ -906,7 +913,10 @@ NC_INLINE int blocking(numacoll_team_t *t, nc__op_t *o)
     t->blocking = 1;
     int rc = op_step(t, o);
     t->blocking = 0;
-    return rc == NC_AGAIN ? nc__drive(t, nc__op_step, o) : rc;
+    if (rc == NC_AGAIN)
+        return nc__drive(t, nc__op_step, o);
+    nc__wake(t);   /* its readers may sleep until they see its stores */
+    return rc;
 }
 
 /* A nonblocking call of the op o made on the stack: refused arguments

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -721,13 +722,56 @@ static void team_free(numacoll_team_t *t)
     free(t);
 }
 
+/* CPUs of an affinity mask the locality exchange carries: a team whose
+ * ranks may run on CPUs past 1023 is taken as not oversubscribed there. */
+#define NC_CPU_WORDS 16
+
 typedef struct loc_msg {
     numacoll_locality_t loc;
     int32_t status;
     int32_t caches[2];          /* L1, L2 (nc__topo_discover_ex) */
     uint64_t cma_addr;          /* where its cma_probe_word is */
     uint64_t shape;             /* nc__config_shape_hash of its config */
+    int32_t policy;             /* its wait_policy as set (-1: auto) */
+    int32_t pad;
+    uint64_t cpus[NC_CPU_WORDS]; /* its affinity mask, CPUs 0 .. 1023 */
 } loc_msg_t;
+
+/* This thread's affinity mask as bits in words (all zero if unknown). */
+static void cpu_mask(uint64_t out[NC_CPU_WORDS])
+{
+    cpu_set_t set;
+    memset(out, 0, NC_CPU_WORDS * sizeof *out);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    for (int c = 0; c < NC_CPU_WORDS * 64 && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            out[c / 64] |= 1ull << (c % 64);
+}
+
+/* The wait policy (coll/wait.h), the same verdict on every rank: the team
+ * is oversubscribed where the union of its ranks' masks has fewer CPUs
+ * than it has ranks, or where some rank asked for sleeping waits (the
+ * Open MPI component asks where Open MPI finds the node oversubscribed).
+ * Writers then wake sleepers; each rank waits as it asked, else sleeps
+ * on an oversubscribed team and spins on another. */
+static void wait_policy(numacoll_team_t *t, const loc_msg_t *all)
+{
+    uint64_t uni[NC_CPU_WORDS] = {0};
+    int asked = 0, cpus = 0;
+    for (int r = 0; r < t->p; r++) {
+        for (int i = 0; i < NC_CPU_WORDS; i++)
+            uni[i] |= all[r].cpus[i];
+        asked |= all[r].policy == NC_WAIT_SLEEP;
+    }
+    for (int i = 0; i < NC_CPU_WORDS; i++)
+        cpus += __builtin_popcountll(uni[i]);
+    t->oversub = (cpus > 0 && cpus < t->p) || asked;
+    t->wake = t->oversub;
+    t->wait_pol = t->cfg.wait_policy >= 0
+                      ? t->cfg.wait_policy
+                      : t->oversub ? NC_WAIT_SLEEP : NC_WAIT_SPIN;
+}
 
 /* After the rules: the verdict so far, the hash of the rules, and the
  * identities of the pooled segments this rank could reuse. */
@@ -1018,6 +1062,8 @@ static int team_create(const numacoll_bootstrap_t *b,
                                                             sizeof msg),
                       .cma_addr = (uint64_t)(uintptr_t)&cma_probe_word};
     mine.shape = nc__config_shape_hash(&t->cfg);
+    mine.policy = t->cfg.wait_policy;
+    cpu_mask(mine.cpus);
     if (mine.status == NUMACOLL_OK)
         mine.status = nc__topo_discover_ex(t->cfg.topology, t->cfg.pu,
                                            &mine.loc, mine.caches, msg,
@@ -1058,6 +1104,8 @@ static int team_create(const numacoll_bootstrap_t *b,
                      "parameters (all but spin_count, timeout_ms, "
                      "mem_budget, verbose, pu) than rank 0", r);
         }
+    if (rc == NUMACOLL_OK)
+        wait_policy(t, all);
     const int32_t cma_err = rc == NUMACOLL_OK
                                 ? cma_read(t, all[(t->rank + 1) % p].cma_addr)
                                 : 0;
@@ -1279,6 +1327,13 @@ int numacoll_team_single_copy(const numacoll_team_t *t, const char **why)
     if (why)
         *why = t ? t->cma_why : "no team";
     return t ? t->cma_ok : 0;
+}
+
+int numacoll_team_wait_policy(const numacoll_team_t *t, int *oversubscribed)
+{
+    if (oversubscribed)
+        *oversubscribed = t ? t->oversub : 0;
+    return t ? t->wait_pol : -1;
 }
 
 size_t numacoll_team_max_elem(const numacoll_team_t *t, int allreduce,

@@ -60,6 +60,11 @@ typedef struct nc__seg_hdr {
     uint32_t p, q, s;
     uint32_t pad0;
     uint64_t f;
+    /* Ranks asleep in a wait or about to be (coll/wake.c): a writer of an
+     * oversubscribed team looks here after its stores and wakes nobody
+     * while it is 0. On the line that nothing else writes after creation,
+     * so that look costs a load from the writer's own cache. */
+    _Atomic uint32_t sleepers;
     /* First failure seen by any rank (a status code), so every waiter stops
      * instead of waiting for a rank that has given up. */
     _Alignas(NC_CACHE_LINE) _Atomic int32_t abort_status;
@@ -150,6 +155,11 @@ typedef struct nc__sync {
     _Atomic uint64_t resync_seq;
     /* 1 once the rank has destroyed the team: nobody waits for it then */
     _Atomic uint64_t gone;
+    /* A sleeping wait of this rank (coll/wake.c): the awaited word's
+     * offset in the segment times 8 plus its condition plus 1 (0: awake),
+     * the condition's argument, and the futex word its wakers bump. */
+    _Atomic uint64_t sleep_on, sleep_arg;
+    _Atomic uint32_t bell;
     /* The call this rank is in (coll/call.c), written by the rank at the
      * start of every call: fields relaxed, then sig (release), a hash of
      * the fields, so a reader that recomputes it knows it read one call;
@@ -175,6 +185,9 @@ typedef enum {
                         * a signature in their high half, the inline
                         * Bcast's: a zeroed line is empty at any number) */
 } nc__wait_cond_t;
+
+/* How a wait gives the CPU away (numacoll_config_t's wait_policy). */
+enum { NC_WAIT_SPIN, NC_WAIT_YIELD, NC_WAIT_SLEEP };
 
 /* What a wait is for, used only to word an error. */
 typedef struct nc__wait_why {
@@ -203,6 +216,12 @@ typedef struct nc__team_tree {
 
 struct numacoll_team {
     int rank, p;
+    int oversub;                /* 1: more ranks than CPUs (coll/team.c) */
+    /* The wait policy in force on this rank (numacoll_config_t's
+     * wait_policy, auto resolved: NC_WAIT_SPIN, _YIELD or _SLEEP), and
+     * whether writers must wake sleepers: some rank of the team may sleep
+     * (the same on every rank). */
+    int wait_pol, wake;
     numacoll_config_t cfg;
     char topology[512];         /* cfg.topology points here when given */
     numacoll_locality_t *loc;   /* [p] */

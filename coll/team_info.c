@@ -12,6 +12,7 @@
 
 #include "coll/algs.h"
 #include "coll/team.h"
+#include "coll/wake.h"
 #include "topo/topo.h"
 
 int nc__team_fail(numacoll_team_t *t, int status, const char *fmt, ...)
@@ -33,6 +34,9 @@ void nc__team_abort(numacoll_team_t *t, int status)
                                                 memory_order_acquire))
         atomic_store_explicit(&t->hdr->abort_rank, t->rank,
                               memory_order_release);
+    /* sleepers look at the abort word when they wake */
+    if (t->wake)
+        nc__wake_slow(t, 1);
 }
 
 int nc__team_check_abort(numacoll_team_t *t)

@@ -1,4 +1,5 @@
-/* Slow path of nc__wait(): spin, then yield, watching for failures. */
+/* Slow path of nc__wait(): spin, then yield or sleep, watching for
+ * failures. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -150,10 +151,24 @@ int nc__wait_watch(numacoll_team_t *t, uint64_t since_ms,
     return watch(t, pw.w, pw.c, pw.arg, &seen, &pw.why, since_ms, last_check);
 }
 
+/* Polls of a sleeping wait before it sleeps: about a microsecond, the
+ * time a peer running on another CPU takes to answer a line, so that such
+ * a wait costs no system call; past that the peer is likely descheduled.
+ * tick: the longest sleep, after which the wait looks at what would make it
+ * hopeless (and catches a store no writer woke it for). */
+enum { NC_SLEEP_SPINS = 64, NC_SLEEP_TICK_US = 1000 };
+
 int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                   uint64_t arg, uint64_t *seen, const nc__wait_why_t *why)
 {
-    for (unsigned i = 0; i < t->cfg.spin_count; i++) {
+    /* this rank's stores of the call so far first: the rank it waits for
+     * may sleep until it sees them */
+    nc__wake(t);
+    const int pol = t->wait_pol;
+    unsigned spins = pol == NC_WAIT_YIELD ? 0 : t->cfg.spin_count;
+    if (pol == NC_WAIT_SLEEP && spins > NC_SLEEP_SPINS)
+        spins = NC_SLEEP_SPINS;
+    for (unsigned i = 0; i < spins; i++) {
         uint64_t v = atomic_load_explicit(w, memory_order_acquire);
         if (nc__cond_holds(v, c, arg)) {
             *seen = v;
@@ -168,8 +183,15 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
             *seen = v;
             return NUMACOLL_OK;
         }
-        sched_yield();
-        if (n % 64 != 63)
+        int slept = pol == NC_WAIT_SLEEP
+                        ? nc__sleep(t, w, c, arg, seen, NC_SLEEP_TICK_US)
+                        : -1;
+        if (slept == 1)
+            return NUMACOLL_OK;
+        if (slept < 0)
+            sched_yield();
+        /* a sleep is long: look after each one */
+        if (slept < 0 && n % 64 != 63)
             continue;
         int rc = watch(t, w, c, arg, seen, why, start, &last_check);
         if (rc != NC_AGAIN)
@@ -186,6 +208,8 @@ int nc__drive(numacoll_team_t *t, int (*step)(numacoll_team_t *, nc__op_t *),
         int rc = step(t, o);
         if (rc != NC_AGAIN) {
             t->blocking = was;
+            /* the call's last stores: their readers may sleep */
+            nc__wake(t);
             return rc;
         }
         /* a copy: what the wait's checks run (a drain) notes its own */

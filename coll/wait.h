@@ -1,10 +1,13 @@
 /*
- * The one place that owns the wait policy: poll spin_count times (with a
- * CPU pause), then yield the CPU on every poll, because more ranks than
- * cores is normal and pure spinning starves the rank being waited on. In the
- * slow path it also watches the team's abort word, the optional timeout and
- * whether the awaited process still lives, and names who waited for whom on
- * what when it gives up.
+ * The one place that owns the wait policy (t->wait_pol): spin polls
+ * spin_count times (with a CPU pause), then yields the CPU on every poll,
+ * because more ranks than cores is normal and pure spinning starves the
+ * rank being waited on; yield yields from the first poll; sleep polls a
+ * little, then sleeps in the kernel until the writer wakes it (coll/wake.h),
+ * the policy of oversubscribed teams, where a yield may hand the CPU to
+ * anyone but the rank awaited. In the slow path it also watches the
+ * team's abort word, the optional timeout and whether the awaited process
+ * still lives, and names who waited for whom on what when it gives up.
  */
 #ifndef NUMACOLL_WAIT_H
 #define NUMACOLL_WAIT_H
@@ -13,19 +16,8 @@
 #include <stdint.h>
 
 #include "coll/team.h"
+#include "coll/wake.h"
 
-
-static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
-{
-    switch (c) {
-    case NC_WAIT_NONZERO: return v != 0;
-    case NC_WAIT_EQ:      return v == arg;
-    case NC_WAIT_GE:      return (int64_t)(v - arg) >= 0;
-    case NC_WAIT_GE32:    return v != 0 &&
-                                 (int32_t)((uint32_t)v - (uint32_t)arg) >= 0;
-    }
-    return 0;
-}
 
 /* One acquire load of *w into *seen: whether the condition holds. */
 static inline int nc__ready(_Atomic uint64_t *w, nc__wait_cond_t c,

@@ -158,6 +158,8 @@ typedef struct numacoll_config {
                                (numacoll_levels_parse); since 0.2             */
     int      relay;         /* Bcast leader relay: -1 as the table says, 0
                                off, 1 on (pipelined rules); since 0.2         */
+    int      wait_policy;   /* -1 auto, 0 spin, 1 yield, 2 sleep (how a wait
+                               gives up the CPU); since 0.3                   */
 } numacoll_config_t;
 
 /*
@@ -240,7 +242,16 @@ typedef struct numacoll_config {
       "Bcast leader relay with the tree numa: 1 makes the head of each "      \
       "innermost domain copy every fragment once into its own queue, which "  \
       "the other ranks of its domain read; 0 makes every rank read the "      \
-      "root's queue. -1 takes it from the tuning table (relay=).")
+      "root's queue. -1 takes it from the tuning table (relay=).")            \
+    X(wait_policy, 'i', -1,    0, 2,                                          \
+      "How a wait gives the CPU away. 0 spin: spin_count polls, then "        \
+      "sched_yield() on every further poll; 1 yield: sched_yield() on every " \
+      "poll; 2 sleep: a few polls, then sleep in the kernel (a futex) until " \
+      "the rank that writes the awaited word wakes it. -1 (auto): sleep "     \
+      "where the team is oversubscribed (fewer CPUs in the union of its "     \
+      "ranks' affinity masks than ranks, or some rank asked for sleep, as "   \
+      "the Open MPI component does where Open MPI says the node is "          \
+      "oversubscribed), spin elsewhere. Each rank may set its own.")
 
 /*
  * Fill *cfg with the defaults of NUMACOLL_PARAM_LIST and set its
@@ -266,7 +277,7 @@ int numacoll_config_check(const numacoll_config_t *cfg, char *msg,
 /*
  * 1 when each rank of a team may set parameter `name` (a field of
  * NUMACOLL_PARAM_LIST) for itself: spin_count, timeout_ms, mem_budget,
- * verbose, pu. Every other one shapes the segment or the protocol, and
+ * verbose, pu, wait_policy. Every other one shapes the segment or the protocol, and
  * numacoll_team_create() fails with NUMACOLL_ERR_ARG on every rank when
  * the ranks set it differently. 0 for any other name.
  */
@@ -351,6 +362,16 @@ const char *numacoll_team_tuning_source(const numacoll_team_t *team);
  * on some rank (timed at team creation; the figure is in *why). */
 NUMACOLL_API
 int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
+
+/* How this rank's waits give the CPU away on the team (numacoll_config_t's
+ * wait_policy, auto resolved): 0 spin, 1 yield, 2 sleep; -1 for a NULL
+ * team. *oversubscribed, unless NULL: 1 where the team counted fewer CPUs
+ * in the union of its ranks' affinity masks than ranks, or some rank asked
+ * for sleeping waits (then writers wake sleepers); the same on every rank.
+ * Since 0.3. */
+NUMACOLL_API
+int numacoll_team_wait_policy(const numacoll_team_t *team,
+                              int *oversubscribed);
 
 /* Largest element (bytes) a user op may have in a Reduce (allreduce = 0)
  * or Allreduce (allreduce = 1) of nbytes on this team: the staging slot

@@ -582,6 +582,12 @@ static void nc_setup(nc_module_t *m)
     /* "" (the MCA default) leaves the choice to $NUMACOLL_TUNING_FILE */
     cfg.tuning_file = nc_component.tuning_file && nc_component.tuning_file[0]
                           ? nc_component.tuning_file : NULL;
+    /* Open MPI yields when idle where it found the node oversubscribed
+     * (more processes than slots), which no affinity mask of this
+     * communicator's ranks may show (a split of a larger job): auto then
+     * asks for sleeping waits (docs/ompi.md, Waiting) */
+    if (cfg.wait_policy < 0 && opal_progress_yield_when_idle)
+        cfg.wait_policy = 2;
 
     m->boot.rank = rank;
     m->boot.size = size;

@@ -98,6 +98,7 @@ int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);
 int nct_register_request(void);
+int nct_register_wait(void);
 int nct_register_gather(void);
 int nct_register_packed(void);
 int nct_register_rscan(void);

@@ -483,7 +483,7 @@ static void test_levels(void)
                         "'synthetic:pack:2 numa:2 l3:4 core:4 pu:1' --param "
                         "tree=numa,levels=l3,numa,package"), 0);
     CU_ASSERT(contains("# hierarchy:     2 L3 > 8 ranks (levels "
-                       "l3,numa,package)"));
+                       "l3,numa,package; waits "));
     CU_ASSERT(!strstr(out, "CHECK FAILED"));
     CU_ASSERT_EQUAL(run("timeout 120 " BENCH " -p 64 --transfers --sizes 1 "
                         "--topology 'synthetic:pack:2 numa:1 l3:8 core:4 "

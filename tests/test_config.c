@@ -114,8 +114,10 @@ static void test_docs_table(void)
     text[n] = '\0';
     char row[128], lv[64];
 #define X(field, type, def, min, max, doc)                                      \
-    if (unset_default((long long)(def), (long long)(min),                       \
-                      (unsigned long long)(max)))                               \
+    if (strcmp(#field, "wait_policy") == 0) /* unset is auto, no table's */    \
+        snprintf(row, sizeof row, "| `%s` | auto |", #field);                   \
+    else if (unset_default((long long)(def), (long long)(min),                  \
+                           (unsigned long long)(max)))                          \
         snprintf(row, sizeof row, "| `%s` | table |", #field);                  \
     else if (type == 'l' && numacoll_levels_format((int)(def), lv,             \
                                                    sizeof lv) == 0)             \

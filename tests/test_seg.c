@@ -77,13 +77,30 @@ static void test_destroy_leaves_nothing(void)
     nc__run_shared_free(sn, sizeof *sn);
 }
 
+/* 1: the failure tests below run every rank on CPU 0 with sleeping waits
+ * (wait_policy 2), where a wait sleeps in the kernel between its looks at
+ * dead peers and its timeout; set before the ranks are forked. */
+static int sleep_waits;
+
+static void failure_config(numacoll_config_t *cfg)
+{
+    numacoll_config_init(cfg);
+    cfg->verbose = 0;
+    if (sleep_waits) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(0, &one);
+        (void)sched_setaffinity(0, sizeof one, &one);
+        cfg->wait_policy = 2;
+    }
+}
+
 /* Rank 2 is killed with SIGKILL in the middle of a stream of Bcasts. */
 static int killed_body(const numacoll_bootstrap_t *b, void *arg)
 {
     shared_names_t *sn = arg;
     numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
-    cfg.verbose = 0;
+    failure_config(&cfg);
     numacoll_team_t *team;
     if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
         return 10;
@@ -127,9 +144,8 @@ static int timeout_body(const numacoll_bootstrap_t *b, void *arg)
 {
     (void)arg;
     numacoll_config_t cfg;
-    numacoll_config_init(&cfg);
+    failure_config(&cfg);
     cfg.timeout_ms = 200;
-    cfg.verbose = 0;
     numacoll_team_t *team;
     if (numacoll_team_create(b, &cfg, &team) != NUMACOLL_OK)
         return 10;
@@ -153,6 +169,15 @@ static int timeout_body(const numacoll_bootstrap_t *b, void *arg)
 static void test_timeout_names_ranks(void)
 {
     CU_ASSERT_EQUAL(nct_run(2, timeout_body, NULL), 0);
+}
+
+/* The same two failures while the waits sleep. */
+static void test_failures_sleeping(void)
+{
+    sleep_waits = 1;
+    test_sigkill_mid_run();
+    test_timeout_names_ranks();
+    sleep_waits = 0;
 }
 
 /* Unbound ranks are located where they run and reported unbound; bound
@@ -844,6 +869,7 @@ int nct_register_seg(void)
         {"nothing in /dev/shm after create and destroy", test_destroy_leaves_nothing},
         {"SIGKILL mid-run: detected, nothing left", test_sigkill_mid_run},
         {"timeout names the ranks and the flag", test_timeout_names_ranks},
+        {"SIGKILL and timeout seen by sleeping waits (one CPU)", test_failures_sleeping},
         {"bound/unbound reported, pages verified", test_bound_and_placed},
         {"full /dev/shm: NOMEM with a message, never a signal", test_full_shm},
         {"SIGKILL during create/destroy leaves nothing", test_sigkill_in_creation},

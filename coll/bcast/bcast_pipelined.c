@@ -150,6 +150,7 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, kids[c], idx)->word,
                                           nc__dword(t, n), memory_order_release);
+                nc__wake(t);   /* children may sleep: a pipeline */
                 b->sent += n;
             }
         } else {
@@ -180,6 +181,7 @@ int nc__bcast_pipelined_step(numacoll_team_t *t, nc__op_t *o)
                 for (int c = 0; c < nchild; c++)
                     atomic_store_explicit(&nc__ctrl(t, kids[c], idx)->word,
                                           seen, memory_order_release);
+                nc__wake(t);
                 nc__io_unpack(io, b->sent, from, want);
                 b->sent += want;
             }

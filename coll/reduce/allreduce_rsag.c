@@ -320,6 +320,7 @@ static int combine(rsag_t *s, size_t r, nc__red_pos_t *P)
     /* our slice must be visible before done */
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->done, nc__dword(t, g + 1),
                           memory_order_release);
+    nc__wake(t);   /* the others may sleep until our slice is done */
     return NUMACOLL_OK;
 }
 

@@ -269,6 +269,7 @@ static inline void nc__rslot_publish(numacoll_team_t *t, unsigned x,
     t->red->expect[x] += readers;
     atomic_store_explicit(&nc__rslot(t, t->rank, x)->full.word,
                           nc__dword(t, g + 1), memory_order_release);
+    nc__wake(t);   /* its readers may sleep: a pipeline */
 }
 
 /* Reader: rank r's slot x holds ticket g (acquire; a step's poll). */
@@ -286,6 +287,7 @@ static inline void nc__rslot_release(numacoll_team_t *t, int r, unsigned x)
 {
     atomic_fetch_add_explicit(&nc__rslot(t, r, x)->rel, 1,
                               memory_order_release);
+    nc__wake(t);
 }
 
 /*
