@@ -203,6 +203,7 @@ typedef struct nc__team_tree {
 
 struct numacoll_team {
     int rank, p;
+    int oversub;                /* 1: more ranks than CPUs (coll/team.c) */
     numacoll_config_t cfg;
     char topology[512];         /* cfg.topology points here when given */
     numacoll_locality_t *loc;   /* [p] */
@@ -212,6 +213,9 @@ struct numacoll_team {
      * resolved once for its p and NUMA shape, config overrides applied. */
     nc__tune_team_t tune;
     char tune_source[256];      /* the table they came from */
+    /* Bit c: some rule of collective c the team resolved says decline=1
+     * (numacoll_team_declines() looks no further where it is clear). */
+    unsigned decline_mask;
     nc__team_tree_t *trees;     /* [ntrees] */
     int ntrees;
     /* nc__bcast_kin's answers: for NC_KIN_WAYS (rule, root) pairs (ch
