@@ -4,13 +4,16 @@
  * that differ only in disjoint over= ranges do not overlap; a team's shape
  * picks its rules by its oversubscription verdict; a team reports its
  * declining rules (numacoll_team_declines, numacoll_team_decline_mask) and
- * still runs them itself: standalone, decline changes nothing.
+ * still runs them itself: standalone, decline changes nothing;
+ * numacoll-tune --decline-from marks a table from a comparison CSV,
+ * splitting rules by p and size at the midpoints (build/numacoll-tune).
  */
 #include <CUnit/CUnit.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nct.h"
 #include "numacoll.h"
@@ -236,6 +239,145 @@ static void test_team(void)
     CU_ASSERT_EQUAL(nct_run(2, team_body, NULL), 0);
 }
 
+/* numacoll-tune --decline-from: a compare-ompi.sh CSV at p=4 over a
+ * small table. Bcast: 8 bytes slower in both loops, 100 faster in the
+ * application loop only, 4096 slower (application loop only measured);
+ * Barrier faster; rows of another configuration, of a v form and not ok
+ * are not read. */
+static const char dec_csv[] =
+    "mode,op,config,p,bytes,calls,samples,min_us,median_us,max_us,"
+    "memcpy_us,line_rtt_us,barrier_us,cache,root_shift,status,note,align,"
+    "loop,dtype\n"
+    "mpi,bcast,numacoll,4,8,9,9,1,0.50,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,tuned,4,8,9,9,1,0.40,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,numacoll,4,8,9,9,1,0.30,1,,,,cold,0,ok,\"a, b\",0,b2b,byte\n"
+    "mpi,bcast,tuned,4,8,9,9,1,0.20,1,,,,cold,0,ok,,0,b2b,byte\n"
+    "mpi,bcast,numacoll,4,100,9,9,1,1.0,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,tuned,4,100,9,9,1,2.0,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,numacoll,4,100,9,9,1,3.0,1,,,,cold,0,ok,,0,b2b,byte\n"
+    "mpi,bcast,tuned,4,100,9,9,1,2.0,1,,,,cold,0,ok,,0,b2b,byte\n"
+    "mpi,bcast,numacoll,4,4096,9,9,1,30,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,tuned,4,4096,9,9,1,20,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,bcast,sm,4,100,9,9,1,0.01,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,barrier,numacoll,4,0,9,9,1,1,1,,,,cold,0,ok,,0,app,\n"
+    "mpi,barrier,tuned,4,0,9,9,1,2,1,,,,cold,0,ok,,0,app,\n"
+    "mpi,allgatherv,numacoll,4,64,9,9,1,3,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,allgatherv,tuned,4,64,9,9,1,2,1,,,,cold,0,ok,,0,app,byte\n"
+    "mpi,allreduce,numacoll,4,64,,,,,,,,,cold,0,na,,0,app,uint32\n";
+static const char dec_table[] =
+    "bcast   p=2-8 size=0-1023 alg=inline tree=kary k=2\n"
+    "bcast   p=2-8 size=1K-*   alg=pipelined f=8K s=8 q=2 tree=kary k=2\n"
+    "barrier p=1-* alg=dissem k=2\n";
+
+/* Run the tuner on the CSV and table with extra options; the table it
+ * wrote, resolved for p (nodes 1); its exit status. */
+static int decline_run(const char *extra, unsigned p, nc__tune_team_t *tt,
+                       char *out, size_t len)
+{
+    char dir[] = "/tmp/nct-decline.XXXXXX";
+    if (!mkdtemp(dir))
+        return -1;
+    char csv[64], tab[64], res[64], args[512];
+    snprintf(csv, sizeof csv, "%s/m.csv", dir);
+    snprintf(tab, sizeof tab, "%s/t.txt", dir);
+    snprintf(res, sizeof res, "%s/out.txt", dir);
+    FILE *f = fopen(csv, "w"), *g = fopen(tab, "w");
+    if (f)
+        fputs(dec_csv, f);
+    if (g)
+        fputs(dec_table, g);
+    if (f)
+        fclose(f);
+    if (g)
+        fclose(g);
+    snprintf(args, sizeof args, "--decline-from %s --table %s -o %s %s", csv,
+             tab, res, extra);
+    int rc = nct_tuner(args, out, len);
+    nc__tune_table_t t;
+    char errs[1024];
+    memset(tt, 0, sizeof *tt);
+    if (rc == 0 && nc__tune_load(res, &t, errs, sizeof errs) == 0) {
+        if (nc__tune_resolve(&t, p, 1, p, tt) != 0)
+            rc = -1;
+        nc__tune_free(&t);
+    } else if (rc == 0) {
+        rc = -1;
+    }
+    remove(csv);
+    remove(tab);
+    remove(res);
+    rmdir(dir);
+    return rc;
+}
+
+static unsigned dec_at(const nc__tune_team_t *tt, nc__coll_t c, size_t s)
+{
+    return nc__tune_lookup(tt, c, s)->ch.decline;
+}
+
+static void test_tuner(void)
+{
+    char out[4096];
+    nc__tune_team_t tt;
+    /* both loops: 8 declines up to the midpoint with 100 (54), 4096 from
+     * the one between 100 and 4096 (2099) on; the rules keep their
+     * algorithms */
+    CU_ASSERT_EQUAL_FATAL(decline_run("", 4, &tt, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 given decline=1 for 2 of 4 points"));
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 0), 1u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 54), 1u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 55), 0u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 1023), 0u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 2098), 0u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, 2099), 1u);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, SIZE_MAX), 1u);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 54)->ch.alg,
+                    NC_ALG_BCAST_INLINE);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 2099)->ch.alg,
+                    NC_ALG_BCAST_PIPELINED);
+    CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BARRIER, 0), 0u);
+    nc__tune_team_free(&tt);
+    /* per run: options, p, a size, whether it declines there */
+    static const struct {
+        const char *extra;
+        unsigned p;
+        size_t size;
+        unsigned want;
+    } runs[] = {
+        /* the other team sizes keep their rules */
+        {"", 2, 0, 0}, {"", 3, 5000, 0}, {"", 5, 0, 0}, {"", 8, 5000, 0},
+        /* either loop: 100 declines too, so every size */
+        {"--decline-loop either", 4, 55, 1},
+        {"--decline-loop either", 4, 1024, 1},
+        /* the b2b loop alone: 8 and 100; 4096 has no b2b row, so 100's
+         * range runs on */
+        {"--decline-loop b2b", 4, 100, 1}, {"--decline-loop b2b", 4, 5000, 1},
+        /* slower by more than 1.6x only: nowhere */
+        {"--decline-margin 1.6", 4, 0, 0}, {"--decline-margin 1.6", 4, 5000, 0},
+        /* another host, measured at 100 bytes only: every size */
+        {"--decline-host sm --decline-loop app", 4, 0, 1},
+        {"--decline-host sm --decline-loop app", 4, 5000, 1},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        CU_ASSERT_EQUAL_FATAL(decline_run(runs[i].extra, runs[i].p, &tt, out,
+                                          sizeof out), 0);
+        if (dec_at(&tt, NC_COLL_BCAST, runs[i].size) != runs[i].want)
+            fprintf(stderr, "\n'%s' p=%u size %zu: decline is not %u\n",
+                    runs[i].extra, runs[i].p, runs[i].size, runs[i].want);
+        CU_ASSERT_EQUAL(dec_at(&tt, NC_COLL_BCAST, runs[i].size),
+                        runs[i].want);
+        nc__tune_team_free(&tt);
+    }
+    /* usage errors */
+    CU_ASSERT_EQUAL(nct_tuner("--table x.txt", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "go with --decline-from"));
+    CU_ASSERT_EQUAL(nct_tuner("--decline-from x.csv --decline-loop all", out,
+                              sizeof out), 2);
+    CU_ASSERT_EQUAL(nct_tuner("--decline-from /nonexistent.csv -o /dev/null",
+                              out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/nonexistent.csv: No such file"));
+}
+
 int nct_register_tune_decline(void)
 {
     static const nct_test_t tests[] = {
@@ -245,6 +387,7 @@ int nct_register_tune_decline(void)
         {"a shape's verdict picks its rules", test_resolve},
         {"numacoll_team_declines; standalone the rules still run",
          test_team},
+        {"numacoll-tune --decline-from", test_tuner},
         {NULL, NULL},
     };
     return nct_add_suite("tune_decline", tests);
