@@ -122,6 +122,7 @@ TEST_SRCS = \
 	tests/test_tune_file.c \
 	tests/test_tune_levels.c \
 	tests/test_tune_tuner.c \
+	tests/test_tune_decline.c \
 	tests/test_topo_cache.c \
 	tests/test_model.c \
 	tests/test_copy.c \

@@ -546,7 +546,8 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
      * names: a rule may key on the L3 shape of a team whose trees follow
      * NUMA only. The doms came with the locality exchange, so every rank
      * sees the same shape. */
-    nc__tune_shape_t sh = {.p = (unsigned)t->p, .nodes = nodes, .ppn = ppn};
+    nc__tune_shape_t sh = {.p = (unsigned)t->p, .nodes = nodes, .ppn = ppn,
+                           .over = (unsigned)t->oversub};
     for (int l = NUMACOLL_LEVEL_L1; l < NUMACOLL_LEVEL_END; l++)
         if (l != NUMACOLL_LEVEL_NUMA)
             sh.dom[l] = nc__topo_level_shape(t->doms, t->p, l, &sh.rpd[l]);
@@ -584,6 +585,11 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             h = fnv(h, ch->lt, sizeof ch->lt);
             h = fnv(h, &ch->relay, sizeof ch->relay);
             h = fnv(h, &ch->copy, sizeof ch->copy);
+            /* ranks that differ here would split between numacoll and the
+             * host's component */
+            h = fnv(h, &ch->decline, sizeof ch->decline);
+            if (ch->decline)
+                t->decline_mask |= 1u << c;
             if (nc__alg_takes((int)ch->alg, "q") &&
                 (ch->q > ch->s || ch->s % ch->q != 0)) {
                 snprintf(msg, msglen, "numacoll: %s rule for %zu..%zu bytes "
@@ -680,10 +686,12 @@ static int tune_setup(numacoll_team_t *t, unsigned nodes, unsigned ppn,
             for (int i = 0; i < t->tune.n[c]; i++) {
                 const nc__tune_entry_t *e = &t->tune.e[c][i];
                 fprintf(stderr, "numacoll: %s %zu..%zu bytes: %s f=%zu s=%u "
-                        "q=%u tree=%d k=%u ku=%u relay=%u (%s line %d)\n",
+                        "q=%u tree=%d k=%u ku=%u relay=%u decline=%u (%s line "
+                        "%d)\n",
                         nc__coll_name((nc__coll_t)c), e->lo, e->hi,
                         nc__algs[e->ch.alg].name, e->ch.f, e->ch.s, e->ch.q,
                         e->ch.tree, e->ch.k, e->ch.ku, e->ch.relay,
+                        e->ch.decline,
                         e->builtin ? "built-in" : t->tune_source, e->line);
             }
     *hash = h;
@@ -1396,4 +1404,20 @@ int numacoll_team_calls(const numacoll_team_t *t, numacoll_coll_t coll,
         return NUMACOLL_ERR_ARG;
     *calls = t->calls[coll];
     return NUMACOLL_OK;
+}
+
+int numacoll_team_declines(const numacoll_team_t *t, numacoll_coll_t coll,
+                           size_t nbytes)
+{
+    if (!t || (unsigned)coll >= (unsigned)NC_COLL_COUNT ||
+        !(t->decline_mask >> (unsigned)coll & 1u))
+        return 0;
+    const nc__tune_entry_t *e =
+        nc__tune_lookup(&t->tune, (nc__coll_t)coll, nbytes);
+    return e && e->ch.decline ? 1 : 0;
+}
+
+unsigned numacoll_team_decline_mask(const numacoll_team_t *t)
+{
+    return t ? t->decline_mask : 0;
 }

@@ -231,6 +231,9 @@ struct numacoll_team {
      * resolved once for its p and NUMA shape, config overrides applied. */
     nc__tune_team_t tune;
     char tune_source[256];      /* the table they came from */
+    /* Bit c: some rule of collective c the team resolved says decline=1
+     * (numacoll_team_declines() looks no further where it is clear). */
+    unsigned decline_mask;
     nc__team_tree_t *trees;     /* [ntrees] */
     int ntrees;
     /* nc__bcast_kin's answers: for NC_KIN_WAYS (rule, root) pairs (ch

@@ -1191,6 +1191,27 @@ NUMACOLL_API
 int numacoll_team_calls(const numacoll_team_t *team, numacoll_coll_t coll,
                         uint64_t *calls);
 
+/* For a host MPI's glue (the Open MPI component, docs/ompi.md): 1 when
+ * the team's tuning rule for a call of coll whose rule size is nbytes
+ * says decline=1 (docs/tuning.md): the host should run the call with its
+ * own collective, where numacoll measured slower. 0 otherwise, and for a
+ * NULL team or a coll this release does not know. The size is the one the
+ * core looks the rule up by: Bcast's bytes, Barrier's 0, a reduction's
+ * elements times their size (Reduce_scatter's: every block's), a
+ * gather's block (Allgatherv's largest), SIZE_MAX for Gatherv, Scatterv
+ * and Alltoallv. Every rank of a team has the same rules, so the same
+ * call gets the same answer everywhere. The core never declines: called
+ * directly, numacoll runs such a rule's algorithm. Costs a load and a
+ * test where no rule of coll declines, else a binary search. */
+NUMACOLL_API
+int numacoll_team_declines(const numacoll_team_t *team, numacoll_coll_t coll,
+                           size_t nbytes);
+/* Bit c set: some size of collective c declines on this team
+ * (numacoll_team_declines); 0 where none does, so a glue can keep this
+ * and skip the per-call question altogether. 0 for a NULL team. */
+NUMACOLL_API
+unsigned numacoll_team_decline_mask(const numacoll_team_t *team);
+
 #ifdef __cplusplus
 }
 #endif

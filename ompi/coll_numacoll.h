@@ -125,6 +125,9 @@ typedef struct mca_coll_numacoll_module_t {
     ompi_communicator_t *comm;
     mca_coll_numacoll_state_t state;
     numacoll_team_t *team;
+    /* numacoll_team_decline_mask of the team once READY, else 0: bit c,
+     * some tuning rule of collective c declines (nc_rule_declines). */
+    unsigned decline_mask;
     /* Lives as long as the team: the core may keep the pointer. */
     numacoll_bootstrap_t boot;
     /* The setup exchange's watch (coll_numacoll_module.c): the peers' pids
@@ -220,14 +223,22 @@ typedef mca_coll_numacoll_module_t nc_module_t;
     X(TWO_LEVEL) X(TWO_LEVEL_LANES)                                           \
     X(IBCAST) X(IBARRIER) X(IREDUCE) X(IALLREDUCE)                            \
     X(IBCAST_FALLBACK) X(IBARRIER_FALLBACK) X(IREDUCE_FALLBACK)               \
-    X(IALLREDUCE_FALLBACK)
+    X(IALLREDUCE_FALLBACK)                                                    \
+    X(BCAST_DECLINED) X(BARRIER_DECLINED) X(REDUCE_DECLINED)                  \
+    X(ALLREDUCE_DECLINED)                                                     \
+    X(IBCAST_DECLINED) X(IBARRIER_DECLINED) X(IREDUCE_DECLINED)               \
+    X(IALLREDUCE_DECLINED)
 
 /* The gathers' counters (coll_numacoll_gather.c): per kind of call, the
  * calls the core completed and those handed to the previous component,
  * blocking, then nonblocking with persistent starts (inits for the
- * fallbacks). */
+ * fallbacks); then those a tuning rule declined (decline=1), blocking and
+ * nonblocking with persistent inits. */
 #define NC_GA_KINDS_N 12
-enum { NC_N_DONE, NC_N_FALLBACK, NC_N_IDONE, NC_N_IFALLBACK, NC_N_COUNTERS };
+enum {
+    NC_N_DONE, NC_N_FALLBACK, NC_N_IDONE, NC_N_IFALLBACK, NC_N_DECLINED,
+    NC_N_IDECLINED, NC_N_COUNTERS
+};
 
 enum {
 #define NC_CNT_ID(ID) NC_CNT_##ID,
@@ -279,6 +290,21 @@ int nc_finish(nc_module_t *m, const char *op, int st);
 /* A coll function's answer meaning "not the core's: call the previous
  * component" (no MPI error class is negative). */
 #define NC_DECLINED (-1000)
+
+/* A coll function's answer meaning "a tuning rule declines this call
+ * (decline=1, docs/tuning.md): call the previous component", counted in
+ * the *_declined counters, apart from NC_DECLINED's fallbacks. */
+#define NC_RULE_DECLINED (-1001)
+
+/* Whether a READY module's tuning rule for (coll, rule size nbytes, as
+ * the core looks it up) declines the call. Where no rule of coll
+ * declines, a load and a test: an 8-byte Bcast costs about 0.4 us. */
+static inline bool nc_rule_declines(const nc_module_t *m,
+                                    numacoll_coll_t coll, size_t nbytes)
+{
+    return (m->decline_mask >> (unsigned)coll & 1u) &&
+           numacoll_team_declines(m->team, coll, nbytes) == 1;
+}
 
 /* What a declined call does: NC_DECLINED (go to the previous component),
  * or, once this rank's setup exchange has failed, that failure's MPI
@@ -359,6 +385,12 @@ nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
  * use; every rank decides alike. */
 bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
                   int root);
+/* Whether a tuning rule declines a Reduce (root >= 0) or Allreduce of
+ * count elements planned as *p (the core's rule size: count times the
+ * type's size, a user op's extent); the module READY. */
+#define nc_red_rule_declines mca_coll_numacoll_red_rule_declines
+bool nc_red_rule_declines(const nc_module_t *m, const nc_red_plan_t *p,
+                          size_t count, ompi_datatype_t *dtype, int root);
 /* nc_red_plan, through the module's plans of its last predefined pairs. */
 nc_red_plan_t nc_red_plan_kept(nc_module_t *m, int count,
                                ompi_datatype_t *dtype, struct ompi_op_t *op);

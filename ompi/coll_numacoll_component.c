@@ -560,6 +560,33 @@ static void nc_register_pvars(void)
         {"iallreduce_fallback_count", "The same for MPI_Iallreduce and "
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
          (void *)&nc_cnt_ids[NC_CNT_IALLREDUCE_FALLBACK]},
+        {"bcast_declined_count", "Number of MPI_Bcast calls on "
+         "communicators that selected numacoll which a tuning rule "
+         "(decline=1: the host's collective is faster) handed to the "
+         "previous component; not in bcast_fallback_count.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_BCAST_DECLINED]},
+        {"barrier_declined_count", "The same for MPI_Barrier.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_BARRIER_DECLINED]},
+        {"reduce_declined_count", "The same for MPI_Reduce.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_REDUCE_DECLINED]},
+        {"allreduce_declined_count", "The same for MPI_Allreduce.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_ALLREDUCE_DECLINED]},
+        {"ibcast_declined_count", "The same for MPI_Ibcast and persistent "
+         "Bcast inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_IBCAST_DECLINED]},
+        {"ibarrier_declined_count", "The same for MPI_Ibarrier and "
+         "persistent Barrier inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_IBARRIER_DECLINED]},
+        {"ireduce_declined_count", "The same for MPI_Ireduce and persistent "
+         "Reduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_IREDUCE_DECLINED]},
+        {"iallreduce_declined_count", "The same for MPI_Iallreduce and "
+         "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_IALLREDUCE_DECLINED]},
         {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce, "
          "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v), "
          "MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan and "

@@ -1036,15 +1036,86 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
     return nc_finish(m, nc_ga_names[k][NC_FORM_BLOCKING], st);
 }
 
+/* The core's collective of each kind. */
+static const numacoll_coll_t nc_ga_colls[NC_GA_N] = {
+    [NC_GA_ALLGATHER] = NUMACOLL_COLL_ALLGATHER,
+    [NC_GA_ALLGATHERV] = NUMACOLL_COLL_ALLGATHER,
+    [NC_GA_GATHER] = NUMACOLL_COLL_GATHER,
+    [NC_GA_GATHERV] = NUMACOLL_COLL_GATHER,
+    [NC_GA_SCATTER] = NUMACOLL_COLL_SCATTER,
+    [NC_GA_SCATTERV] = NUMACOLL_COLL_SCATTER,
+    [NC_GA_ALLTOALL] = NUMACOLL_COLL_ALLTOALL,
+    [NC_GA_ALLTOALLV] = NUMACOLL_COLL_ALLTOALL,
+    [NC_GA_REDUCE_SCATTER_BLOCK] = NUMACOLL_COLL_REDUCE_SCATTER,
+    [NC_GA_REDUCE_SCATTER] = NUMACOLL_COLL_REDUCE_SCATTER,
+    [NC_GA_SCAN] = NUMACOLL_COLL_SCAN,
+    [NC_GA_EXSCAN] = NUMACOLL_COLL_EXSCAN,
+};
+
 /*
- * A call of any form: the MPI status, or NC_DECLINED for the previous
- * component. Blocking calls run in the core right here unless requests
+ * Whether a tuning rule declines the call (decline=1, docs/tuning.md), on
+ * a READY module: the size is the one the core looks the rule up by, alike
+ * on every rank (the core's request.c): a block's bytes for Allgather,
+ * Gather, Scatter, Alltoall, Allgatherv's largest block, SIZE_MAX for the
+ * other v forms, a reduction's elements (Reduce_scatter's: all blocks)
+ * times the type's size or a user op's extent. A reduction the core
+ * cannot map is no rule's: its fallback counts as one.
+ */
+static bool nc_ga_rule_declines(nc_module_t *m, const nc_ga_args_t *a)
+{
+    const numacoll_coll_t coll = nc_ga_colls[a->kind];
+    if (!(m->decline_mask >> (unsigned)coll & 1u))
+        return false;
+    const int p = ompi_comm_size(m->comm);
+    size_t key = SIZE_MAX;
+    switch (a->kind) {
+    case NC_GA_ALLGATHER:
+    case NC_GA_ALLTOALL:
+        key = (size_t)a->rcount * nc_dt_size(a->rdt);
+        break;
+    case NC_GA_GATHER:
+    case NC_GA_SCATTER:
+        key = nc_ga_block_bytes(a, ompi_comm_rank(m->comm));
+        break;
+    case NC_GA_ALLGATHERV:
+        key = 0;
+        for (int j = 0; j < p; j++)
+            if ((size_t)a->rcounts[j] * nc_dt_size(a->rdt) > key)
+                key = (size_t)a->rcounts[j] * nc_dt_size(a->rdt);
+        break;
+    case NC_GA_REDUCE_SCATTER_BLOCK:
+    case NC_GA_REDUCE_SCATTER:
+    case NC_GA_SCAN:
+    case NC_GA_EXSCAN: {
+        const size_t total = nc_ga_red_total(a, p);
+        const nc_red_plan_t red = nc_red_plan_kept(
+            m, total > INT_MAX ? INT_MAX : (int)total, a->rdt, a->op);
+        if (red.kind == NC_RED_FALLBACK)
+            return false;
+        key = total * (red.kind == NC_RED_USER ? red.elem_size
+                                               : nc_dt_size(a->rdt));
+        break;
+    }
+    default:
+        break;
+    }
+    return numacoll_team_declines(m->team, coll, key) == 1;
+}
+
+/*
+ * A call of any form: the MPI status, NC_DECLINED for the previous
+ * component, or NC_RULE_DECLINED for it where a tuning rule declines the
+ * call. Blocking calls run in the core right here unless requests
  * are in flight (then through one, as coll_numacoll_nb.c explains).
  */
 static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
                        ompi_request_t **req)
 {
     const nc_ga_kind_t k = a->kind;
+    /* a team made by this call (the first) is asked below */
+    const bool lazy = m->state == MCA_COLL_NUMACOLL_LAZY;
+    if (m->decline_mask && nc_ga_rule_declines(m, a))
+        return NC_RULE_DECLINED;
     if (form == NC_FORM_BLOCKING) {
         const int st = nc_ga_direct(m, a);
         if (st != NC_DECLINED)
@@ -1071,6 +1142,8 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
                                 why);
         return NC_DECLINED;
     }
+    if (lazy && !nothing && m->decline_mask && nc_ga_rule_declines(m, a))
+        return NC_RULE_DECLINED;
     nc_ga_t local, *g = &local;
     nc_ga_init(g, m, k, a->root);
     g->red = red;
@@ -1164,12 +1237,13 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
 #define NC_RV_Y root
 #define NC_RV_N -1
 
-/* Our status, or the previous component's function for the call. */
-#define NC_GA_OR_PREV(name, ID, fb, call_prev)                                \
+/* Our status, or the previous component's function for the call, counted
+ * in fb (a fallback) or dc (a tuning rule declined it). */
+#define NC_GA_OR_PREV(name, ID, fb, dc, call_prev)                            \
     do {                                                                      \
-        if (rc != NC_DECLINED)                                                \
+        if (rc != NC_DECLINED && rc != NC_RULE_DECLINED)                      \
             return rc;                                                        \
-        nc_count(nc_ga_cnt(NC_GA_##ID, fb));                                  \
+        nc_count(nc_ga_cnt(NC_GA_##ID, rc == NC_RULE_DECLINED ? dc : fb));    \
         return m->prev_##name call_prev;                                      \
     } while (0)
 
@@ -1180,7 +1254,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
         nc_module_t *m = (nc_module_t *)module;                               \
         const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
         int rc = nc_ga_entry(m, NC_FORM_BLOCKING, &a, NULL);                  \
-        NC_GA_OR_PREV(name, ID, NC_N_FALLBACK,                                \
+        NC_GA_OR_PREV(name, ID, NC_N_FALLBACK, NC_N_DECLINED,                 \
                       (NC_A_##shape NC_RA_##r comm,                           \
                        m->prev_##name##_module));                             \
     }                                                                         \
@@ -1191,7 +1265,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
         nc_module_t *m = (nc_module_t *)module;                               \
         const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
         int rc = nc_ga_entry(m, NC_FORM_NB, &a, req);                         \
-        NC_GA_OR_PREV(i##name, ID, NC_N_IFALLBACK,                            \
+        NC_GA_OR_PREV(i##name, ID, NC_N_IFALLBACK, NC_N_IDECLINED,            \
                       (NC_A_##shape NC_RA_##r comm, req,                      \
                        m->prev_i##name##_module));                            \
     }                                                                         \
@@ -1205,7 +1279,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
         nc_module_t *m = (nc_module_t *)module;                               \
         const nc_ga_args_t a = NC_ARGS_##shape(ID, NC_RV_##r);                \
         int rc = nc_ga_entry(m, NC_FORM_PERSISTENT, &a, req);                 \
-        NC_GA_OR_PREV(name##_init, ID, NC_N_IFALLBACK,                        \
+        NC_GA_OR_PREV(name##_init, ID, NC_N_IFALLBACK, NC_N_IDECLINED,        \
                       (NC_A_##shape NC_RA_##r comm, info, req,                \
                        m->prev_##name##_init_module));                        \
     }
@@ -1269,8 +1343,9 @@ void nc_ga_count_fallback(const char *name)
             nc_count(nc_ga_cnt(k, NC_N_FALLBACK));
 }
 
-/* <name>_count, <name>_fallback_count, i<name>_count and
- * i<name>_fallback_count for each kind. */
+/* <name>_count, <name>_fallback_count, i<name>_count,
+ * i<name>_fallback_count, <name>_declined_count and i<name>_declined_count
+ * for each kind. */
 void nc_ga_register_pvars(void)
 {
     static const char *const names[NC_GA_N][2] = {
@@ -1280,12 +1355,20 @@ void nc_ga_register_pvars(void)
     };
     for (int k = 0; k < NC_GA_N; k++)
         for (int c = 0; c < NC_N_COUNTERS; c++) {
-            const bool nb = c >= NC_N_IDONE;
+            const bool nb = c == NC_N_IDONE || c == NC_N_IFALLBACK ||
+                            c == NC_N_IDECLINED;
             const bool fb = c == NC_N_FALLBACK || c == NC_N_IFALLBACK;
+            const bool dc = c == NC_N_DECLINED || c == NC_N_IDECLINED;
             char name[64], doc[320];
             snprintf(name, sizeof name, "%s%s%s_count", nb ? "i" : "",
-                     names[k][0], fb ? "_fallback" : "");
-            if (fb)
+                     names[k][0], fb ? "_fallback" : dc ? "_declined" : "");
+            if (dc)
+                snprintf(doc, sizeof doc, "Number of %s%s calls on "
+                         "communicators that selected numacoll which a "
+                         "tuning rule (decline=1) handed to the previous "
+                         "component.", names[k][1],
+                         nb ? " nonblocking and persistent-init" : "");
+            else if (fb)
                 snprintf(doc, sizeof doc, "Number of %s%s calls on "
                          "communicators that selected numacoll which it "
                          "handed to the previous component (no team: setup "

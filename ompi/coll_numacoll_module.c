@@ -190,6 +190,7 @@ static void nc_module_construct(nc_module_t *m)
     m->comm = NULL;
     m->state = MCA_COLL_NUMACOLL_LAZY;
     m->team = NULL;
+    m->decline_mask = 0;
     memset(&m->boot, 0, sizeof m->boot);
     m->boot_pid = NULL;
     m->boot_status = NUMACOLL_OK;
@@ -645,6 +646,7 @@ static void nc_setup(nc_module_t *m)
         return;
     }
     atomic_fetch_add_explicit(&nc_component.n_teams, 1u, memory_order_relaxed);
+    m->decline_mask = numacoll_team_decline_mask(m->team);
     m->state = MCA_COLL_NUMACOLL_READY;
     if (rank == 0) {
         const char *why = "";
@@ -931,11 +933,21 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
 {
     nc_module_t *m = (nc_module_t *)module;
     int st = NC_DECLINED;
-    if (nc_ready(m) && nc_nb_inflight()) {
+    const bool ready = nc_ready(m);
+    if (ready && m->decline_mask) {
+        size_t ts = 0;
+        ompi_datatype_type_size(dtype, &ts);
+        if (nc_rule_declines(m, NUMACOLL_COLL_BCAST, (size_t)count * ts)) {
+            nc_count(NC_CNT_BCAST_DECLINED);
+            return m->prev_bcast(buf, count, dtype, root, comm,
+                                 m->prev_bcast_module);
+        }
+    }
+    if (ready && nc_nb_inflight()) {
         st = nc_nb_blocking(m, NC_BCAST, NULL, buf, count, dtype, NULL, root);
         if (st != NC_DECLINED)
             return st;
-    } else if (m->state == MCA_COLL_NUMACOLL_READY) {
+    } else if (ready) {
         nc_bc_plan_t p = nc_bc_plan(buf, count, dtype);
         if (p.declines)
             st = NUMACOLL_ERR_UNSUPPORTED;
@@ -971,6 +983,10 @@ static int nc_barrier(ompi_communicator_t *comm,
         if (rc != NC_DECLINED)
             return rc;
         nc_count(NC_CNT_BARRIER_FALLBACK);
+        return m->prev_barrier(comm, m->prev_barrier_module);
+    }
+    if (nc_rule_declines(m, NUMACOLL_COLL_BARRIER, 0)) {
+        nc_count(NC_CNT_BARRIER_DECLINED);
         return m->prev_barrier(comm, m->prev_barrier_module);
     }
     if (nc_nb_inflight()) {

@@ -465,7 +465,8 @@ static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
 
 /*
  * A request for a call, or NC_DECLINED when the core does not take it
- * (the caller hands it to the previous component), or an MPI error class
+ * (the caller hands it to the previous component), NC_RULE_DECLINED when
+ * a tuning rule declines it (the same, counted apart), or an MPI error class
  * when the core refused its arguments (no request then). Nonblocking: the
  * call is started; persistent: made inactive, for MPI_Start.
  */
@@ -481,6 +482,15 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
     if (kind == NC_BCAST || kind == NC_BARRIER) {
         if (!nc_ready(m))
             return NC_DECLINED;
+        if (m->decline_mask) {
+            size_t ts = 0;
+            if (kind == NC_BCAST)
+                ompi_datatype_type_size(dtype, &ts);
+            if (nc_rule_declines(m, kind == NC_BCAST ? NUMACOLL_COLL_BCAST
+                                                     : NUMACOLL_COLL_BARRIER,
+                                 (size_t)count * ts))
+                return NC_RULE_DECLINED;
+        }
         if (kind == NC_BCAST)
             bc = nc_bc_plan(buf, count, dtype);
         if (bc.declines)
@@ -493,6 +503,9 @@ static int nc_req_make(nc_module_t *m, nc_kind_t kind, bool persistent,
         red = nc_red_plan(count, dtype, op);
         if (!nc_red_takes(m, &red, count, kind == NC_REDUCE ? root : -1))
             return NC_DECLINED;
+        if (nc_red_rule_declines(m, &red, (size_t)count, dtype,
+                                 kind == NC_REDUCE ? root : -1))
+            return NC_RULE_DECLINED;
     }
 
     nc_req_t *r = nc_req_new(m, kind, persistent, name,
@@ -639,6 +652,10 @@ int nc_nb_ga(nc_module_t *m, bool persistent, bool nothing, const char *name,
 /* Our request, or the previous component's function for the call. */
 #define NC_OR_PREV(name, counter, call_prev)                                  \
     do {                                                                      \
+        if (rc == NC_RULE_DECLINED) {                                         \
+            nc_count(NC_CNT_##counter##_DECLINED);                            \
+            return m->prev_##name call_prev;                                  \
+        }                                                                     \
         if (rc == NC_DECLINED)                                                \
             rc = nc_declined(m);                                              \
         if (rc != NC_DECLINED)                                                \

@@ -432,6 +432,19 @@ void nc_red_log(ompi_communicator_t *comm, const char *what, int root,
                         numacoll_strerror(st));
 }
 
+bool nc_red_rule_declines(const nc_module_t *m, const nc_red_plan_t *p,
+                          size_t count, ompi_datatype_t *dtype, int root)
+{
+    if (!m->decline_mask)
+        return false;
+    size_t es = p->elem_size;
+    if (p->kind != NC_RED_USER)
+        ompi_datatype_type_size(dtype, &es);
+    return nc_rule_declines(m, root >= 0 ? NUMACOLL_COLL_REDUCE
+                                         : NUMACOLL_COLL_ALLREDUCE,
+                            count * es);
+}
+
 bool nc_red_takes(nc_module_t *m, const nc_red_plan_t *p, int count,
                   int root)
 {
@@ -455,6 +468,8 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
     nc_red_plan_t p = nc_red_plan_kept(m, count, dtype, op);
     if (!nc_red_takes(m, &p, count, root))
         return nc_declined(m);
+    if (nc_red_rule_declines(m, &p, count, dtype, root))
+        return NC_RULE_DECLINED;
     if (nc_nb_inflight())
         return nc_nb_blocking(m, root >= 0 ? NC_REDUCE : NC_ALLREDUCE, sbuf,
                               rbuf, count, dtype, op, root);
@@ -479,9 +494,12 @@ int nc_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
     if (count == 0)
         return MPI_SUCCESS;
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, root);
-    if (rc != NC_DECLINED)
+    if (rc == NC_RULE_DECLINED)
+        nc_count(NC_CNT_REDUCE_DECLINED);
+    else if (rc != NC_DECLINED)
         return rc;
-    nc_count(NC_CNT_REDUCE_FALLBACK);
+    else
+        nc_count(NC_CNT_REDUCE_FALLBACK);
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                           m->prev_reduce_module);
 }
@@ -494,9 +512,12 @@ int nc_allreduce(const void *sbuf, void *rbuf, int count,
     if (count == 0)     /* as in nc_reduce */
         return MPI_SUCCESS;
     int rc = nc_red_call(m, comm, sbuf, rbuf, count, dtype, op, -1);
-    if (rc != NC_DECLINED)
+    if (rc == NC_RULE_DECLINED)
+        nc_count(NC_CNT_ALLREDUCE_DECLINED);
+    else if (rc != NC_DECLINED)
         return rc;
-    nc_count(NC_CNT_ALLREDUCE_FALLBACK);
+    else
+        nc_count(NC_CNT_ALLREDUCE_FALLBACK);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                              m->prev_allreduce_module);
 }

@@ -45,6 +45,10 @@ int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
 /* build/numacoll-tune ARGS under a 120 s timeout, stdout and stderr into
  * out (NUL-terminated); its exit status, or -1. */
 int nct_tuner(const char *args, char *out, size_t len);
+/* A table as nc__tune_write writes it (header "test"), malloc'd and
+ * NUL-terminated, its length in *len; NULL on failure. */
+struct nc__tune_table;
+char *nct_tune_text(const struct nc__tune_table *t, size_t *len);
 /* single_copy of nct_team's teams: 2 (the default: wherever permitted,
  * untimed, so the cma tests run single copy on every machine that permits
  * it, fast or not), 1 (where permitted and timed fast) or 0 (off) */
@@ -94,6 +98,7 @@ int nct_register_mismatch(void);
 int nct_register_tune_file(void);
 int nct_register_tune_levels(void);
 int nct_register_tune_tuner(void);
+int nct_register_tune_decline(void);
 int nct_register_topo_cache(void);
 int nct_register_inline(void);
 int nct_register_levels(void);

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         nct_register_mismatch_sweep,
         nct_register_tune_file, nct_register_topo_cache, nct_register_inline,
         nct_register_levels, nct_register_request, nct_register_tune_levels,
-        nct_register_tune_tuner,
+        nct_register_tune_tuner, nct_register_tune_decline,
         nct_register_gather, nct_register_packed, nct_register_rscan,
         nct_register_wait,
     };

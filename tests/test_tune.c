@@ -65,6 +65,7 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            a->ch.q == b->ch.q && a->ch.tree == b->ch.tree &&
            a->ch.k == b->ch.k && a->ch.copy == b->ch.copy &&
            a->ch.ku == b->ch.ku && a->ch.relay == b->ch.relay &&
+           a->ch.decline == b->ch.decline && a->over == b->over &&
            memcmp(a->ch.lt, b->ch.lt, sizeof a->ch.lt) == 0 && a->gain == b->gain;
 }
 
@@ -102,28 +103,28 @@ static void test_builtin_rules(void)
                    NC_ALG_BCAST_PIPELINED);
     want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
-                                0};
+                                0, 0};
     want[42] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
                     NC_ALG_BCAST_PIPELINED);
     want[42].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
-                                 0};
+                                 0, 0};
     want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, 4 * 1024 * 1024 - 1,
                    NC_ALG_BCAST_PIPELINED);
     want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0}, 0};
+                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0}, 0, 0};
     want[43] = rule(NC_COLL_BCAST, 1, U, 4 * 1024 * 1024, Z,
                     NC_ALG_BCAST_PIPELINED);
     want[43].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
                                  NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0,
-                                 {0}, 0};
+                                 {0}, 0, 0};
     want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
     want[2].ch.k = 64;
     want[3] = rule(NC_COLL_REDUCE, 3, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
-    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_ADAPT, 0, {0}, 0};
+    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_ADAPT, 0, {0}, 0, 0};
     want[44] = rule(NC_COLL_REDUCE, 3, U, 0, 112, NC_ALG_REDUCE_INLINE);
     want[44].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
-                                 NC_COPY_AUTO, 0, {0}, 0};
+                                 NC_COPY_AUTO, 0, {0}, 0, 0};
     /* at p <= 2 inline up to 255 bytes (the last two rules) */
     want[49] = rule(NC_COLL_REDUCE, 1, 2, 0, 511, NC_ALG_REDUCE_INLINE);
     want[49].ch = want[44].ch;
@@ -132,13 +133,13 @@ static void test_builtin_rules(void)
     want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
     want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
                    NC_ALG_ALLREDUCE_RSAG);
-    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0};
+    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0, 0};
     /* p <= 2: inline up to 255 bytes, allfold up to 16 KiB (adapt from
      * 4 KiB), then rsag */
     want[45] = rule(NC_COLL_ALLREDUCE, 1, 2, 256, 4095,
                     NC_ALG_ALLREDUCE_ALLFOLD);
     want[45].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
-                                 NC_COPY_AUTO, 0, {0}, 0};
+                                 NC_COPY_AUTO, 0, {0}, 0, 0};
     want[46] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
                     NC_ALG_ALLREDUCE_RSAG);
     want[46].ch = want[5].ch;
@@ -150,7 +151,7 @@ static void test_builtin_rules(void)
     want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
                    NC_ALG_ALLREDUCE_RSAG);
     want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
-                                NC_COPY_ADAPT, 0, {0}, 0};
+                                NC_COPY_ADAPT, 0, {0}, 0, 0};
     /* The gathers, Reduce_scatter, Scan and Exscan: inline for small
      * blocks (by p), staged in the Reduce's slots (its f and s), single
      * copy for large blocks of the gathers (f: one system call's bytes).
@@ -205,7 +206,7 @@ static void test_builtin_rules(void)
         if (ga[g].f)
             want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
                                             0, -1, 0, NC_COPY_ADAPT, 0, {0},
-                                            0};
+                                            0, 0};
     }
     /* at p > 2 Scan and Exscan inline up to 64 bytes (the last rules) */
     want[51] = rule(NC_COLL_SCAN, 3, U, 0, 64, NC_ALG_SCAN_INLINE);
@@ -336,14 +337,14 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, 1000, (size_t)3 << 30, NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 65536, 65536,
-                          NUMACOLL_TREE_CHAIN, 2, NC_COPY_AUTO, 0, {0}, 0};
+                          NUMACOLL_TREE_CHAIN, 2, NC_COPY_AUTO, 0, {0}, 0, 0};
     r.ppn_lo = 2;
     r.ppn_hi = 7;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BCAST, 3, U, ((size_t)3 << 30) + 1, Z,
              NC_ALG_BCAST_PIPELINED);
     r.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 192, 3, 3,
-                          NUMACOLL_TREE_FLAT, 5, NC_COPY_AUTO, 0, {0}, 0};
+                          NUMACOLL_TREE_FLAT, 5, NC_COPY_AUTO, 0, {0}, 0, 0};
     r.gain = 0.00123;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_BARRIER, U, U, 0, 0, NC_ALG_BARRIER_TREE);
@@ -351,7 +352,7 @@ static void test_round_trip(void)
     r.gain = 12300;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_REDUCE, 1, 1, SIZE_MAX, SIZE_MAX, NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 16 << 20, 1, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 0, 56, NC_ALG_ALLREDUCE_INLINE);
     r.nodes_lo = 1;
@@ -360,10 +361,10 @@ static void test_round_trip(void)
     r.ppn_hi = U;
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, 57, 1 << 20, NC_ALG_ALLREDUCE_REDUCE_BCAST);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64, NC_COPY_AUTO, 0, {0}, 0};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_REDUCE_BCAST, 64, 65536, 0, -1, 64, NC_COPY_AUTO, 0, {0}, 0, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     r = rule(NC_COLL_ALLREDUCE, 5, 9, (1 << 20) + 1, Z, NC_ALG_ALLREDUCE_RSAG);
-    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
+    r.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 1 << 10, 7, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0, 0};
     CU_ASSERT_EQUAL(nc__tune_add(&t, &r), 0);
     /* the collectives numacoll-tune tunes from the algorithm table, as it
      * writes them: inline, staged with f, s, a copy variant and a gain */
@@ -438,7 +439,7 @@ static void test_format(void)
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 3 << 20, 6, 0, -1, 3, NC_COPY_AUTO, 0, {0}, 0, 0};
     r.nodes_hi = 2;
     r.ppn_lo = 2;
     r.gain = 1.23456;  /* written with 3 significant digits */
@@ -471,7 +472,7 @@ static void test_syntax(void)
     nc__tune_rule_t w = rule(NC_COLL_BCAST, 5, 5, 1024, 2 << 20,
                              NC_ALG_BCAST_PIPELINED);
     w.ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 1 << 20, 1, 1,
-                          NUMACOLL_TREE_KNOMIAL, 3, NC_COPY_AUTO, 0, {0}, 0};
+                          NUMACOLL_TREE_KNOMIAL, 3, NC_COPY_AUTO, 0, {0}, 0, 0};
     CU_ASSERT(same_rule(&t.rules[0], &w));
     CU_ASSERT_EQUAL(t.rules[0].line, 4);
     w = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_TREE);
@@ -480,11 +481,11 @@ static void test_syntax(void)
     w = rule(NC_COLL_ALLREDUCE, 2, 3, 0, Z, NC_ALG_ALLREDUCE_RSAG);
     w.nodes_lo = w.nodes_hi = 2;
     w.ppn_hi = 2;
-    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0};
+    w.ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 16 << 20, 65536, 0, -1, 0, NC_COPY_AUTO, 0, {0}, 0, 0};
     w.gain = 0.5;
     CU_ASSERT(same_rule(&t.rules[2], &w));
     w = rule(NC_COLL_REDUCE, 1, U, 0, (size_t)4 << 30, NC_ALG_REDUCE_PIPELINED);
-    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
+    w.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0, 0};
     CU_ASSERT(same_rule(&t.rules[3], &w));
     CU_ASSERT_STRING_EQUAL(t.source, "t.txt");
     nc__tune_free(&t);
@@ -533,11 +534,11 @@ static void test_errors_tokens(void)
     EXPECT_ERRS("bcast p=1 size=0 radix=2" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'radix'\n");
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree, relay, over or decline), found 'radix'\n");
     EXPECT_ERRS("bcast p=1 size=0 P=1" IN,
                 "t.txt:1:18: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'P'\n");
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree, relay, over or decline), found 'P'\n");
     EXPECT_ERRS("bcast p=1 size=0 p=2" IN,
                 "t.txt:1:18: expected each key once per rule, found 'p'\n");
     EXPECT_ERRS("bcast p=1 size=0" IN " k=2",
@@ -765,7 +766,7 @@ static void test_errors_lines(void)
                 "numa), found 'oak'\n"
                 "t.txt:2:58: expected a key (p, size, nodes, ppn, alg, f, s, "
                 "q, tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'z'\n"
+                "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree, relay, over or decline), found 'z'\n"
                 "t.txt:4:24: expected k from 2 to 64 (barrier_radix), found "
                 "'1'\n");
 
@@ -1111,7 +1112,7 @@ static void test_resolve_gaps(void)
     nc__tune_table_t h = {0};
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 1, U, 10, 100,
                              NC_ALG_REDUCE_PIPELINED);
-    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0};
+    r.ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 64, 1, 0, -1, 2, NC_COPY_AUTO, 0, {0}, 0, 0};
     r.line = 1;
     CU_ASSERT_EQUAL(nc__tune_add(&h, &r), 0);
     r.size_lo = 50;

@@ -121,7 +121,7 @@ static void test_errors(void)
     REFUSED("bcast p=1-* size=0 l4=2" IN,
             "t.txt:1:20: expected a key (p, size, nodes, ppn, alg, f, s, q, "
             "tree, k, gain, copy, l1, l1ppd, l2, l2ppd, l3, l3ppd, package, "
-            "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree or relay), found 'l4'\n");
+            "packageppd, ku, l1tree, l2tree, l3tree, numatree, packagetree, toptree, relay, over or decline), found 'l4'\n");
 }
 
 static void test_overlap_unreachable(void)

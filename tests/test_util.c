@@ -7,6 +7,7 @@
 
 #include "support/runner.h"
 #include "nct.h"
+#include "tune/table.h"
 
 const char *nct_topo_dir(void)
 {
@@ -50,6 +51,20 @@ int nct_team_tuned(const numacoll_bootstrap_t *b, const char *text,
     cfg.single_copy = nct_team_single_copy;   /* cma rules run as written */
     *out = NULL;
     return numacoll_team_create(b, &cfg, out);
+}
+
+char *nct_tune_text(const struct nc__tune_table *t, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f)
+        return NULL;
+    int bad = nc__tune_write(t, "test", f) != 0;
+    if (fclose(f) != 0 || bad) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 int nct_tuner(const char *args, char *out, size_t len)

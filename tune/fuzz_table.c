@@ -6,8 +6,9 @@
  *    line; an accepted one says nothing; a short message buffer changes the
  *    count of problems, never the outcome, and stays NUL-terminated;
  *  - an accepted table, written and parsed again, gives equal rules;
- *  - its resolution for a few team shapes covers every size exactly once,
- *    and a lookup at each boundary finds the entry it should.
+ *  - its resolution for a few team shapes (over= verdicts 0 and 1)
+ *    covers every size exactly once, and a lookup at each boundary finds
+ *    the entry it should (a rule matching the shape, decline= included).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static int same_choice(const nc__choice_t *a, const nc__choice_t *b)
     return a->alg == b->alg && a->f == b->f && a->s == b->s && a->q == b->q &&
            a->tree == b->tree && a->k == b->k && a->copy == b->copy &&
            a->ku == b->ku && a->relay == b->relay &&
-           memcmp(a->lt, b->lt, sizeof a->lt) == 0;
+           a->decline == b->decline && memcmp(a->lt, b->lt, sizeof a->lt) == 0;
 }
 
 static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
@@ -42,7 +43,7 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            memcmp(a->lv_hi, b->lv_hi, sizeof a->lv_hi) == 0 &&
            memcmp(a->rpd_lo, b->rpd_lo, sizeof a->rpd_lo) == 0 &&
            memcmp(a->rpd_hi, b->rpd_hi, sizeof a->rpd_hi) == 0 &&
-           same_choice(&a->ch, &b->ch) && a->gain == b->gain;
+           a->over == b->over && same_choice(&a->ch, &b->ch) && a->gain == b->gain;
 }
 
 static void check_round_trip(const nc__tune_table_t *t)
@@ -77,10 +78,11 @@ static void check_round_trip(const nc__tune_table_t *t)
 }
 
 static void check_resolution(const nc__tune_table_t *t, unsigned p,
-                             unsigned nodes, unsigned ppn)
+                             unsigned nodes, unsigned ppn, unsigned over)
 {
     nc__tune_team_t tt;
-    CHECK(nc__tune_resolve(t, p, nodes, ppn, &tt) == 0);
+    nc__tune_shape_t sh = {.p = p, .nodes = nodes, .ppn = ppn, .over = over};
+    CHECK(nc__tune_resolve_shape(t, &sh, &tt) == 0);
     for (int c = 0; c < NC_COLL_COUNT; c++) {
         const nc__tune_entry_t *e = tt.e[c];
         /* p >= 1: the built-in table covers everything, so every team
@@ -106,6 +108,7 @@ static void check_resolution(const nc__tune_table_t *t, unsigned p,
                       e[i].hi <= r->size_hi && p >= r->p_lo && p <= r->p_hi &&
                       nodes >= r->nodes_lo && nodes <= r->nodes_hi &&
                       ppn >= r->ppn_lo && ppn <= r->ppn_hi &&
+                      (r->over == 0 || (r->over >> over & 1u)) &&
                       same_choice(&r->ch, &e[i].ch));
             }
         }
@@ -151,10 +154,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (ppn > p - nodes + 1)
                 ppn = p - nodes + 1;
         }
-        check_resolution(&t, p, nodes, ppn);
-        check_resolution(&t, 1, 1, 1);
-        check_resolution(&t, 64, 2, 32);
-        check_resolution(&t, UINT_MAX, 1, UINT_MAX);
+        /* and both oversubscription verdicts (over=) */
+        check_resolution(&t, p, nodes, ppn, size >= 4 ? data[3] & 1u : 0);
+        check_resolution(&t, 1, 1, 1, 0);
+        check_resolution(&t, 64, 2, 32, 1);
+        check_resolution(&t, UINT_MAX, 1, UINT_MAX, 0);
     }
     nc__tune_free(&t);
     return 0;

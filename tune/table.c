@@ -65,6 +65,8 @@ typedef enum {
      * in level-code order) and between the outermost ones (toptree=) */
     K_L1T, K_L2T, K_L3T, K_NUMAT, K_PKGT, K_TOPT,
     K_RELAY, /* optional leader relay of the pipelined Bcast */
+    K_OVER,    /* optional: the team's oversubscription verdict */
+    K_DECLINE, /* optional: hand the call back to the host MPI */
     K_COUNT
 } tkey_t;
 
@@ -72,8 +74,10 @@ static const char *const key_names[K_COUNT] = {
     "p", "size", "nodes", "ppn", "alg", "f", "s", "q", "tree", "k", "gain",
     "copy", "l1", "l1ppd", "l2", "l2ppd", "l3", "l3ppd", "package",
     "packageppd", "ku", "l1tree", "l2tree", "l3tree", "numatree",
-    "packagetree", "toptree", "relay",
+    "packagetree", "toptree", "relay", "over", "decline",
 };
+/* `seen` in parse_rule has a bit per key */
+_Static_assert(K_COUNT <= 32, "every key has a bit of an unsigned");
 
 /* The slot of nc__choice_t.lt a level-tree key sets. */
 static int key_lt_slot(int key)
@@ -480,8 +484,15 @@ static int fmt_levels(char *b, size_t len, const nc__tune_rule_t *r)
     return (size_t)o < len ? o : (int)len - 1;
 }
 
-/* "p=.. size=..", then nodes/ppn and the level keys when they narrow the
- * rule: the part of a rule that says where it applies. */
+/* " over=0", " over=1", " over=0-1" for a rule with the key; "" without. */
+static const char *fmt_over(unsigned over)
+{
+    return over == 1 ? " over=0" : over == 2 ? " over=1"
+           : over == 3 ? " over=0-1" : "";
+}
+
+/* "p=.. size=..", then nodes/ppn, the level keys and over when they narrow
+ * the rule: the part of a rule that says where it applies. */
 static void fmt_where(char *b, size_t len, const nc__tune_rule_t *r)
 {
     char p[32], z[64], nd[32], pp[32];
@@ -497,7 +508,9 @@ static void fmt_where(char *b, size_t len, const nc__tune_rule_t *r)
         o += snprintf(b + o, len - (size_t)o, " ppn=%s", pp);
     }
     if ((size_t)o < len)
-        fmt_levels(b + o, len - (size_t)o, r);
+        o += fmt_levels(b + o, len - (size_t)o, r);
+    if ((size_t)o < len)
+        snprintf(b + o, len - (size_t)o, "%s", fmt_over(r->over));
 }
 
 int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
@@ -523,6 +536,7 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
         o += snprintf(line + o, sizeof line - (size_t)o, " ppn=%s", pp);
     }
     o += fmt_levels(line + o, sizeof line - (size_t)o, r);
+    o += snprintf(line + o, sizeof line - (size_t)o, "%s", fmt_over(r->over));
     o += snprintf(line + o, sizeof line - (size_t)o, " alg=%s",
                   nc__algs[r->ch.alg].name);
     unsigned mask = alg_key_mask(r->ch.alg);
@@ -559,6 +573,8 @@ int nc__tune_format_rule(const nc__tune_rule_t *r, char *buf, size_t len)
     if (r->ch.copy != NC_COPY_AUTO && nc__copy_name(r->ch.copy))
         o += snprintf(line + o, sizeof line - (size_t)o, " copy=%s",
                       nc__copy_name(r->ch.copy));
+    if (r->ch.decline)
+        o += snprintf(line + o, sizeof line - (size_t)o, " decline=1");
     if (r->gain != 0.0) {
         fmt_gain(v, sizeof v, r->gain);
         o += snprintf(line + o, sizeof line - (size_t)o, " gain=%s", v);
@@ -1059,6 +1075,25 @@ static void parse_rule(parser_t *ps, const tok_t *tk, int nt)
                 numa_col = t->col;
             }
             break;
+        case K_OVER:
+            /* a bit per verdict: 0-1 (or *) both, the same as no key but
+             * written back as given */
+            st = parse_range(v, vn, 0, 0, UINT_MAX, &lo, &hi);
+            if (st == NUM_OK && v[0] == '*')
+                hi = 1;
+            if (st != NUM_OK || hi > 1)
+                expect(es, L, vcol, "over 0, 1 or 0-1 (the team's "
+                       "oversubscription verdict)", v, vn);
+            else
+                r.over = (hi == 1 ? 2u : 0u) | (lo == 0 ? 1u : 0u);
+            break;
+        case K_DECLINE:
+            if (vn != 1 || (v[0] != '0' && v[0] != '1')) {
+                expect(es, L, vcol, "decline 0 or 1", v, vn);
+                break;
+            }
+            r.ch.decline = (unsigned)(v[0] - '0');
+            break;
         case K_GAIN: {
             double g = 0;
             st = parse_gain(v, vn, &g);
@@ -1241,13 +1276,20 @@ static int opt_meet(unsigned alo, unsigned ahi, unsigned blo, unsigned bhi)
                        bhi ? bhi : NC_TUNE_ANY_U);
 }
 
+/* The verdicts a rule's over= takes: both where the key is absent. */
+static unsigned over_bits(unsigned over)
+{
+    return over ? over : 3u;
+}
+
 static int rules_meet(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
 {
     if (!(a->coll == b->coll &&
           ranges_meet(a->p_lo, a->p_hi, b->p_lo, b->p_hi) &&
           ranges_meet(a->size_lo, a->size_hi, b->size_lo, b->size_hi) &&
           ranges_meet(a->nodes_lo, a->nodes_hi, b->nodes_lo, b->nodes_hi) &&
-          ranges_meet(a->ppn_lo, a->ppn_hi, b->ppn_lo, b->ppn_hi)))
+          ranges_meet(a->ppn_lo, a->ppn_hi, b->ppn_lo, b->ppn_hi) &&
+          (over_bits(a->over) & over_bits(b->over))))
         return 0;
     for (int i = 0; i < N_LEVEL_KEYS; i++) {
         int l = level_keys[i];
@@ -1465,7 +1507,8 @@ static int rule_matches(const nc__tune_rule_t *r, const nc__tune_shape_t *sh)
 {
     if (!(sh->p >= r->p_lo && sh->p <= r->p_hi && sh->nodes >= r->nodes_lo &&
           sh->nodes <= r->nodes_hi && sh->ppn >= r->ppn_lo &&
-          sh->ppn <= r->ppn_hi))
+          sh->ppn <= r->ppn_hi &&
+          (r->over == 0 || (r->over >> (sh->over ? 1 : 0) & 1u))))
         return 0;
     for (int i = 0; i < N_LEVEL_KEYS; i++) {
         int l = level_keys[i];

@@ -58,6 +58,9 @@ typedef struct nc__choice {
     unsigned relay;    /* Bcast pipelined, tree=numa (relay=1): the head of
                         * each innermost domain copies every fragment once
                         * into its own queue and its members read that */
+    unsigned decline;  /* decline=1: under a host MPI the call goes to the
+                        * host's own component (docs/tuning.md); the core
+                        * itself runs alg as usual */
 } nc__choice_t;
 
 /* One line of a table. Ranges are inclusive; an absent nodes/ppn key is
@@ -75,6 +78,10 @@ typedef struct nc__tune_rule {
     unsigned ppn_lo, ppn_hi;
     unsigned lv_lo[NUMACOLL_LEVEL_END], lv_hi[NUMACOLL_LEVEL_END];
     unsigned rpd_lo[NUMACOLL_LEVEL_END], rpd_hi[NUMACOLL_LEVEL_END];
+    /* over=: bit v set where the rule matches a team whose
+     * oversubscription verdict (nc__tune_shape_t.over) is v; 0: the key is
+     * absent, any verdict (so a rule built with this zeroed matches all) */
+    unsigned over;
     nc__choice_t ch;
     double gain;       /* the tuner's measured gain (gain=1.23), 0 if none */
     int line;          /* line in the source, for messages; 0 if built    */
@@ -147,11 +154,14 @@ typedef struct nc__tune_team {
 } nc__tune_team_t;
 
 /* A team's shape as the rules see it: p ranks spanning `nodes` NUMA nodes
- * with at most `ppn` on one, and at every other level (numacoll_level_t)
+ * with at most `ppn` on one, oversubscribed or not (over), and at every
+ * other level (numacoll_level_t)
  * dom[l] domains with at most rpd[l] ranks in one (nc__topo_level_shape).
  * dom[l] == 0: unknown; a rule that narrows level l then never matches. */
 typedef struct nc__tune_shape {
     unsigned p, nodes, ppn;
+    unsigned over;     /* 1: the team has fewer CPUs than ranks (a wait may
+                        * find its peer descheduled), else 0 */
     unsigned dom[NUMACOLL_LEVEL_END], rpd[NUMACOLL_LEVEL_END];
 } nc__tune_shape_t;
 

@@ -40,6 +40,7 @@ TWO_LEVEL_BIN="two_level"
 # Erroneous programs that only numacoll is expected to survive (other
 # components may hang on them): run with the component only.
 CORE_ONLY="mismatch"
+DECLINE_BIN="decline"
 # A rank killed during the runs (its own section below).
 PEER_DEATH_BIN="peer_death"
 LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-mpi.XXXXXX")
@@ -56,7 +57,7 @@ fi
 
 # Build what is missing (the Makefile may not include ompi/ompi.mk yet).
 need_build=0
-for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN $PEER_DEATH_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
+for t in $TESTS $CORE_ONLY $TWO_LEVEL_BIN $PEER_DEATH_BIN $DECLINE_BIN; do [ -x "$BIN/$t" ] || need_build=1; done
 [ -f "$SO" ] || need_build=1
 if [ $need_build = 1 ]; then
     if grep -q 'ompi/ompi.mk' "$ROOT/Makefile"; then
@@ -578,6 +579,14 @@ must="tuning table $MIXED"
 mpi "NUMACOLL_TUNING_FILE: mixed rules, np=4 barrier_order" "$WITH_PATH" 4 \
     $FORCE -x NUMACOLL_EXPECT=core -x NUMACOLL_TUNING_FILE="$MIXED" \
     --mca coll_base_verbose 10 "$BIN/barrier_order"
+# decline=1: the calls its rules cover go to the previous component,
+# counted apart from the fallbacks (decline.c checks the counters).
+for np in 2 3; do
+    mpi "tuning_file: decline=1 rules, np=$np decline" "$WITH_PATH" "$np" \
+        $FORCE -x NUMACOLL_EXPECT=core \
+        --mca coll_numacoll_tuning_file "$ROOT/tests/mpi/tuning-decline.txt" \
+        "$BIN/$DECLINE_BIN"
+done
 BROKEN=$(mktemp "${TMPDIR:-/tmp}/numacoll-broken.XXXXXX")
 printf 'bcast p=1-* size=0-* alg=pipelined f=100 s=2 q=1 tree=kary k=2\n' >"$BROKEN"
 must="$BROKEN:1:"

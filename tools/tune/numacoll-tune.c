@@ -44,6 +44,9 @@ static void usage(FILE *to)
         "Usage: " ME " [-o FILE] [-p N[,N...]] [--ops LIST] [--sizes LO-HI]\n"
         "                     [--budget 5m|90s|1h] [--quick] [--topology DESC]\n"
         "                     [-v] [-h]\n"
+        "       " ME " --decline-from CSV [--table FILE] [-o FILE]\n"
+        "                     [--decline-config NAME] [--decline-host NAME]\n"
+        "                     [--decline-margin X] [--decline-loop RULE]\n"
         "Measures numacoll's collectives on this machine and writes a tuning\n"
         "table: for every operation and size range the fastest algorithm and\n"
         "parameters found, with the measured gain over the built-in choice.\n"
@@ -65,6 +68,21 @@ static void usage(FILE *to)
         "  -v, --verbose       every point's result on stderr (-vv: the\n"
         "                      library's warnings too)\n"
         "  -h, --help\n"
+        "  --decline-from CSV  measure nothing: read bench/compare-ompi.sh's\n"
+        "                      merged CSV and write the table (--table FILE,\n"
+        "                      default the built-in one) with decline=1 where\n"
+        "                      the host MPI was faster, for that p and the\n"
+        "                      sizes from the midpoints between measured ones\n"
+        "                      (rules split where needed; the v forms are\n"
+        "                      not read)\n"
+        "      --table FILE    the table --decline-from marks\n"
+        "      --decline-config NAME  numacoll's configuration in the CSV\n"
+        "                      (default numacoll)\n"
+        "      --decline-host NAME    the host's (default tuned)\n"
+        "      --decline-margin X     a point declines where numacoll's median\n"
+        "                      is above X times the host's (default 1.00)\n"
+        "      --decline-loop RULE    both (default: slower in every loop the\n"
+        "                      CSV has), either, app or b2b\n"
         "Use the table with NUMACOLL_TUNING_FILE=FILE, or under Open MPI with\n"
         "--mca coll_numacoll_tuning_file FILE. See docs/autotuner.md.\n");
 }
@@ -190,7 +208,11 @@ static int parse_sizes(tn_opts_t *o, const char *s, char *err, size_t errlen)
     return 0;
 }
 
-enum { OPT_OPS = 256, OPT_SIZES, OPT_BUDGET, OPT_QUICK, OPT_TOPOLOGY };
+enum {
+    OPT_OPS = 256, OPT_SIZES, OPT_BUDGET, OPT_QUICK, OPT_TOPOLOGY,
+    OPT_DECLINE_FROM, OPT_TABLE, OPT_DECLINE_CONFIG, OPT_DECLINE_HOST,
+    OPT_DECLINE_MARGIN, OPT_DECLINE_LOOP
+};
 
 /* 0 to run, 1 to exit 0 (help), 2 on a usage error (sentence in err). */
 static int parse(int argc, char **argv, tn_opts_t *o, char *err,
@@ -201,13 +223,24 @@ static int parse(int argc, char **argv, tn_opts_t *o, char *err,
         {"ops", 1, 0, OPT_OPS},       {"sizes", 1, 0, OPT_SIZES},
         {"budget", 1, 0, OPT_BUDGET}, {"quick", 0, 0, OPT_QUICK},
         {"topology", 1, 0, OPT_TOPOLOGY}, {"verbose", 0, 0, 'v'},
-        {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
+        {"help", 0, 0, 'h'},
+        {"decline-from", 1, 0, OPT_DECLINE_FROM},
+        {"table", 1, 0, OPT_TABLE},
+        {"decline-config", 1, 0, OPT_DECLINE_CONFIG},
+        {"decline-host", 1, 0, OPT_DECLINE_HOST},
+        {"decline-margin", 1, 0, OPT_DECLINE_MARGIN},
+        {"decline-loop", 1, 0, OPT_DECLINE_LOOP},
+        {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     o->out = DEFAULT_OUT;
     o->ops = TN_OPS_ALL;
     o->size_lo = 1;
     o->size_hi = (size_t)64 << 20;
+    o->decline.config = "numacoll";
+    o->decline.host = "tuned";
+    o->decline.margin = 1.0;
     optind = 1;
+    int decline_only = 0;   /* an option of --decline-from's seen */
     opterr = 0;
     int c, rc;
     while ((c = getopt_long(argc, argv, ":o:p:vh", lo, NULL)) != -1) {
@@ -244,6 +277,46 @@ static int parse(int argc, char **argv, tn_opts_t *o, char *err,
         case 'v':
             o->verbose++;
             break;
+        case OPT_DECLINE_FROM:
+            o->decline.csv = optarg;
+            break;
+        case OPT_TABLE:
+            o->decline.table = optarg;
+            decline_only = 1;
+            break;
+        case OPT_DECLINE_CONFIG:
+            o->decline.config = optarg;
+            decline_only = 1;
+            break;
+        case OPT_DECLINE_HOST:
+            o->decline.host = optarg;
+            decline_only = 1;
+            break;
+        case OPT_DECLINE_MARGIN: {
+            char *end;
+            errno = 0;
+            o->decline.margin = strtod(optarg, &end);
+            if (errno || end == optarg || *end ||
+                !(o->decline.margin > 0 && o->decline.margin < 1000))
+                FAIL("--decline-margin: '%s' is not a factor such as 1.05",
+                     optarg);
+            decline_only = 1;
+            break;
+        }
+        case OPT_DECLINE_LOOP: {
+            static const char *const rules[] = {"both", "either", "app",
+                                                "b2b"};
+            int k = -1;
+            for (int i = 0; i < 4; i++)
+                if (strcmp(optarg, rules[i]) == 0)
+                    k = i;
+            if (k < 0)
+                FAIL("--decline-loop: '%s' is not both, either, app or b2b",
+                     optarg);
+            o->decline.loop = (tn_loop_rule_t)k;
+            decline_only = 1;
+            break;
+        }
         case 'h':
             return 1;
         case ':':
@@ -254,6 +327,8 @@ static int parse(int argc, char **argv, tn_opts_t *o, char *err,
     }
     if (optind < argc)
         FAIL("unexpected argument '%s' (options only)", argv[optind]);
+    if (decline_only && !o->decline.csv)
+        FAIL("--table and the --decline-* options go with --decline-from");
     if (!o->budget_given)
         o->budget_s = o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S;
     return 0;
@@ -313,6 +388,93 @@ static int count_coll(const nc__tune_table_t *t, int coll)
     return n;
 }
 
+/* Write tab to out: beside it first, parsed back with the library's
+ * parser, then renamed into place, so a file that exists is always one
+ * the library accepts. 0, or the exit status. */
+static int write_checked(const nc__tune_table_t *tab, const char *header,
+                         const char *out)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
+        return 5;
+    }
+    int wr = nc__tune_write(tab, header, f);
+    if (fclose(f) != 0 || wr != 0) {
+        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
+        remove(tmp);
+        return 5;
+    }
+    nc__tune_table_t back;
+    static char errs[16384];
+    int nerr = nc__tune_load(tmp, &back, errs, sizeof errs);
+    nc__tune_free(&back);
+    if (nerr) {
+        fprintf(stderr, ME ": the table written to %s does not parse back "
+                "(%d problem%s; left there for a bug report):\n%s\n", tmp,
+                nerr, nerr == 1 ? "" : "s", errs);
+        return 6;
+    }
+    if (rename(tmp, out) != 0) {
+        fprintf(stderr, ME ": cannot rename %s to %s: %s\n", tmp, out,
+                strerror(errno));
+        remove(tmp);
+        return 5;
+    }
+    return 0;
+}
+
+/* --decline-from: the table (--table, or the built-in one) with decline=1
+ * where the CSV says the host wins, written to -o. The exit status. */
+static int decline_main(const tn_opts_t *o)
+{
+    const tn_decline_opts_t *d = &o->decline;
+    nc__tune_table_t tab = {0};
+    static char errs[16384];
+    if (d->table) {
+        if (nc__tune_load(d->table, &tab, errs, sizeof errs) != 0) {
+            fprintf(stderr, ME ": --table %s is refused:\n%s", d->table,
+                    errs);
+            return 2;
+        }
+    } else {
+        const nc__tune_table_t *b = nc__tune_builtin();
+        for (int i = 0; i < b->n; i++)
+            if (nc__tune_add(&tab, &b->rules[i]) != 0) {
+                fprintf(stderr, ME ": out of memory copying the table\n");
+                return 4;
+            }
+        tab.levels = b->levels;
+    }
+    tn_decline_sum_t sum;
+    char err[512];
+    if (tn_decline_apply(d, &tab, &sum, err, sizeof err) != 0) {
+        fprintf(stderr, ME ": --decline-from: %s\n", err);
+        nc__tune_free(&tab);
+        return 2;
+    }
+    static const char *const loops[] = {"both", "either", "app", "b2b"};
+    char header[1024];
+    snprintf(header, sizeof header,
+             "numacoll-tune --decline-from %s: the rules of %s, with\n"
+             "decline=1 where %s's median was above %.2f x %s's (loops: %s)\n"
+             "%d points compared, %d declined",
+             d->csv, d->table ? d->table : "the built-in table", d->config,
+             d->margin, d->host, loops[d->loop], sum.points, sum.losing);
+    int rc = write_checked(&tab, header, o->out);
+    if (rc == 0)
+        fprintf(stderr, ME ": wrote %s: %d rules, %d given decline=1 for "
+                "%d of %d points where %s was faster\n", o->out, tab.n,
+                sum.marked, sum.losing, sum.points, d->host);
+    if (rc == 0 && sum.skipped_rows)
+        fprintf(stderr, ME ": %d rows not read (v forms, or not ok)\n",
+                sum.skipped_rows);
+    nc__tune_free(&tab);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     tn_opts_t o;
@@ -326,6 +488,8 @@ int main(int argc, char **argv)
         fprintf(stderr, ME ": %s\n(" ME " --help lists the options)\n", err);
         return 2;
     }
+    if (o.decline.csv)
+        return decline_main(&o);
     const double t_start = ncb_now();
     const int tty = isatty(2);
     tn_machine_t mc;
@@ -392,37 +556,8 @@ int main(int argc, char **argv)
             fprintf(stderr, ME ": p=%d: %s\n", runs[i]->p,
                     runs[i]->levels_note);
 
-    /* written beside its destination and checked before it replaces
-     * anything */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o.out, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
-        return 5;
-    }
-    int wr = nc__tune_write(&tab, header, f);
-    if (fclose(f) != 0 || wr != 0) {
-        fprintf(stderr, ME ": cannot write %s: %s\n", tmp, strerror(errno));
-        remove(tmp);
-        return 5;
-    }
-    nc__tune_table_t back;
-    static char errs[16384];
-    int nerr = nc__tune_load(tmp, &back, errs, sizeof errs);
-    nc__tune_free(&back);
-    if (nerr) {
-        fprintf(stderr, ME ": the table written to %s does not parse back "
-                "(%d problem%s; left there for a bug report):\n%s\n", tmp,
-                nerr, nerr == 1 ? "" : "s", errs);
-        return 6;
-    }
-    if (rename(tmp, o.out) != 0) {
-        fprintf(stderr, ME ": cannot rename %s to %s: %s\n", tmp, o.out,
-                strerror(errno));
-        remove(tmp);
-        return 5;
-    }
+    if ((rc = write_checked(&tab, header, o.out)) != 0)
+        return rc;
 
     int ties = 0, points = 0, skipped = 0, bad = 0;
     char ps[128] = "";

@@ -70,6 +70,38 @@
 
 /* ---- options ------------------------------------------------------------ */
 
+/* --decline-from (tools/tune/tuner_decline.c, docs/tuning.md): which
+ * loops' medians decide that the host wins a point. */
+typedef enum {
+    TN_LOOP_BOTH = 0,   /* every loop the CSV has for the point (default) */
+    TN_LOOP_EITHER,     /* any one of them                                */
+    TN_LOOP_APP,        /* the application loop only                      */
+    TN_LOOP_B2B         /* the back-to-back loop only                     */
+} tn_loop_rule_t;
+
+typedef struct tn_decline_opts {
+    const char *csv;        /* --decline-from: compare-ompi.sh's merged CSV */
+    const char *table;      /* --table: the table to mark; NULL: built-in   */
+    const char *config;     /* --decline-config (numacoll)                 */
+    const char *host;       /* --decline-host (tuned)                      */
+    double margin;          /* --decline-margin: lose when config's median
+                             * > margin x host's (1.00)                    */
+    tn_loop_rule_t loop;    /* --decline-loop                              */
+} tn_decline_opts_t;
+
+typedef struct tn_decline_sum {
+    int points;             /* (op, p, size) measured on both sides        */
+    int losing;             /* of those, where the host won               */
+    int marked;             /* rules (pieces) given decline=1              */
+    int uncovered;          /* losing points no rule of the table covers   */
+    int skipped_rows;       /* rows of v forms, or not ok                  */
+} tn_decline_sum_t;
+
+/* Read o->csv and put decline=1 on tab's rules where o's configuration
+ * lost (splitting rules by p and size); 0, or -1 with a sentence in err. */
+int tn_decline_apply(const tn_decline_opts_t *o, nc__tune_table_t *tab,
+                     tn_decline_sum_t *sum, char *err, size_t errlen);
+
 typedef struct tn_opts {
     const char *out;                /* -o                                  */
     int p[TN_MAX_P], np;            /* -p, ascending; np = 0: cores         */
@@ -81,6 +113,7 @@ typedef struct tn_opts {
     int quick;
     const char *topology;
     int verbose;
+    tn_decline_opts_t decline;      /* csv set: mark a table, measure nothing */
 } tn_opts_t;
 
 /* ---- the model's view of a team, and the candidates --------------------- */

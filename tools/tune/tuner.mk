@@ -15,7 +15,7 @@
 TUNER      = $(BUILD)/numacoll-tune
 TUNER_SRCS = tools/tune/numacoll-tune.c tools/tune/tuner_run.c \
              tools/tune/tuner_cands.c tools/tune/tuner_table.c \
-             tools/tune/tuner_machine.c
+             tools/tune/tuner_machine.c tools/tune/tuner_decline.c
 TUNER_OBJS = $(TUNER_SRCS:%.c=$(BUILD)/%.o)
 TUNER_BENCH_OBJS = $(filter-out $(BUILD)/bench/numacoll-bench.o,$(BENCH_OBJS))
 # What the tests link of the tuner (tests/test_tune_tuner.c): the
