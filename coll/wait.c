@@ -151,12 +151,23 @@ int nc__wait_watch(numacoll_team_t *t, uint64_t since_ms,
     return watch(t, pw.w, pw.c, pw.arg, &seen, &pw.why, since_ms, last_check);
 }
 
-/* Polls of a sleeping wait before it sleeps: about a microsecond, the
- * time a peer running on another CPU takes to answer a line, so that such
- * a wait costs no system call; past that the peer is likely descheduled.
- * tick: the longest sleep, after which the wait looks at what would make it
- * hopeless (and catches a store no writer woke it for). */
-enum { NC_SLEEP_SPINS = 64, NC_SLEEP_TICK_US = 1000 };
+/* A sleeping wait yields the CPU for up to NC_SLEEP_YIELD_US before it
+ * sleeps: on an oversubscribed team the rank it waits for is often queued
+ * on its own CPU, and a yield runs it at once, where a futex wake must
+ * reach another CPU (np 4 on the 2-vCPU development VM: an 8-byte
+ * Allreduce took 11 us yielding, 49 us sleeping at once, 26 us spinning
+ * first); a longer wait (a rank that computes) sleeps, so its CPU serves
+ * the program's other threads and processes. tick: the longest sleep,
+ * after which the wait looks at what would make it hopeless (and catches a
+ * store no writer woke it for). */
+enum { NC_SLEEP_YIELD_US = 200, NC_SLEEP_TICK_US = 1000 };
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                   uint64_t arg, uint64_t *seen, const nc__wait_why_t *why)
@@ -165,9 +176,7 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
      * may sleep until it sees them */
     nc__wake(t);
     const int pol = t->wait_pol;
-    unsigned spins = pol == NC_WAIT_YIELD ? 0 : t->cfg.spin_count;
-    if (pol == NC_WAIT_SLEEP && spins > NC_SLEEP_SPINS)
-        spins = NC_SLEEP_SPINS;
+    const unsigned spins = pol == NC_WAIT_SPIN ? t->cfg.spin_count : 0;
     for (unsigned i = 0; i < spins; i++) {
         uint64_t v = atomic_load_explicit(w, memory_order_acquire);
         if (nc__cond_holds(v, c, arg)) {
@@ -177,15 +186,23 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
         nc__cpu_relax();
     }
     uint64_t start = now_ms(), last_check = start;
+    /* sleeping: from when on (0: not yet, looked at every 16 yields) */
+    uint64_t sleep_from = 0;
+    int sleeping = 0;
     for (unsigned long n = 0;; n++) {
         uint64_t v = atomic_load_explicit(w, memory_order_acquire);
         if (nc__cond_holds(v, c, arg)) {
             *seen = v;
             return NUMACOLL_OK;
         }
-        int slept = pol == NC_WAIT_SLEEP
-                        ? nc__sleep(t, w, c, arg, seen, NC_SLEEP_TICK_US)
-                        : -1;
+        if (pol == NC_WAIT_SLEEP && !sleeping && n % 16 == 0) {
+            uint64_t us = now_us();
+            if (!sleep_from)
+                sleep_from = us + NC_SLEEP_YIELD_US;
+            sleeping = us >= sleep_from;
+        }
+        int slept = sleeping ? nc__sleep(t, w, c, arg, seen, NC_SLEEP_TICK_US)
+                             : -1;
         if (slept == 1)
             return NUMACOLL_OK;
         if (slept < 0)

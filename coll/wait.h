@@ -2,10 +2,10 @@
  * The one place that owns the wait policy (t->wait_pol): spin polls
  * spin_count times (with a CPU pause), then yields the CPU on every poll,
  * because more ranks than cores is normal and pure spinning starves the
- * rank being waited on; yield yields from the first poll; sleep polls a
- * little, then sleeps in the kernel until the writer wakes it (coll/wake.h),
- * the policy of oversubscribed teams, where a yield may hand the CPU to
- * anyone but the rank awaited. In the slow path it also watches the
+ * rank being waited on; yield yields from the first poll; sleep yields
+ * for a while, then sleeps in the kernel until the writer wakes it
+ * (coll/wake.h): the policy of oversubscribed teams, whose long waits
+ * then leave the CPU to whoever needs it. In the slow path it also watches the
  * team's abort word, the optional timeout and whether the awaited process
  * still lives, and names who waited for whom on what when it gives up.
  */

@@ -246,7 +246,8 @@ typedef struct numacoll_config {
     X(wait_policy, 'i', -1,    0, 2,                                          \
       "How a wait gives the CPU away. 0 spin: spin_count polls, then "        \
       "sched_yield() on every further poll; 1 yield: sched_yield() on every " \
-      "poll; 2 sleep: a few polls, then sleep in the kernel (a futex) until " \
+      "poll; 2 sleep: yield for up to 200 us, then sleep in the kernel (a "  \
+      "futex) until "                                                       \
       "the rank that writes the awaited word wakes it. -1 (auto): sleep "     \
       "where the team is oversubscribed (fewer CPUs in the union of its "     \
       "ranks' affinity masks than ranks, or some rank asked for sleep, as "   \
