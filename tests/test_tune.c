@@ -51,6 +51,15 @@ static nc__tune_table_t parse_ok_at(const char *text, int line)
 }
 #define PARSE_OK(text) parse_ok_at(text, __LINE__)
 
+static int same_choice(const nc__choice_t *a, const nc__choice_t *b)
+{
+    return a->alg == b->alg && a->f == b->f && a->s == b->s && a->q == b->q &&
+           a->tree == b->tree && a->k == b->k && a->copy == b->copy &&
+           a->ku == b->ku && a->relay == b->relay &&
+           a->decline == b->decline &&
+           memcmp(a->lt, b->lt, sizeof a->lt) == 0;
+}
+
 static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
 {
     return a->coll == b->coll && a->p_lo == b->p_lo && a->p_hi == b->p_hi &&
@@ -61,12 +70,8 @@ static int same_rule(const nc__tune_rule_t *a, const nc__tune_rule_t *b)
            memcmp(a->lv_hi, b->lv_hi, sizeof a->lv_hi) == 0 &&
            memcmp(a->rpd_lo, b->rpd_lo, sizeof a->rpd_lo) == 0 &&
            memcmp(a->rpd_hi, b->rpd_hi, sizeof a->rpd_hi) == 0 &&
-           a->ch.alg == b->ch.alg && a->ch.f == b->ch.f && a->ch.s == b->ch.s &&
-           a->ch.q == b->ch.q && a->ch.tree == b->ch.tree &&
-           a->ch.k == b->ch.k && a->ch.copy == b->ch.copy &&
-           a->ch.ku == b->ch.ku && a->ch.relay == b->ch.relay &&
-           a->ch.decline == b->ch.decline && a->over == b->over &&
-           memcmp(a->ch.lt, b->ch.lt, sizeof a->ch.lt) == 0 && a->gain == b->gain;
+           a->over == b->over && same_choice(&a->ch, &b->ch) &&
+           a->gain == b->gain;
 }
 
 static nc__tune_rule_t rule(nc__coll_t coll, unsigned plo, unsigned phi,
@@ -86,72 +91,145 @@ static nc__tune_rule_t rule(nc__coll_t coll, unsigned plo, unsigned phi,
     return r;
 }
 
+/* A rule's over= as the parser stores it: a bit per verdict it matches,
+ * none where the key is absent (it then matches both; docs/tuning.md). */
+enum { OV_ANY = 0, OV_0 = 1, OV_1 = 2 };
+
+/* Resolve tab for p ranks on `nodes` NUMA nodes, at most ppn on one, with
+ * the oversubscription verdict over (0 or 1). Verdict 0 goes through
+ * nc__tune_resolve, which knows no verdict, so that both entry points stay
+ * covered. */
+static int resolve_over(const nc__tune_table_t *tab, unsigned p,
+                        unsigned nodes, unsigned ppn, unsigned over,
+                        nc__tune_team_t *tt)
+{
+    if (!over)
+        return nc__tune_resolve(tab, p, nodes, ppn, tt);
+    nc__tune_shape_t sh = {.p = p, .nodes = nodes, .ppn = ppn, .over = 1};
+    return nc__tune_resolve_shape(tab, &sh, tt);
+}
+
 /* ---- the built-in table ------------------------------------------------ */
 
+/* The built-in rule of coll whose p range starts at plo and size range at
+ * zlo, with over (OV_*): found by its keys, not its place, so that
+ * reordering or splitting other rules of the table leaves the tests
+ * alone. Exactly one must exist. */
+static const nc__tune_rule_t *builtin_rule(nc__coll_t coll, unsigned plo,
+                                           size_t zlo, unsigned over)
+{
+    const nc__tune_table_t *b = nc__tune_builtin();
+    const nc__tune_rule_t *found = NULL;
+    int n = 0;
+    for (int i = 0; i < b->n; i++) {
+        const nc__tune_rule_t *r = &b->rules[i];
+        if (r->coll == coll && r->p_lo == plo && r->size_lo == zlo &&
+            r->over == over) {
+            found = r;
+            n++;
+        }
+    }
+    if (n != 1)
+        fprintf(stderr, "\ntest_tune.c: %d built-in rules of coll %d at p=%u "
+                        "size=%zu over bits %u\n", n, (int)coll, plo, zlo, over);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    return found;
+}
+
+/* Every rule of the built-in table (docs/tuning.md), in no particular
+ * order: each must match exactly one rule of the table and each rule of the
+ * table exactly one of these, so a reordered file needs no change here and
+ * a changed, added or dropped rule fails. */
 static void test_builtin_rules(void)
 {
     const nc__tune_table_t *b = nc__tune_builtin();
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    CU_ASSERT_EQUAL_FATAL(b->n, 55);
-    nc__tune_rule_t want[55];
-    want[0] = rule(NC_COLL_BCAST, 1, U, 0, 167, NC_ALG_BCAST_INLINE);
-    want[0].ch.tree = NUMACOLL_TREE_KARY;
-    want[0].ch.k = 2;
-    want[1] = rule(NC_COLL_BCAST, 3, U, 168, 16 * 1024 - 1,
-                   NC_ALG_BCAST_PIPELINED);
-    want[1].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
-                                0, 0};
-    want[42] = rule(NC_COLL_BCAST, 1, U, 16 * 1024, 128 * 1024 - 1,
-                    NC_ALG_BCAST_PIPELINED);
-    want[42].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 8192, 64, 2,
-                                 NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0},
-                                 0, 0};
-    want[7] = rule(NC_COLL_BCAST, 1, U, 128 * 1024, 4 * 1024 * 1024 - 1,
-                   NC_ALG_BCAST_PIPELINED);
-    want[7].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                NUMACOLL_TREE_KARY, 2, NC_COPY_ADAPT, 0, {0}, 0, 0};
-    want[43] = rule(NC_COLL_BCAST, 1, U, 4 * 1024 * 1024, Z,
-                    NC_ALG_BCAST_PIPELINED);
-    want[43].ch = (nc__choice_t){NC_ALG_BCAST_PIPELINED, 32768, 16, 2,
-                                 NUMACOLL_TREE_KARY, 2, NC_COPY_NTADAPT, 0,
-                                 {0}, 0, 0};
-    want[2] = rule(NC_COLL_BARRIER, 1, U, 0, Z, NC_ALG_BARRIER_DISSEM);
-    want[2].ch.k = 64;
-    want[3] = rule(NC_COLL_REDUCE, 3, U, 113, Z, NC_ALG_REDUCE_PIPELINED);
-    want[3].ch = (nc__choice_t){NC_ALG_REDUCE_PIPELINED, 131072, 4, 0, -1, 2, NC_COPY_ADAPT, 0, {0}, 0, 0};
-    want[44] = rule(NC_COLL_REDUCE, 3, U, 0, 112, NC_ALG_REDUCE_INLINE);
-    want[44].ch = (nc__choice_t){NC_ALG_REDUCE_INLINE, 131072, 4, 0, -1, 2,
-                                 NC_COPY_AUTO, 0, {0}, 0, 0};
-    /* at p <= 2 inline up to 255 bytes (the last two rules) */
-    want[49] = rule(NC_COLL_REDUCE, 1, 2, 0, 511, NC_ALG_REDUCE_INLINE);
-    want[49].ch = want[44].ch;
-    want[50] = rule(NC_COLL_REDUCE, 1, 2, 512, Z, NC_ALG_REDUCE_PIPELINED);
-    want[50].ch = want[3].ch;
-    want[4] = rule(NC_COLL_ALLREDUCE, 3, U, 0, 191, NC_ALG_ALLREDUCE_INLINE);
-    want[5] = rule(NC_COLL_ALLREDUCE, 3, U, 192, 512 * 1024 - 1,
-                   NC_ALG_ALLREDUCE_RSAG);
-    want[5].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0, NC_COPY_ADAPT, 0, {0}, 0, 0};
-    /* p <= 2: inline up to 255 bytes, allfold up to 16 KiB (adapt from
-     * 4 KiB), then rsag */
-    want[45] = rule(NC_COLL_ALLREDUCE, 1, 2, 256, 4095,
-                    NC_ALG_ALLREDUCE_ALLFOLD);
-    want[45].ch = (nc__choice_t){NC_ALG_ALLREDUCE_ALLFOLD, 16384, 4, 0, -1, 0,
-                                 NC_COPY_AUTO, 0, {0}, 0, 0};
-    want[46] = rule(NC_COLL_ALLREDUCE, 1, 2, 16 * 1024, 512 * 1024 - 1,
-                    NC_ALG_ALLREDUCE_RSAG);
-    want[46].ch = want[5].ch;
-    want[47] = rule(NC_COLL_ALLREDUCE, 1, 2, 0, 255, NC_ALG_ALLREDUCE_INLINE);
-    want[48] = rule(NC_COLL_ALLREDUCE, 1, 2, 4096, 16 * 1024 - 1,
-                    NC_ALG_ALLREDUCE_ALLFOLD);
-    want[48].ch = want[45].ch;
-    want[48].ch.copy = NC_COPY_ADAPT;
-    want[6] = rule(NC_COLL_ALLREDUCE, 1, U, 512 * 1024, Z,
-                   NC_ALG_ALLREDUCE_RSAG);
-    want[6].ch = (nc__choice_t){NC_ALG_ALLREDUCE_RSAG, 131072, 4, 0, -1, 0,
-                                NC_COPY_ADAPT, 0, {0}, 0, 0};
+    enum { NRULES = 63 };
+    CU_ASSERT_EQUAL_FATAL(b->n, NRULES);
+    nc__tune_rule_t want[NRULES];
+    int nw = 0;
+    /* Bcast, Barrier, Reduce, Allreduce: at p >= 3 an oversubscribed team
+     * (over=1) notifies along the flat tree up to 16 KiB, reduces along
+     * k = 8 from 113 bytes to 64 KiB and runs allfold from 192 bytes to
+     * 4 KiB; at p <= 2 the verdict changes nothing.
+     * {coll, p_lo, p_hi, size_lo, size_hi, over, choice} */
+#define CH(alg, f, s, q, tree, k, copy) {alg, f, s, q, tree, k, copy, 0, {0}, 0, 0}
+    enum { KARY = NUMACOLL_TREE_KARY, FLAT = NUMACOLL_TREE_FLAT };
+    enum { KI = 1024, MI = 1024 * 1024 };
+    static const struct {
+        int coll;
+        unsigned plo, phi;
+        size_t lo, hi;
+        unsigned over;
+        nc__choice_t ch;
+    } br[] = {
+        {NC_COLL_BCAST, 1, 2, 0, 167, OV_ANY,
+         CH(NC_ALG_BCAST_INLINE, 0, 0, 0, KARY, 2, NC_COPY_AUTO)},
+        {NC_COLL_BCAST, 3, U, 0, 167, OV_0,
+         CH(NC_ALG_BCAST_INLINE, 0, 0, 0, KARY, 2, NC_COPY_AUTO)},
+        {NC_COLL_BCAST, 3, U, 0, 167, OV_1,
+         CH(NC_ALG_BCAST_INLINE, 0, 0, 0, FLAT, 2, NC_COPY_AUTO)},
+        /* p <= 2: 2 KiB fragments from 2 KiB, 16 KiB ones from 16 KiB */
+        {NC_COLL_BCAST, 1, 2, 168, 2047, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 8 * KI, 64, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 1, 2, 2 * KI, 16 * KI - 1, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 2 * KI, 64, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 1, 2, 16 * KI, 128 * KI - 1, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 16 * KI, 32, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 3, U, 168, 16 * KI - 1, OV_0,
+         CH(NC_ALG_BCAST_PIPELINED, 8 * KI, 64, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 3, U, 168, 16 * KI - 1, OV_1,
+         CH(NC_ALG_BCAST_PIPELINED, 8 * KI, 64, 2, FLAT, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 3, U, 16 * KI, 128 * KI - 1, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 8 * KI, 64, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 1, U, 128 * KI, 4 * MI - 1, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 32 * KI, 16, 2, KARY, 2, NC_COPY_ADAPT)},
+        {NC_COLL_BCAST, 1, U, 4 * MI, Z, OV_ANY,
+         CH(NC_ALG_BCAST_PIPELINED, 32 * KI, 16, 2, KARY, 2, NC_COPY_NTADAPT)},
+        {NC_COLL_BARRIER, 1, U, 0, Z, OV_ANY,
+         CH(NC_ALG_BARRIER_DISSEM, 0, 0, 0, -1, 64, NC_COPY_AUTO)},
+        /* p <= 2: inline up to 511 bytes */
+        {NC_COLL_REDUCE, 1, 2, 0, 511, OV_ANY,
+         CH(NC_ALG_REDUCE_INLINE, 128 * KI, 4, 0, -1, 2, NC_COPY_AUTO)},
+        {NC_COLL_REDUCE, 1, 2, 512, Z, OV_ANY,
+         CH(NC_ALG_REDUCE_PIPELINED, 128 * KI, 4, 0, -1, 2, NC_COPY_ADAPT)},
+        {NC_COLL_REDUCE, 3, U, 0, 112, OV_ANY,
+         CH(NC_ALG_REDUCE_INLINE, 128 * KI, 4, 0, -1, 2, NC_COPY_AUTO)},
+        {NC_COLL_REDUCE, 3, U, 113, 64 * KI - 1, OV_0,
+         CH(NC_ALG_REDUCE_PIPELINED, 128 * KI, 4, 0, -1, 2, NC_COPY_ADAPT)},
+        {NC_COLL_REDUCE, 3, U, 113, 64 * KI - 1, OV_1,
+         CH(NC_ALG_REDUCE_PIPELINED, 128 * KI, 4, 0, -1, 8, NC_COPY_ADAPT)},
+        {NC_COLL_REDUCE, 3, U, 64 * KI, Z, OV_ANY,
+         CH(NC_ALG_REDUCE_PIPELINED, 128 * KI, 4, 0, -1, 2, NC_COPY_ADAPT)},
+        /* p <= 2: inline up to 255 bytes, allfold up to 16 KiB (adapt from
+         * 4 KiB), then rsag */
+        {NC_COLL_ALLREDUCE, 1, 2, 0, 255, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_INLINE, 0, 0, 0, -1, 0, NC_COPY_AUTO)},
+        {NC_COLL_ALLREDUCE, 1, 2, 256, 4 * KI - 1, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_ALLFOLD, 16 * KI, 4, 0, -1, 0, NC_COPY_AUTO)},
+        {NC_COLL_ALLREDUCE, 1, 2, 4 * KI, 16 * KI - 1, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_ALLFOLD, 16 * KI, 4, 0, -1, 0, NC_COPY_ADAPT)},
+        {NC_COLL_ALLREDUCE, 1, 2, 16 * KI, 512 * KI - 1, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_RSAG, 128 * KI, 4, 0, -1, 0, NC_COPY_ADAPT)},
+        {NC_COLL_ALLREDUCE, 3, U, 0, 191, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_INLINE, 0, 0, 0, -1, 0, NC_COPY_AUTO)},
+        {NC_COLL_ALLREDUCE, 3, U, 192, 4 * KI - 1, OV_0,
+         CH(NC_ALG_ALLREDUCE_RSAG, 128 * KI, 4, 0, -1, 0, NC_COPY_ADAPT)},
+        {NC_COLL_ALLREDUCE, 3, U, 192, 4 * KI - 1, OV_1,
+         CH(NC_ALG_ALLREDUCE_ALLFOLD, 16 * KI, 4, 0, -1, 0, NC_COPY_AUTO)},
+        {NC_COLL_ALLREDUCE, 3, U, 4 * KI, 512 * KI - 1, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_RSAG, 128 * KI, 4, 0, -1, 0, NC_COPY_ADAPT)},
+        {NC_COLL_ALLREDUCE, 1, U, 512 * KI, Z, OV_ANY,
+         CH(NC_ALG_ALLREDUCE_RSAG, 128 * KI, 4, 0, -1, 0, NC_COPY_ADAPT)}};
+#undef CH
+    for (size_t i = 0; i < sizeof br / sizeof br[0]; i++) {
+        want[nw] = rule((nc__coll_t)br[i].coll, br[i].plo, br[i].phi,
+                        br[i].lo, br[i].hi, br[i].ch.alg);
+        want[nw].over = br[i].over;
+        want[nw++].ch = br[i].ch;
+    }
     /* The gathers, Reduce_scatter, Scan and Exscan: inline for small
      * blocks (by p), staged in the Reduce's slots (its f and s), single
      * copy for large blocks of the gathers (f: one system call's bytes).
@@ -163,7 +241,7 @@ static void test_builtin_rules(void)
         size_t lo, hi;
         int alg;
         size_t f;
-    } ga[34] = {
+    } ga[] = {
         {NC_COLL_ALLGATHER, 1, 2, 0, 256, NC_ALG_ALLGATHER_INLINE, 0},
         {NC_COLL_ALLGATHER, 3, U, 0, 64, NC_ALG_ALLGATHER_INLINE, 0},
         {NC_COLL_GATHER, 1, 2, 0, 256, NC_ALG_GATHER_INLINE, 0},
@@ -173,7 +251,9 @@ static void test_builtin_rules(void)
         {NC_COLL_REDUCE_SCATTER, 1, 2, 0, 256, NC_ALG_REDUCE_SCATTER_INLINE, 0},
         {NC_COLL_REDUCE_SCATTER, 3, 8, 0, 64, NC_ALG_REDUCE_SCATTER_INLINE, 0},
         {NC_COLL_SCAN, 1, 2, 0, 255, NC_ALG_SCAN_INLINE, 0},
+        {NC_COLL_SCAN, 3, U, 0, 64, NC_ALG_SCAN_INLINE, 0},
         {NC_COLL_EXSCAN, 1, 2, 0, 255, NC_ALG_EXSCAN_INLINE, 0},
+        {NC_COLL_EXSCAN, 3, U, 0, 64, NC_ALG_EXSCAN_INLINE, 0},
         {NC_COLL_ALLGATHER, 1, 2, 257, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 3, U, 65, 65535, NC_ALG_ALLGATHER_STAGED, S},
         {NC_COLL_ALLGATHER, 1, U, 65536, Z, NC_ALG_ALLGATHER_CMA, M},
@@ -198,28 +278,42 @@ static void test_builtin_rules(void)
         {NC_COLL_SCAN, 3, U, 65, Z, NC_ALG_SCAN_STAGED, S},
         {NC_COLL_EXSCAN, 1, 2, 256, Z, NC_ALG_EXSCAN_STAGED, S},
         {NC_COLL_EXSCAN, 3, U, 65, Z, NC_ALG_EXSCAN_STAGED, S}};
-    for (int g = 0; g < 34; g++) {
-        want[8 + g] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
-                           ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
+    for (size_t g = 0; g < sizeof ga / sizeof ga[0]; g++) {
+        want[nw] = rule((nc__coll_t)ga[g].coll, ga[g].plo, ga[g].phi,
+                        ga[g].lo, ga[g].hi, (nc__alg_t)ga[g].alg);
         /* adapt's stores, staged in the slots and where single copy
          * falls back to staged */
         if (ga[g].f)
-            want[8 + g].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
-                                            0, -1, 0, NC_COPY_ADAPT, 0, {0},
-                                            0, 0};
+            want[nw].ch = (nc__choice_t){(nc__alg_t)ga[g].alg, ga[g].f, 4,
+                                         0, -1, 0, NC_COPY_ADAPT, 0, {0},
+                                         0, 0};
+        nw++;
     }
-    /* at p > 2 Scan and Exscan inline up to 64 bytes (the last rules) */
-    want[51] = rule(NC_COLL_SCAN, 3, U, 0, 64, NC_ALG_SCAN_INLINE);
-    want[52] = rule(NC_COLL_EXSCAN, 3, U, 0, 64, NC_ALG_EXSCAN_INLINE);
-    /* at p <= 2 Bcast's 2-16 KiB take 2 KiB fragments */
-    want[53] = rule(NC_COLL_BCAST, 1, 2, 168, 2047, NC_ALG_BCAST_PIPELINED);
-    want[53].ch = want[1].ch;
-    want[54] = rule(NC_COLL_BCAST, 1, 2, 2048, 16 * 1024 - 1,
-                    NC_ALG_BCAST_PIPELINED);
-    want[54].ch = want[1].ch;
-    want[54].ch.f = 2048;
-    for (int i = 0; i < 55; i++) {
-        CU_ASSERT(same_rule(&b->rules[i], &want[i]));
+    CU_ASSERT_EQUAL_FATAL(nw, NRULES);
+
+    int hits[NRULES] = {0};
+    char text[256];
+    for (int w = 0; w < nw; w++) {
+        int found = 0;
+        for (int i = 0; i < b->n; i++)
+            if (same_rule(&b->rules[i], &want[w])) {
+                found++;
+                hits[i]++;
+            }
+        if (found != 1) {
+            nc__tune_format_rule(&want[w], text, sizeof text);
+            fprintf(stderr, "\ntest_tune.c: %d built-in rules are '%s'\n",
+                    found, text);
+        }
+        CU_ASSERT_EQUAL(found, 1);
+    }
+    for (int i = 0; i < b->n; i++) {
+        if (hits[i] != 1) {
+            nc__tune_format_rule(&b->rules[i], text, sizeof text);
+            fprintf(stderr, "\ntest_tune.c: built-in line %d '%s' is expected "
+                            "%d times\n", b->rules[i].line, text, hits[i]);
+        }
+        CU_ASSERT_EQUAL(hits[i], 1);
         CU_ASSERT(b->rules[i].line > 0);
     }
 }
@@ -240,22 +334,26 @@ static void check_covers(const nc__tune_team_t *tt)
     }
 }
 
+/* Both verdicts: the over=0 and over=1 rules must each cover what the
+ * rules they split did. */
 static void test_builtin_covers(void)
 {
     static const unsigned ps[] = {1, 2, 3, 64};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
         unsigned p = ps[i];
         /* one node, and (p > 1) two nodes sharing the ranks */
-        for (unsigned nodes = 1; nodes <= (p > 1 ? 2u : 1u); nodes++) {
-            nc__tune_team_t tt;
-            CU_ASSERT_EQUAL_FATAL(
-                nc__tune_resolve(NULL, p, nodes, (p + nodes - 1) / nodes, &tt), 0);
-            check_covers(&tt);
-            for (int c = 0; c < NC_COLL_COUNT; c++)
-                for (int j = 0; j < tt.n[c]; j++)
-                    CU_ASSERT_EQUAL(tt.e[c][j].builtin, 1);
-            nc__tune_team_free(&tt);
-        }
+        for (unsigned nodes = 1; nodes <= (p > 1 ? 2u : 1u); nodes++)
+            for (unsigned over = 0; over <= 1; over++) {
+                nc__tune_team_t tt;
+                CU_ASSERT_EQUAL_FATAL(
+                    resolve_over(NULL, p, nodes, (p + nodes - 1) / nodes,
+                                 over, &tt), 0);
+                check_covers(&tt);
+                for (int c = 0; c < NC_COLL_COUNT; c++)
+                    for (int j = 0; j < tt.n[c]; j++)
+                        CU_ASSERT_EQUAL(tt.e[c][j].builtin, 1);
+                nc__tune_team_free(&tt);
+            }
     }
 }
 
@@ -274,37 +372,149 @@ static void expect_at(const nc__tune_team_t *tt, nc__coll_t coll, size_t n,
 }
 #define AT(tt, coll, n, alg, b) expect_at(tt, NC_COLL_##coll, n, alg, b, __LINE__)
 
+/* One entry a team resolves to: sizes lo..hi, either from line tline of
+ * the team's own table, or (tline 0) from the built-in rule that
+ * builtin_rule(coll, plo, zlo, over) finds. */
+typedef struct {
+    size_t lo, hi;
+    unsigned plo;
+    size_t zlo;
+    unsigned over;
+    int tline;
+} span_t;
+
+/* The entries of coll are exactly sp[0..n), each with its origin, line
+ * and (built-in) its rule's whole choice; a lookup at either end of each
+ * finds it, one size beyond finds its neighbour. */
+static void expect_spans_at(const nc__tune_team_t *tt, nc__coll_t coll,
+                            const span_t *sp, int n, int line)
+{
+    if (tt->n[coll] != n)
+        fprintf(stderr, "\ntest_tune.c:%d: coll %d: %d entries\n", line,
+                (int)coll, tt->n[coll]);
+    CU_ASSERT_EQUAL_FATAL(tt->n[coll], n);
+    for (int i = 0; i < n; i++) {
+        const nc__tune_entry_t *e = &tt->e[coll][i];
+        int ok = e->lo == sp[i].lo && e->hi == sp[i].hi;
+        if (sp[i].tline) {
+            ok = ok && !e->builtin && e->line == sp[i].tline;
+        } else {
+            const nc__tune_rule_t *r =
+                builtin_rule(coll, sp[i].plo, sp[i].zlo, sp[i].over);
+            ok = ok && e->builtin && e->line == r->line &&
+                 same_choice(&e->ch, &r->ch);
+        }
+        if (!ok)
+            fprintf(stderr, "\ntest_tune.c:%d: coll %d entry %d: %zu-%zu "
+                            "builtin %d line %d\n", line, (int)coll, i, e->lo,
+                    e->hi, e->builtin, e->line);
+        CU_ASSERT(ok);
+        CU_ASSERT_PTR_EQUAL(nc__tune_lookup(tt, coll, e->lo), e);
+        CU_ASSERT_PTR_EQUAL(nc__tune_lookup(tt, coll, e->hi), e);
+        if (e->lo > 0)
+            CU_ASSERT_PTR_EQUAL(nc__tune_lookup(tt, coll, e->lo - 1), e - 1);
+        if (e->hi < SIZE_MAX)
+            CU_ASSERT_PTR_EQUAL(nc__tune_lookup(tt, coll, e->hi + 1), e + 1);
+    }
+}
+#define SPANS(tt, coll, sp)                                                    \
+    expect_spans_at(tt, NC_COLL_##coll, sp, (int)(sizeof sp / sizeof sp[0]),  \
+                    __LINE__)
+
 static void test_builtin_lookup(void)
 {
+    enum { KI = 1024, MI = 1024 * 1024 };
+    for (unsigned over = 0; over <= 1; over++) {
+        /* the rules p >= 3 splits by the verdict */
+        unsigned ov = over ? OV_1 : OV_0;
+        const span_t bcast3[] = {
+            {0, 167, 3, 0, ov, 0},
+            {168, 16 * KI - 1, 3, 168, ov, 0},
+            {16 * KI, 128 * KI - 1, 3, 16 * KI, OV_ANY, 0},
+            {128 * KI, 4 * MI - 1, 1, 128 * KI, OV_ANY, 0},
+            {4 * MI, Z, 1, 4 * MI, OV_ANY, 0}};
+        const span_t reduce3[] = {
+            {0, 112, 3, 0, OV_ANY, 0},
+            {113, 64 * KI - 1, 3, 113, ov, 0},
+            {64 * KI, Z, 3, 64 * KI, OV_ANY, 0}};
+        const span_t allreduce3[] = {
+            {0, 191, 3, 0, OV_ANY, 0},
+            {192, 4 * KI - 1, 3, 192, ov, 0},
+            {4 * KI, 512 * KI - 1, 3, 4 * KI, OV_ANY, 0},
+            {512 * KI, Z, 1, 512 * KI, OV_ANY, 0}};
+        /* p <= 2: the same rules under either verdict */
+        static const span_t bcast2[] = {
+            {0, 167, 1, 0, OV_ANY, 0},
+            {168, 2 * KI - 1, 1, 168, OV_ANY, 0},
+            {2 * KI, 16 * KI - 1, 1, 2 * KI, OV_ANY, 0},
+            {16 * KI, 128 * KI - 1, 1, 16 * KI, OV_ANY, 0},
+            {128 * KI, 4 * MI - 1, 1, 128 * KI, OV_ANY, 0},
+            {4 * MI, Z, 1, 4 * MI, OV_ANY, 0}};
+        static const span_t reduce2[] = {{0, 511, 1, 0, OV_ANY, 0},
+                                         {512, Z, 1, 512, OV_ANY, 0}};
+        static const span_t allreduce2[] = {
+            {0, 255, 1, 0, OV_ANY, 0},
+            {256, 4 * KI - 1, 1, 256, OV_ANY, 0},
+            {4 * KI, 16 * KI - 1, 1, 4 * KI, OV_ANY, 0},
+            {16 * KI, 512 * KI - 1, 1, 16 * KI, OV_ANY, 0},
+            {512 * KI, Z, 1, 512 * KI, OV_ANY, 0}};
+        static const span_t barrier[] = {{0, Z, 1, 0, OV_ANY, 0}};
+        static const unsigned ps[] = {1, 2, 3, 4, 64};
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+            nc__tune_team_t tt;
+            CU_ASSERT_EQUAL_FATAL(resolve_over(nc__tune_builtin(), ps[i], 1,
+                                               ps[i], over, &tt), 0);
+            if (ps[i] >= 3) {
+                SPANS(&tt, BCAST, bcast3);
+                SPANS(&tt, REDUCE, reduce3);
+                SPANS(&tt, ALLREDUCE, allreduce3);
+            } else {
+                SPANS(&tt, BCAST, bcast2);
+                SPANS(&tt, REDUCE, reduce2);
+                SPANS(&tt, ALLREDUCE, allreduce2);
+            }
+            SPANS(&tt, BARRIER, barrier);
+            nc__tune_team_free(&tt);
+        }
+
+        /* what the verdict changes at p = 4, spelled out */
+        nc__tune_team_t tt;
+        CU_ASSERT_EQUAL_FATAL(
+            resolve_over(nc__tune_builtin(), 4, 1, 4, over, &tt), 0);
+        int tree = over ? NUMACOLL_TREE_FLAT : NUMACOLL_TREE_KARY;
+        AT(&tt, BCAST, 167, NC_ALG_BCAST_INLINE, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 167)->ch.tree, tree);
+        AT(&tt, BCAST, 168, NC_ALG_BCAST_PIPELINED, 1);
+        const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 5000);
+        CU_ASSERT_EQUAL(e->ch.f, 8192);
+        CU_ASSERT_EQUAL(e->ch.s, 64);
+        CU_ASSERT_EQUAL(e->ch.q, 2);
+        CU_ASSERT_EQUAL(e->ch.tree, tree);
+        CU_ASSERT_EQUAL(e->ch.k, 2);
+        CU_ASSERT_EQUAL(e->line, builtin_rule(NC_COLL_BCAST, 3, 168, ov)->line);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 16 * KI)->ch.tree,
+                        NUMACOLL_TREE_KARY);
+        AT(&tt, REDUCE, 112, NC_ALG_REDUCE_INLINE, 1);
+        AT(&tt, REDUCE, 113, NC_ALG_REDUCE_PIPELINED, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, 64 * KI - 1)->ch.k,
+                        over ? 8u : 2u);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, 64 * KI)->ch.k, 2);
+        AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
+        AT(&tt, ALLREDUCE, 192, over ? NC_ALG_ALLREDUCE_ALLFOLD
+                                     : NC_ALG_ALLREDUCE_RSAG, 1);
+        AT(&tt, ALLREDUCE, 4095, over ? NC_ALG_ALLREDUCE_ALLFOLD
+                                      : NC_ALG_ALLREDUCE_RSAG, 1);
+        AT(&tt, ALLREDUCE, 4096, NC_ALG_ALLREDUCE_RSAG, 1);
+        AT(&tt, ALLREDUCE, SIZE_MAX, NC_ALG_ALLREDUCE_RSAG, 1);
+        nc__tune_team_free(&tt);
+    }
+
+    /* p <= 2: Bcast's 16 KiB fragments from 16 KiB to 128 KiB */
     nc__tune_team_t tt;
-    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(nc__tune_builtin(), 4, 1, 4, &tt), 0);
-    AT(&tt, BCAST, 0, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 56, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 166, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 167, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 168, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, 169, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
-    AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_DISSEM, 1);
-    AT(&tt, REDUCE, 0, NC_ALG_REDUCE_INLINE, 1);
-    AT(&tt, REDUCE, 112, NC_ALG_REDUCE_INLINE, 1);
-    AT(&tt, REDUCE, 113, NC_ALG_REDUCE_PIPELINED, 1);
-    AT(&tt, REDUCE, SIZE_MAX, NC_ALG_REDUCE_PIPELINED, 1);
-    AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, 1023, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, 1024, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, 1025, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, SIZE_MAX, NC_ALG_ALLREDUCE_RSAG, 1);
-    const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 5000);
-    CU_ASSERT_EQUAL(e->ch.f, 8192);
-    CU_ASSERT_EQUAL(e->ch.s, 64);
-    CU_ASSERT_EQUAL(e->ch.q, 2);
-    CU_ASSERT_EQUAL(e->ch.tree, NUMACOLL_TREE_KARY);
-    CU_ASSERT_EQUAL(e->ch.k, 2);
-    CU_ASSERT_EQUAL(e->line, nc__tune_builtin()->rules[1].line);
+    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(nc__tune_builtin(), 2, 1, 2, &tt), 0);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 16384)->ch.f, 16384);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 16384)->ch.s, 32);
+    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 16383)->ch.f, 2048);
     CU_ASSERT_PTR_NULL(nc__tune_lookup(&tt, NC_COLL_COUNT, 0));
     CU_ASSERT_PTR_NULL(nc__tune_lookup(NULL, NC_COLL_BCAST, 0));
     nc__tune_team_free(&tt);
@@ -419,22 +629,39 @@ static void test_round_trip(void)
 
 static void test_format(void)
 {
-    const nc__tune_table_t *b = nc__tune_builtin();
     char buf[256];
-    int n = nc__tune_format_rule(&b->rules[1], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=168-16383 alg=pipelined "
-                                "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
+    int n = nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 3, 168, OV_0),
+                                 buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=168-16383 over=0 "
+                                "alg=pipelined f=8K s=64 q=2 tree=kary k=2 "
+                                "copy=adapt");
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
-    CU_ASSERT_EQUAL(nc__tune_format_rule(&b->rules[4], buf, sizeof buf),
+    nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 3, 0, OV_1), buf,
+                         sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=0-167    over=1 "
+                                "alg=inline tree=flat k=2");
+    nc__tune_format_rule(builtin_rule(NC_COLL_REDUCE, 3, 113, OV_1), buf,
+                         sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "reduce     p=3-*  size=113-65535 over=1 "
+                                "alg=pipelined f=128K s=4 k=8 copy=adapt");
+    CU_ASSERT_EQUAL(nc__tune_format_rule(builtin_rule(NC_COLL_ALLREDUCE, 3, 0,
+                                                      OV_ANY), buf, sizeof buf),
                     (int)strlen("allreduce  p=3-*  size=0-191    alg=inline"));
     CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=3-*  size=0-191    alg=inline");
-    nc__tune_format_rule(&b->rules[2], buf, sizeof buf);
+    nc__tune_format_rule(builtin_rule(NC_COLL_BARRIER, 1, 0, OV_ANY), buf,
+                         sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=dissem k=64");
-    nc__tune_format_rule(&b->rules[7], buf, sizeof buf);
+    nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 1, 128 * 1024, OV_ANY),
+                         buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "
                                 "f=32K s=16 q=2 tree=kary k=2 copy=adapt");
-    nc__tune_format_rule(&b->rules[42], buf, sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=16K-131071 alg=pipelined "
+    nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 1, 16 * 1024, OV_ANY),
+                         buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-2  size=16K-131071 alg=pipelined "
+                                "f=16K s=32 q=2 tree=kary k=2 copy=adapt");
+    nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 3, 16 * 1024, OV_ANY),
+                         buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "bcast      p=3-*  size=16K-131071 alg=pipelined "
                                 "f=8K s=64 q=2 tree=kary k=2 copy=adapt");
 
     nc__tune_rule_t r = rule(NC_COLL_REDUCE, 4, 4, 1536, (size_t)5 << 30,
@@ -964,100 +1191,123 @@ static void test_resolve_custom(void)
     char errs[512];
     CU_ASSERT_EQUAL_FATAL(nc__tune_load("tests/tune/custom.txt", &t, errs,
                                         sizeof errs), 0);
-    nc__tune_team_t tt;
+    enum { KI = 1024, MI = 1024 * 1024 };
+    /* The table's rules name no verdict: they apply to both, and only the
+     * built-in rules around them follow it. */
+    for (unsigned over = 0; over <= 1; over++) {
+        unsigned ov = over ? OV_1 : OV_0;
+        nc__tune_team_t tt;
 
-    /* p=4 on 2 nodes: the numa Bcast rule for 64 .. 64K, built-in around */
-    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 4, 2, 2, &tt), 0);
-    check_covers(&tt);
-    AT(&tt, BCAST, 0, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 56, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 57, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 63, NC_ALG_BCAST_INLINE, 1);
-    AT(&tt, BCAST, 64, NC_ALG_BCAST_PIPELINED, 0);
-    AT(&tt, BCAST, 65, NC_ALG_BCAST_PIPELINED, 0);
-    AT(&tt, BCAST, 65535, NC_ALG_BCAST_PIPELINED, 0);
-    AT(&tt, BCAST, 65536, NC_ALG_BCAST_PIPELINED, 0);
-    AT(&tt, BCAST, 65537, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
-    const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 64);
-    CU_ASSERT_EQUAL(e->lo, 64);
-    CU_ASSERT_EQUAL(e->hi, 65536);
-    CU_ASSERT_EQUAL(e->ch.tree, NUMACOLL_TREE_NUMA);
-    CU_ASSERT_EQUAL(e->ch.k, 4);
-    CU_ASSERT_EQUAL(e->line, 5);
-    /* the built-in inline rule, cut at the table's rule */
-    e = nc__tune_lookup(&tt, NC_COLL_BCAST, 63);
-    CU_ASSERT_EQUAL(e->lo, 0);
-    CU_ASSERT_EQUAL(e->hi, 63);
-    CU_ASSERT_EQUAL(e->ch.alg, NC_ALG_BCAST_INLINE);
-    e = nc__tune_lookup(&tt, NC_COLL_BCAST, 65537);
-    CU_ASSERT_EQUAL(e->lo, 65537);
-    CU_ASSERT_EQUAL(e->hi, 131071);
-    e = nc__tune_lookup(&tt, NC_COLL_BCAST, 131072);
-    CU_ASSERT_EQUAL(e->lo, 131072);
-    CU_ASSERT_EQUAL(e->hi, 4194303);
-    e = nc__tune_lookup(&tt, NC_COLL_BCAST, 4194304);
-    CU_ASSERT_EQUAL(e->lo, 4194304);
-    CU_ASSERT_EQUAL(e->hi, SIZE_MAX);
-    /* barrier p=8-* does not apply at p=4: the built-in dissemination */
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 64);
-    /* reduce 4K .. 1M (ppn 2 is within 1-8) */
-    AT(&tt, REDUCE, 4095, NC_ALG_REDUCE_PIPELINED, 1);
-    AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 0);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, 4096)->ch.f, 262144);
-    AT(&tt, REDUCE, 1 << 20, NC_ALG_REDUCE_PIPELINED, 0);
-    AT(&tt, REDUCE, (1 << 20) + 1, NC_ALG_REDUCE_PIPELINED, 1);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, (1 << 20) + 1)->ch.f,
-                    131072);
-    /* allreduce: the gaps around 2K .. 16K are the built-in rules, cut */
-    AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 191, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 192, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, 2047, NC_ALG_ALLREDUCE_RSAG, 1);
-    AT(&tt, ALLREDUCE, 2048, NC_ALG_ALLREDUCE_RSAG, 0);
-    AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 0);
-    AT(&tt, ALLREDUCE, 16385, NC_ALG_ALLREDUCE_RSAG, 1);
-    e = nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2047);
-    CU_ASSERT_EQUAL(e->lo, 192);
-    CU_ASSERT_EQUAL(e->hi, 2047);
-    CU_ASSERT_EQUAL(e->ch.f, 131072);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2048)->ch.s, 2);
-    /* ... and above 16K the built-in rsag rules, split at 512K (adapt) */
-    AT(&tt, ALLREDUCE, 524287, NC_ALG_ALLREDUCE_RSAG, 1);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524287)->ch.copy,
-                    NC_COPY_ADAPT);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
-                    NC_COPY_ADAPT);
-    CU_ASSERT_EQUAL(tt.n[NC_COLL_ALLREDUCE], 5);
-    nc__tune_team_free(&tt);
+        /* p=4 on 2 nodes: the numa Bcast rule for 64 .. 64K, built-in
+         * around, the inline rule cut at the table's rule */
+        CU_ASSERT_EQUAL_FATAL(resolve_over(&t, 4, 2, 2, over, &tt), 0);
+        check_covers(&tt);
+        const span_t bcast[] = {
+            {0, 63, 3, 0, ov, 0},
+            {64, 64 * KI, .tline = 5},
+            {64 * KI + 1, 128 * KI - 1, 3, 16 * KI, OV_ANY, 0},
+            {128 * KI, 4 * MI - 1, 1, 128 * KI, OV_ANY, 0},
+            {4 * MI, Z, 1, 4 * MI, OV_ANY, 0}};
+        SPANS(&tt, BCAST, bcast);
+        AT(&tt, BCAST, 56, NC_ALG_BCAST_INLINE, 1);
+        AT(&tt, BCAST, 63, NC_ALG_BCAST_INLINE, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 63)->ch.tree,
+                        over ? NUMACOLL_TREE_FLAT : NUMACOLL_TREE_KARY);
+        AT(&tt, BCAST, 64, NC_ALG_BCAST_PIPELINED, 0);
+        AT(&tt, BCAST, 65536, NC_ALG_BCAST_PIPELINED, 0);
+        AT(&tt, BCAST, 65537, NC_ALG_BCAST_PIPELINED, 1);
+        AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 1);
+        const nc__tune_entry_t *e = nc__tune_lookup(&tt, NC_COLL_BCAST, 64);
+        CU_ASSERT_EQUAL(e->ch.tree, NUMACOLL_TREE_NUMA);
+        CU_ASSERT_EQUAL(e->ch.k, 4);
+        /* barrier p=8-* does not apply at p=4: the built-in dissemination */
+        AT(&tt, BARRIER, 0, NC_ALG_BARRIER_DISSEM, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 64);
+        /* reduce 4K .. 1M (ppn 2 is within 1-8): it hides the built-in
+         * split at 64K */
+        const span_t reduce[] = {
+            {0, 112, 3, 0, OV_ANY, 0},
+            {113, 4 * KI - 1, 3, 113, ov, 0},
+            {4 * KI, MI, .tline = 8},
+            {MI + 1, Z, 3, 64 * KI, OV_ANY, 0}};
+        SPANS(&tt, REDUCE, reduce);
+        AT(&tt, REDUCE, 4095, NC_ALG_REDUCE_PIPELINED, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, 4095)->ch.k,
+                        over ? 8u : 2u);
+        AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 0);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, 4096)->ch.f, 262144);
+        AT(&tt, REDUCE, (1 << 20) + 1, NC_ALG_REDUCE_PIPELINED, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_REDUCE, (1 << 20) + 1)->ch.f,
+                        131072);
+        /* allreduce: the gaps around 2K .. 16K are the built-in rules, cut;
+         * above 16K the built-in rsag rules, split at 512K */
+        const span_t allreduce[] = {
+            {0, 191, 3, 0, OV_ANY, 0},
+            {192, 2 * KI - 1, 3, 192, ov, 0},
+            {2 * KI, 16 * KI, .tline = 10},
+            {16 * KI + 1, 512 * KI - 1, 3, 4 * KI, OV_ANY, 0},
+            {512 * KI, Z, 1, 512 * KI, OV_ANY, 0}};
+        SPANS(&tt, ALLREDUCE, allreduce);
+        AT(&tt, ALLREDUCE, 192, over ? NC_ALG_ALLREDUCE_ALLFOLD
+                                     : NC_ALG_ALLREDUCE_RSAG, 1);
+        AT(&tt, ALLREDUCE, 2047, over ? NC_ALG_ALLREDUCE_ALLFOLD
+                                      : NC_ALG_ALLREDUCE_RSAG, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2047)->ch.f,
+                        over ? 16384u : 131072u);
+        AT(&tt, ALLREDUCE, 2048, NC_ALG_ALLREDUCE_RSAG, 0);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 2048)->ch.s, 2);
+        AT(&tt, ALLREDUCE, 16385, NC_ALG_ALLREDUCE_RSAG, 1);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524287)->ch.copy,
+                        NC_COPY_ADAPT);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_ALLREDUCE, 524288)->ch.copy,
+                        NC_COPY_ADAPT);
+        nc__tune_team_free(&tt);
 
-    /* p=20, one node: the large-message Bcast rule from 1M, barrier k=8,
-     * reduce rule gone (ppn 20 > 8): the built-in ones */
-    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 20, 1, 20, &tt), 0);
-    check_covers(&tt);
-    AT(&tt, BCAST, (1 << 20) - 1, NC_ALG_BCAST_PIPELINED, 1);
-    AT(&tt, BCAST, 1 << 20, NC_ALG_BCAST_PIPELINED, 0);
-    AT(&tt, BCAST, SIZE_MAX, NC_ALG_BCAST_PIPELINED, 0);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, SIZE_MAX)->ch.tree,
-                    NUMACOLL_TREE_KNOMIAL);
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 0);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 8);
-    CU_ASSERT_EQUAL(tt.n[NC_COLL_REDUCE], 2);   /* inline, then pipelined */
-    AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 1);
-    nc__tune_team_free(&tt);
+        /* p=20, one node: the large-message Bcast rule from 1M, barrier
+         * k=8, reduce rule gone (ppn 20 > 8): the built-in ones */
+        CU_ASSERT_EQUAL_FATAL(resolve_over(&t, 20, 1, 20, over, &tt), 0);
+        check_covers(&tt);
+        const span_t bcast20[] = {
+            {0, 167, 3, 0, ov, 0},
+            {168, 16 * KI - 1, 3, 168, ov, 0},
+            {16 * KI, 128 * KI - 1, 3, 16 * KI, OV_ANY, 0},
+            {128 * KI, MI - 1, 1, 128 * KI, OV_ANY, 0},
+            {MI, Z, .tline = 6}};
+        SPANS(&tt, BCAST, bcast20);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, SIZE_MAX)->ch.tree,
+                        NUMACOLL_TREE_KNOMIAL);
+        static const span_t barrier20[] = {{0, Z, .tline = 7}};
+        SPANS(&tt, BARRIER, barrier20);
+        AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 0);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BARRIER, 0)->ch.k, 8);
+        /* inline, then pipelined, split at 64K */
+        const span_t reduce20[] = {
+            {0, 112, 3, 0, OV_ANY, 0},
+            {113, 64 * KI - 1, 3, 113, ov, 0},
+            {64 * KI, Z, 3, 64 * KI, OV_ANY, 0}};
+        SPANS(&tt, REDUCE, reduce20);
+        AT(&tt, REDUCE, 4096, NC_ALG_REDUCE_PIPELINED, 1);
+        nc__tune_team_free(&tt);
 
-    /* p=1: only the allreduce inline rule (0-56) of the table applies */
-    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 1, 1, 1, &tt), 0);
-    check_covers(&tt);
-    AT(&tt, ALLREDUCE, 0, NC_ALG_ALLREDUCE_INLINE, 0);
-    AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
-    AT(&tt, ALLREDUCE, 57, NC_ALG_ALLREDUCE_INLINE, 1);
-    AT(&tt, ALLREDUCE, 255, NC_ALG_ALLREDUCE_INLINE, 1);   /* p <= 2 */
-    AT(&tt, ALLREDUCE, 256, NC_ALG_ALLREDUCE_ALLFOLD, 1);
-    AT(&tt, ALLREDUCE, 16383, NC_ALG_ALLREDUCE_ALLFOLD, 1);
-    AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 1);
-    nc__tune_team_free(&tt);
+        /* p=1: only the allreduce inline rule (0-56) of the table applies;
+         * p <= 2 built-in rules take no verdict */
+        CU_ASSERT_EQUAL_FATAL(resolve_over(&t, 1, 1, 1, over, &tt), 0);
+        check_covers(&tt);
+        static const span_t allreduce1[] = {
+            {0, 56, .tline = 9},
+            {57, 255, 1, 0, OV_ANY, 0},
+            {256, 4 * KI - 1, 1, 256, OV_ANY, 0},
+            {4 * KI, 16 * KI - 1, 1, 4 * KI, OV_ANY, 0},
+            {16 * KI, 512 * KI - 1, 1, 16 * KI, OV_ANY, 0},
+            {512 * KI, Z, 1, 512 * KI, OV_ANY, 0}};
+        SPANS(&tt, ALLREDUCE, allreduce1);
+        AT(&tt, ALLREDUCE, 56, NC_ALG_ALLREDUCE_INLINE, 0);
+        AT(&tt, ALLREDUCE, 255, NC_ALG_ALLREDUCE_INLINE, 1);
+        AT(&tt, ALLREDUCE, 256, NC_ALG_ALLREDUCE_ALLFOLD, 1);
+        AT(&tt, ALLREDUCE, 16383, NC_ALG_ALLREDUCE_ALLFOLD, 1);
+        AT(&tt, ALLREDUCE, 16384, NC_ALG_ALLREDUCE_RSAG, 1);
+        nc__tune_team_free(&tt);
+    }
     nc__tune_free(&t);
 }
 
@@ -1070,43 +1320,31 @@ static void test_resolve_gaps(void)
         "bcast p=1-* size=1G-* alg=pipelined f=1M s=2 q=1 tree=chain k=2\n"
         "barrier p=3 alg=tree k=3\n");
     nc__tune_team_t tt;
-    CU_ASSERT_EQUAL_FATAL(nc__tune_resolve(&t, 3, 1, 3, &tt), 0);
-    check_covers(&tt);
-    CU_ASSERT_EQUAL_FATAL(tt.n[NC_COLL_BCAST], 7);
-    /* line: of the table, or the index + 1 of the built-in rule */
-    static const struct { size_t lo, hi; int builtin, line; } want[] = {
-        {0, 99, 1, 1}, {100, 199, 0, 1}, {200, 16383, 1, 2},
-        {16384, 131071, 1, 43}, {131072, (4u << 20) - 1, 1, 8},
-        {4u << 20, (1u << 30) - 1, 1, 44},
-        {1u << 30, SIZE_MAX, 0, 2},
-    };
-    const nc__tune_table_t *b = nc__tune_builtin();
-    for (int i = 0; i < 7; i++) {
-        const nc__tune_entry_t *e = &tt.e[NC_COLL_BCAST][i];
-        CU_ASSERT_EQUAL(e->lo, want[i].lo);
-        CU_ASSERT_EQUAL(e->hi, want[i].hi);
-        CU_ASSERT_EQUAL(e->builtin, want[i].builtin);
-        /* lines: of the table, or of the built-in rule it came from */
-        CU_ASSERT_EQUAL(e->line, want[i].builtin
-                                     ? b->rules[want[i].line - 1].line
-                                     : want[i].line);
-        /* lookup at lo-1, lo, hi, hi+1 */
-        CU_ASSERT_PTR_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, e->lo), e);
-        CU_ASSERT_PTR_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, e->hi), e);
-        if (e->lo > 0)
-            CU_ASSERT_PTR_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, e->lo - 1),
-                                e - 1);
-        if (e->hi < SIZE_MAX)
-            CU_ASSERT_PTR_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, e->hi + 1),
-                                e + 1);
+    for (unsigned over = 0; over <= 1; over++) {
+        unsigned ov = over ? OV_1 : OV_0;
+        CU_ASSERT_EQUAL_FATAL(resolve_over(&t, 3, 1, 3, over, &tt), 0);
+        check_covers(&tt);
+        /* tline: the table's line; 0: the built-in rule of those keys */
+        const span_t want[] = {
+            {0, 99, 3, 0, ov, 0},
+            {100, 199, .tline = 1},
+            {200, 16383, 3, 168, ov, 0},
+            {16384, 131071, 3, 16384, OV_ANY, 0},
+            {131072, (4u << 20) - 1, 1, 131072, OV_ANY, 0},
+            {4u << 20, (1u << 30) - 1, 1, 4u << 20, OV_ANY, 0},
+            {1u << 30, SIZE_MAX, .tline = 2}};
+        SPANS(&tt, BCAST, want);
+        int tree = over ? NUMACOLL_TREE_FLAT : NUMACOLL_TREE_KARY;
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 99)->ch.tree, tree);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 150)->ch.tree,
+                        NUMACOLL_TREE_FLAT);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 200)->ch.tree, tree);
+        CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 16384)->ch.tree,
+                        NUMACOLL_TREE_KARY);
+        AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 0);
+        AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_TREE, 0);
+        nc__tune_team_free(&tt);
     }
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 150)->ch.tree,
-                    NUMACOLL_TREE_FLAT);
-    CU_ASSERT_EQUAL(nc__tune_lookup(&tt, NC_COLL_BCAST, 200)->ch.tree,
-                    NUMACOLL_TREE_KARY);
-    AT(&tt, BARRIER, 0, NC_ALG_BARRIER_TREE, 0);
-    AT(&tt, BARRIER, SIZE_MAX, NC_ALG_BARRIER_TREE, 0);
-    nc__tune_team_free(&tt);
 
     /* a rule table built by hand may overlap: the earlier range wins */
     nc__tune_table_t h = {0};
