@@ -423,21 +423,19 @@ static void describe_where(int rank, int p, MPI_Comm comm, char *out,
  * whether numacoll actually ran the calls. Open MPI reports a counter
  * relative to when its handle was allocated, so the handles are made
  * before the run and read after it: the counts are this run's. */
-#define NPVARS 38
-/* pairs: the calls numacoll ran, those it handed back (two_level: calls
- * on communicators that span (virtual) nodes, whose node-local parts count
- * as the core's nonblocking calls too; it has no fallback counter) */
-static const char *const pvar_names[NPVARS] = {
-    "bcast", "bcast_fallback", "barrier", "barrier_fallback",
-    "reduce", "reduce_fallback", "allreduce", "allreduce_fallback",
-    "ibcast", "ibcast_fallback", "ireduce", "ireduce_fallback",
-    "iallreduce", "iallreduce_fallback", "ibarrier", "ibarrier_fallback",
-    "allgather", "allgather_fallback", "gather", "gather_fallback",
-    "scatter", "scatter_fallback", "alltoall", "alltoall_fallback",
-    "allgatherv", "allgatherv_fallback", "gatherv", "gatherv_fallback",
-    "alltoallv", "alltoallv_fallback", "reduce_scatter_block",
-    "reduce_scatter_block_fallback", "scan", "scan_fallback", "exscan",
-    "exscan_fallback", "two_level", "two_level_fallback"};
+/* per collective: the calls numacoll ran, those it handed back (its
+ * fallbacks) and those a tuning rule declined to the host (decline=1);
+ * two_level: calls on communicators that span (virtual) nodes, whose
+ * node-local parts count as the core's nonblocking calls too (it has no
+ * fallback or decline counter) */
+#define NCOLLS 19
+#define NPVARS (3 * NCOLLS)
+static const char *const coll_names[NCOLLS] = {
+    "bcast", "barrier", "reduce", "allreduce", "ibcast", "ireduce",
+    "iallreduce", "ibarrier", "allgather", "gather", "scatter", "alltoall",
+    "allgatherv", "gatherv", "alltoallv", "reduce_scatter_block", "scan",
+    "exscan", "two_level"};
+static const char *const kinds[3] = {"", "_fallback", "_declined"};
 
 typedef struct pvars {
     int on;
@@ -469,8 +467,8 @@ static void pvars_begin(pvars_t *pv)
         for (int k = 0; k < NPVARS; k++) {
             int count;
             char full[96];
-            snprintf(full, sizeof full, "coll_numacoll_%s_count",
-                     pvar_names[k]);
+            snprintf(full, sizeof full, "coll_numacoll_%s%s_count",
+                     coll_names[k / 3], kinds[k % 3]);
             if (strcmp(name, full) != 0 ||
                 dt != MPI_UNSIGNED_LONG_LONG ||
                 MPI_T_pvar_handle_alloc(pv->sess, i, NULL, &pv->h[k],
@@ -501,20 +499,24 @@ static void pvars_end(pvars_t *pv, char *out, size_t len)
     MPI_T_finalize();
     if (!any || !out)
         return;
-    /* the totals, then each collective that had calls: ran/handed back */
-    unsigned long long ran = 0, back = 0;
-    for (int k = 0; k < NPVARS; k += 2) {
+    /* the totals, then each collective that had calls: ran/handed
+     * back/declined */
+    unsigned long long ran = 0, back = 0, decl = 0;
+    for (int k = 0; k < NPVARS; k += 3) {
         ran += val[k];
         back += val[k + 1];
+        decl += val[k + 2];
     }
     size_t o = (size_t)snprintf(out, len, "numacoll component (MPI_T, rank "
                                 "0, this run): %llu calls through numacoll, "
-                                "%llu handed back (ran/handed back:", ran,
-                                back);
-    for (int k = 0; k < NPVARS && o < len; k += 2)
-        if (val[k] || val[k + 1])
-            o += (size_t)snprintf(out + o, len - o, " %s %llu/%llu",
-                                  pvar_names[k], val[k], val[k + 1]);
+                                "%llu handed back, %llu declined by a rule "
+                                "(ran/handed back/declined:", ran, back,
+                                decl);
+    for (int k = 0; k < NPVARS && o < len; k += 3)
+        if (val[k] || val[k + 1] || val[k + 2])
+            o += (size_t)snprintf(out + o, len - o, " %s %llu/%llu/%llu",
+                                  coll_names[k / 3], val[k], val[k + 1],
+                                  val[k + 2]);
     if (o < len)
         snprintf(out + o, len - o, ")");
 }
