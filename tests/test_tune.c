@@ -146,7 +146,7 @@ static void test_builtin_rules(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_EQUAL(nc__tune_builtin(), b);  /* parsed once */
     CU_ASSERT_STRING_EQUAL(b->source, "built-in");
-    enum { NRULES = 66 };
+    enum { NRULES = 63 };
     CU_ASSERT_EQUAL_FATAL(b->n, NRULES);
     nc__tune_rule_t want[NRULES];
     int nw = 0;
@@ -156,7 +156,6 @@ static void test_builtin_rules(void)
      * 4 KiB; at p <= 2 the verdict changes nothing.
      * {coll, p_lo, p_hi, size_lo, size_hi, over, choice} */
 #define CH(alg, f, s, q, tree, k, copy) {alg, f, s, q, tree, k, copy, 0, {0}, 0, 0}
-#define CHD(alg, f, s, q, tree, k, copy) {alg, f, s, q, tree, k, copy, 0, {0}, 0, 1}
     enum { KARY = NUMACOLL_TREE_KARY, FLAT = NUMACOLL_TREE_FLAT };
     enum { KI = 1024, MI = 1024 * 1024 };
     static const struct {
@@ -189,15 +188,7 @@ static void test_builtin_rules(void)
          CH(NC_ALG_BCAST_PIPELINED, 32 * KI, 16, 2, KARY, 2, NC_COPY_ADAPT)},
         {NC_COLL_BCAST, 1, U, 4 * MI, Z, OV_ANY,
          CH(NC_ALG_BCAST_PIPELINED, 32 * KI, 16, 2, KARY, 2, NC_COPY_NTADAPT)},
-        /* an oversubscribed team of 3-4 declines it to the host's own
-         * (its exit order lets the calls after it run sooner there) */
-        {NC_COLL_BARRIER, 1, 2, 0, Z, OV_ANY,
-         CH(NC_ALG_BARRIER_DISSEM, 0, 0, 0, -1, 64, NC_COPY_AUTO)},
-        {NC_COLL_BARRIER, 3, 4, 0, Z, OV_0,
-         CH(NC_ALG_BARRIER_DISSEM, 0, 0, 0, -1, 64, NC_COPY_AUTO)},
-        {NC_COLL_BARRIER, 3, 4, 0, Z, OV_1,
-         CHD(NC_ALG_BARRIER_DISSEM, 0, 0, 0, -1, 64, NC_COPY_AUTO)},
-        {NC_COLL_BARRIER, 5, U, 0, Z, OV_ANY,
+        {NC_COLL_BARRIER, 1, U, 0, Z, OV_ANY,
          CH(NC_ALG_BARRIER_DISSEM, 0, 0, 0, -1, 64, NC_COPY_AUTO)},
         /* p <= 2: inline up to 511 bytes */
         {NC_COLL_REDUCE, 1, 2, 0, 511, OV_ANY,
@@ -467,9 +458,7 @@ static void test_builtin_lookup(void)
             {4 * KI, 16 * KI - 1, 1, 4 * KI, OV_ANY, 0},
             {16 * KI, 512 * KI - 1, 1, 16 * KI, OV_ANY, 0},
             {512 * KI, Z, 1, 512 * KI, OV_ANY, 0}};
-        static const span_t barrier2[] = {{0, Z, 1, 0, OV_ANY, 0}};
-        const span_t barrier3[] = {{0, Z, 3, 0, ov, 0}};
-        static const span_t barrier5[] = {{0, Z, 5, 0, OV_ANY, 0}};
+        static const span_t barrier[] = {{0, Z, 1, 0, OV_ANY, 0}};
         static const unsigned ps[] = {1, 2, 3, 4, 64};
         for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
             nc__tune_team_t tt;
@@ -479,16 +468,12 @@ static void test_builtin_lookup(void)
                 SPANS(&tt, BCAST, bcast3);
                 SPANS(&tt, REDUCE, reduce3);
                 SPANS(&tt, ALLREDUCE, allreduce3);
-                if (ps[i] <= 4)
-                    SPANS(&tt, BARRIER, barrier3);
-                else
-                    SPANS(&tt, BARRIER, barrier5);
             } else {
                 SPANS(&tt, BCAST, bcast2);
                 SPANS(&tt, REDUCE, reduce2);
                 SPANS(&tt, ALLREDUCE, allreduce2);
-                SPANS(&tt, BARRIER, barrier2);
             }
+            SPANS(&tt, BARRIER, barrier);
             nc__tune_team_free(&tt);
         }
 
@@ -665,11 +650,7 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(buf, "allreduce  p=3-*  size=0-191    alg=inline");
     nc__tune_format_rule(builtin_rule(NC_COLL_BARRIER, 1, 0, OV_ANY), buf,
                          sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-2  size=*        alg=dissem k=64");
-    nc__tune_format_rule(builtin_rule(NC_COLL_BARRIER, 3, 0, OV_1), buf,
-                         sizeof buf);
-    CU_ASSERT_STRING_EQUAL(buf, "barrier    p=3-4  size=*        over=1 "
-                                "alg=dissem k=64 decline=1");
+    CU_ASSERT_STRING_EQUAL(buf, "barrier    p=1-*  size=*        alg=dissem k=64");
     nc__tune_format_rule(builtin_rule(NC_COLL_BCAST, 1, 128 * 1024, OV_ANY),
                          buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "bcast      p=1-*  size=128K-4194303 alg=pipelined "

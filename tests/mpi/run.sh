@@ -133,13 +133,7 @@ mpi() {
     label=$1 path=$2 np=$3
     shift 3
     t0=$(now)
-    # with the component: tests/mpi/tuning-barrier.txt, unless TABLE says
-    # otherwise ("" for the built-in table); a --mca on the command line
-    # wins over it
-    table=
-    [ "$path" != "$WITH_PATH" ] || table=${TABLE-$ROOT/tests/mpi/tuning-barrier.txt}
     OMPI_MCA_mca_base_component_path=$path \
-    OMPI_MCA_coll_numacoll_tuning_file=$table \
         timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
     rc=$?
     # One more try only for a failure of Open MPI's own that the run's log
@@ -149,7 +143,6 @@ mpi() {
         tail -n 8 "$LOG" | sed 's/^/    | /'
         label="$label (retried: $retry_why)"
         OMPI_MCA_mca_base_component_path=$path \
-        OMPI_MCA_coll_numacoll_tuning_file=$table \
             timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$np" "$@" >"$LOG" 2>&1
         rc=$?
     fi
@@ -583,26 +576,9 @@ for t in bcast_types reduce_ops; do
         --mca coll_numacoll_tuning_file "$MIXED" "$BIN/$t"
 done
 must="tuning table $MIXED"
-TABLE= mpi "NUMACOLL_TUNING_FILE: mixed rules, np=4 barrier_order" \
-    "$WITH_PATH" 4 $FORCE -x NUMACOLL_EXPECT=core \
-    -x NUMACOLL_TUNING_FILE="$MIXED" --mca coll_base_verbose 10 \
-    "$BIN/barrier_order"
-# The built-in table on an oversubscribed communicator (np 4 on fewer
-# CPUs, or Open MPI yielding when idle, as here): the Barrier goes to
-# tuned by its decline=1 rule, counted as declined, not handed back
-# (numacoll-bench-mpi's MPI_T line: ran/handed back/declined); at np 2
-# the rule does not apply.
-builtin_barrier() {  # <np> <grep pattern of the barrier counts>
-    OMPI_MCA_mca_base_component_path=$WITH_PATH \
-        timeout "$TIMEOUT" mpirun $MPIRUN_ARGS -np "$1" $FORCE \
-        "$BUILD/numacoll-bench-mpi" --ops barrier --reps 2 --iters 20 \
-        2>&1 | tee /dev/stderr | grep -q " barrier $2"
-}
-check "built-in table, np=4 oversubscribed: Barrier declined to tuned" \
-    builtin_barrier 4 '0/0/[1-9]'
-check "built-in table, np=2: Barrier run by numacoll" \
-    builtin_barrier 2 '[1-9][0-9]*/0/0'
-
+mpi "NUMACOLL_TUNING_FILE: mixed rules, np=4 barrier_order" "$WITH_PATH" 4 \
+    $FORCE -x NUMACOLL_EXPECT=core -x NUMACOLL_TUNING_FILE="$MIXED" \
+    --mca coll_base_verbose 10 "$BIN/barrier_order"
 # decline=1: the calls its rules cover go to the previous component,
 # counted apart from the fallbacks (decline.c checks the counters).
 for np in 2 3; do
