@@ -775,7 +775,6 @@ static void wait_policy(numacoll_team_t *t, const loc_msg_t *all)
     for (int i = 0; i < NC_CPU_WORDS; i++)
         cpus += __builtin_popcountll(uni[i]);
     t->oversub = (cpus > 0 && cpus < t->p) || asked;
-    t->wake = t->oversub;
     t->wait_pol = t->cfg.wait_policy >= 0
                       ? t->cfg.wait_policy
                       : t->oversub ? NC_WAIT_SLEEP : NC_WAIT_SPIN;
@@ -1110,7 +1109,8 @@ static int team_create(const numacoll_bootstrap_t *b,
             shape_differs = 1;
             snprintf(msg, sizeof msg, "numacoll: rank %d has other shape "
                      "parameters (all but spin_count, timeout_ms, "
-                     "mem_budget, verbose, pu) than rank 0", r);
+                     "mem_budget, verbose, pu, wait_policy) than rank 0",
+                     r);
         }
     if (rc == NUMACOLL_OK)
         wait_policy(t, all);

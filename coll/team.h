@@ -216,12 +216,13 @@ typedef struct nc__team_tree {
 
 struct numacoll_team {
     int rank, p;
-    int oversub;                /* 1: more ranks than CPUs (coll/team.c) */
+    /* 1: more ranks than CPUs, or some rank asked to sleep (coll/team.c):
+     * some rank may sleep, so writers wake sleepers (the same on every
+     * rank) */
+    int oversub;
     /* The wait policy in force on this rank (numacoll_config_t's
-     * wait_policy, auto resolved: NC_WAIT_SPIN, _YIELD or _SLEEP), and
-     * whether writers must wake sleepers: some rank of the team may sleep
-     * (the same on every rank). */
-    int wait_pol, wake;
+     * wait_policy, auto resolved: NC_WAIT_SPIN, _YIELD or _SLEEP) */
+    int wait_pol;
     numacoll_config_t cfg;
     char topology[512];         /* cfg.topology points here when given */
     numacoll_locality_t *loc;   /* [p] */

@@ -35,7 +35,7 @@ void nc__team_abort(numacoll_team_t *t, int status)
         atomic_store_explicit(&t->hdr->abort_rank, t->rank,
                               memory_order_release);
     /* sleepers look at the abort word when they wake */
-    if (t->wake)
+    if (t->oversub)
         nc__wake_slow(t, 1);
 }
 

@@ -42,10 +42,10 @@ static inline int nc__cond_holds(uint64_t v, nc__wait_cond_t c, uint64_t arg)
 void nc__wake_slow(numacoll_team_t *t, int all);
 
 /* After stores another rank may wait for: free unless some rank of the
- * team may sleep (t->wake, agreed at creation). */
+ * team may sleep (t->oversub, agreed at creation). */
 static inline void nc__wake(numacoll_team_t *t)
 {
-    if (t->wake)
+    if (t->oversub)
         nc__wake_slow(t, 0);
 }
 
