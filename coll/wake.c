@@ -54,15 +54,16 @@ void nc__wake_slow(numacoll_team_t *t, int all)
 int nc__sleep(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
               uint64_t arg, uint64_t *seen, unsigned tick_us)
 {
-    const unsigned char *p = (const unsigned char *)w;
-    if (p < t->base || p + sizeof *w > t->base + t->layout.total)
+    /* as integers: a word outside the segment is no object of it */
+    const uintptr_t base = (uintptr_t)t->base, at = (uintptr_t)w;
+    if (at < base || at - base + sizeof *w > t->layout.total)
         return -1;
     nc__sync_t *me = nc__sync(t, t->rank);
     const uint32_t bell = atomic_load_explicit(&me->bell,
                                                memory_order_acquire);
     atomic_store_explicit(&me->sleep_arg, arg, memory_order_relaxed);
     atomic_store_explicit(&me->sleep_on,
-                          (uint64_t)(p - t->base) * 8 + (uint64_t)c + 1,
+                          (uint64_t)(at - base) * 8 + (uint64_t)c + 1,
                           memory_order_release);
     atomic_fetch_add_explicit(&t->hdr->sleepers, 1, memory_order_seq_cst);
     const uint64_t v = atomic_load_explicit(w, memory_order_seq_cst);
