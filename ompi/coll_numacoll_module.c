@@ -586,7 +586,7 @@ static void nc_setup(nc_module_t *m)
     /* Open MPI yields when idle where it found the node oversubscribed
      * (more processes than slots), which no affinity mask of this
      * communicator's ranks may show (a split of a larger job): auto then
-     * asks for sleeping waits (docs/ompi.md, Waiting) */
+     * asks for sleeping waits (docs/usage.md, "Waiting") */
     if (cfg.wait_policy < 0 && opal_progress_yield_when_idle)
         cfg.wait_policy = 2;
 
