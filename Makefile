@@ -60,6 +60,7 @@ LIB_SRCS = \
 	coll/config.c \
 	coll/wait.c \
 	coll/wake.c \
+	coll/grow.c \
 	coll/copy.c \
 	coll/cma.c \
 	coll/call.c \
@@ -115,6 +116,7 @@ TEST_SRCS = \
 	tests/test_bcast.c \
 	tests/test_inline.c \
 	tests/test_seg.c \
+	tests/test_grow.c \
 	tests/test_reduce.c \
 	tests/test_bench.c \
 	tests/test_tune.c \

@@ -740,6 +740,11 @@ void nc__team_reset_state(numacoll_team_t *t)
     memset(t->base + nc__layout_rank_off(&t->layout, t->rank), 0,
            t->layout.red_ctrl_off +
                (size_t)t->layout.prm.rs * NC_RED_SLOT_LINES * NC_CACHE_LINE);
+    /* ... but a team staged for good stays so: a rank that left its last
+     * vote in the mismatch votes again, and counts this rank's mark */
+    if (t->staged)
+        atomic_store_explicit(&nc__sync(t, t->rank)->grow, NC_GROW_STAGED,
+                              memory_order_relaxed);
     if (t->rank == 0)
         for (unsigned k = 0; k < t->q_max; k++) {
             nc__bank_t *b = &t->banks[k];

@@ -19,12 +19,13 @@
 static const size_t known_sizes[] = {
     offsetof(numacoll_config_t, tuning_text) + sizeof(const char *), /* 0.1 */
     offsetof(numacoll_config_t, relay) + sizeof(int),                /* 0.2 */
-    sizeof(numacoll_config_t),                                       /* 0.3 */
+    offsetof(numacoll_config_t, wait_policy) + sizeof(int),          /* 0.3 */
+    sizeof(numacoll_config_t),                                       /* 0.4 */
 };
 /* The last field decides the size (with its padding): a field added after
- * wait_policy must add a line above. */
+ * node_budget must add a line above. */
 _Static_assert(sizeof(numacoll_config_t) ==
-                   (offsetof(numacoll_config_t, wait_policy) + sizeof(int) +
+                   (offsetof(numacoll_config_t, node_budget) + sizeof(size_t) +
                     _Alignof(numacoll_config_t) - 1) /
                        _Alignof(numacoll_config_t) *
                        _Alignof(numacoll_config_t),
@@ -181,7 +182,7 @@ int numacoll_config_param_is_local(const char *name)
 {
     static const char *const local[] = {"spin_count", "timeout_ms",
                                         "mem_budget", "verbose", "pu",
-                                        "wait_policy"};
+                                        "wait_policy", "node_budget"};
     for (size_t i = 0; name && i < sizeof local / sizeof local[0]; i++)
         if (strcmp(name, local[i]) == 0)
             return 1;

@@ -155,10 +155,20 @@ typedef struct nc__op {
     int begun;                    /* numbered (nc__call_begin)            */
     int phase;                    /* the algorithm's: 0 = not started     */
     int sub;                      /* a composite's part (reduce_bcast)    */
+    /* The vote that gives the team its staging first (coll/grow.c): 1
+     * while due; the next rank whose vote it reads; a no seen so far */
+    int grow;
+    int grow_r, grow_no;
     nc__bcast_pos_t b;
     nc__red_pos_t r;
     nc__ga_pos_t g;
 } nc__op_t;
+
+/* The vote of a call that needs the team's staging before the team has
+ * it (coll/grow.c), as a step: NUMACOLL_OK once every rank's staging has
+ * pages, NC_AGAIN, NUMACOLL_ERR_NOSPACE when some rank found no room
+ * (every rank returns it: the call is not run), or a wait's failure. */
+int nc__grow_step(numacoll_team_t *t, nc__op_t *o);
 
 /* Step of a whole call: numbers it first (refusing it there when bad),
  * then runs the algorithm's steps; on completion counts it. */

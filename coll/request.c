@@ -751,6 +751,42 @@ NC_INLINE int run(numacoll_team_t *t, nc__op_t *o)
     }
 }
 
+static int alg_inline(int alg)
+{
+    switch (alg) {
+    case NC_ALG_BCAST_INLINE:
+    case NC_ALG_REDUCE_INLINE:
+    case NC_ALG_ALLREDUCE_INLINE:
+    case NC_ALG_ALLGATHER_INLINE:
+    case NC_ALG_GATHER_INLINE:
+    case NC_ALG_SCATTER_INLINE:
+    case NC_ALG_ALLTOALL_INLINE:
+    case NC_ALG_REDUCE_SCATTER_INLINE:
+    case NC_ALG_SCAN_INLINE:
+    case NC_ALG_EXSCAN_INLINE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the made call o may touch the queues or staging slots (the team
+ * grows them first, coll/grow.c): from its signature and the rules, so
+ * alike on every rank. Only the inline algorithms keep to the control
+ * lines, and only where their rule is inline too (a Scatterv or
+ * Alltoallv tried inline falls back to its rule; single copy falls back
+ * to the staged algorithms where it cannot run). */
+static int needs_staging(const numacoll_team_t *t, const nc__op_t *o)
+{
+    if (t->p == 1 || o->coll == NC_COLL_BARRIER)
+        return 0;
+    if (o->coll == NC_COLL_BCAST)
+        return o->bc.nbytes > 0 && !alg_inline(o->bc.alg);
+    if (!is_ga(o->coll) && o->count == 0)
+        return 0;   /* it meets the others in the inline lines */
+    return !alg_inline(o->alg) || (o->ch && !alg_inline((int)o->ch->alg));
+}
+
 /* nc__op_step, here for the blocking calls to inline */
 static inline int op_step(numacoll_team_t *t, nc__op_t *o)
 {
@@ -759,7 +795,10 @@ static inline int op_step(numacoll_team_t *t, nc__op_t *o)
         if ((rc = begin(t, o)) != NUMACOLL_OK)
             return rc;
         o->begun = 1;
+        o->grow = !t->staged && needs_staging(t, o);
     }
+    if (o->grow && (rc = nc__grow_step(t, o)) != NUMACOLL_OK)
+        return rc;
     if ((rc = run(t, o)) != NUMACOLL_OK)
         return rc;
     if (o->coll == NC_COLL_BCAST && o->bc.io.failed)
@@ -1169,7 +1208,9 @@ static int alltoallv_fast(numacoll_team_t *t, const void *sendbuf,
 {
     const size_t max = t->red->a2av_max;
     const int me = t->rank;
+    /* (its rule's staging may be missing: the general path grows it) */
     if (!t->red->a2av_try || !max || t->p < 2 || t->rq_head || !sendbuf ||
+        !t->staged ||
         sendbuf == NUMACOLL_IN_PLACE || !recvbuf || !sendbytes ||
         !sdispls || !recvbytes || !rdispls ||
         sendbytes[me] != recvbytes[me] ||

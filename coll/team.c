@@ -65,8 +65,16 @@ static void create_says(const numacoll_team_t *t, int status, int who,
     else
         snprintf(create_error, sizeof create_error, "numacoll: team creation "
                  "failed on rank %d: %s", who, numacoll_strerror(status));
-    if (t->cfg.verbose >= 1 && who == t->rank && msg[0])
-        fprintf(stderr, "%s\n", msg);
+    /* no room is said once per process: a program that makes hundreds
+     * of communicators would otherwise say it for each */
+    static atomic_int said_room;
+    const int room = status == NUMACOLL_ERR_BUDGET ||
+                     status == NUMACOLL_ERR_NOMEM;
+    if (t->cfg.verbose >= 1 && who == t->rank && msg[0] &&
+        (!room || atomic_exchange_explicit(&said_room, 1,
+                                           memory_order_relaxed) == 0))
+        fprintf(stderr, "%s%s\n", msg,
+                room ? " (said once per process)" : "");
 }
 
 /* The one sentence for a /dev/shm too full for the segment, built from
@@ -81,11 +89,13 @@ static void shm_full(char *msg, size_t len, size_t total, int who,
              (unsigned long long)avail);
 }
 
-/* Bind block blk to the node of its owner, then reserve its memory, which
- * tmpfs allocates under that binding (shm_seg/seg.h). Own block: record
- * the placement. Returns 0 or the reservation's -errno. */
+/* Bind block blk to the node of its owner, then reserve the first resv
+ * bytes of it, which tmpfs allocates under that binding (shm_seg/seg.h);
+ * the rest comes when the team grows (coll/grow.c), under the same
+ * binding. Own block: record the placement. Returns 0 or the
+ * reservation's -errno. */
 static int bind_and_reserve(numacoll_team_t *t, const nc__block_t *blk,
-                            int fd, int own)
+                            int fd, int own, size_t resv)
 {
     int degraded = 0;
     int intended = t->loc[blk->owner].numa;
@@ -106,7 +116,7 @@ static int bind_and_reserve(numacoll_team_t *t, const nc__block_t *blk,
                     "not exist on this machine; its queue is placed on node "
                     "%d\n", t->rank, intended, node);
     }
-    int rc = nc__seg_reserve(fd, blk->off, blk->len);
+    int rc = nc__seg_reserve(fd, blk->off, resv);
     if (rc == -EOPNOTSUPP) {
         /* nothing to hold the room: the statvfs check at creation is all */
         if (t->cfg.verbose >= 2)
@@ -803,6 +813,28 @@ typedef struct name_msg {
     uint64_t avail;
 } name_msg_t;
 
+/* What this rank reserves at creation (its control pages, or its whole
+ * block where staging cannot grow later; rank 0 the header too) must fit
+ * under node_budget (0: half of /dev/shm) with what /dev/shm holds. */
+static int node_budget_check(numacoll_team_t *t, char *msg, size_t msglen)
+{
+    size_t need = nc__seg_can_populate() ? t->layout.ctrl_len
+                                         : t->layout.rank_len;
+    if (t->rank == 0)
+        need += t->layout.rank0_off;
+    uint64_t size = 0;
+    const uint64_t used = nc__seg_used(&size);
+    const uint64_t budget = nc__node_budget(t, size);
+    if (!budget || used + need <= budget)
+        return NUMACOLL_OK;
+    snprintf(msg, msglen, "numacoll: rank %d: " NC_SEG_DIR " holds %llu "
+             "bytes, and the team's %zu more would pass node_budget (%llu "
+             "bytes%s)", t->rank, (unsigned long long)used, need,
+             (unsigned long long)budget,
+             t->cfg.node_budget ? "" : ", half of " NC_SEG_DIR);
+    return NUMACOLL_ERR_BUDGET;
+}
+
 /* Each rank's attach, binding and reservation. */
 typedef struct resv_msg {
     int32_t status;
@@ -866,7 +898,12 @@ static int seg_fresh(numacoll_team_t *t, const numacoll_bootstrap_t *b,
     int fd = -1, rc;
     name_msg_t nm = {.status = NUMACOLL_OK, .pid = (int32_t)getpid()};
     if (t->rank == 0) {
-        nm.status = nc__seg_create(total, nm.name, &fd, &nm.id, &t->base,
+        /* what the ranks reserve now (grow.c: the rest comes later) */
+        const size_t first =
+            nc__seg_can_populate()
+                ? t->layout.rank0_off + (size_t)p * t->layout.ctrl_len
+                : total;
+        nm.status = nc__seg_create(total, first, nm.name, &fd, &nm.id, &t->base,
                                    &nm.avail, msg, msglen);
         nm.fd = fd;
         nm.err = nm.status == NUMACOLL_ERR_NOMEM ? ENOSPC : 0;
@@ -906,12 +943,15 @@ static int seg_fresh(numacoll_team_t *t, const numacoll_bootstrap_t *b,
         int err = 0;
         if (t->rank == 0) {
             nc__block_t hb = nc__layout_block(&t->layout, 0);
-            err = bind_and_reserve(t, &hb, fd, 0);
+            err = bind_and_reserve(t, &hb, fd, 0, hb.len);
             mine.need = hb.len;
         }
+        /* the control pages now, the staging at the first call that needs
+         * it; all of it where the kernel cannot grow it safely later */
+        t->own_staged = !nc__seg_can_populate();
         if (err == 0) {
-            err = bind_and_reserve(t, &own, fd, 1);
-            mine.need = own.len;
+            mine.need = t->own_staged ? own.len : t->layout.ctrl_len;
+            err = bind_and_reserve(t, &own, fd, 1, mine.need);
         }
         if (err != 0) {
             mine.err = -err;
@@ -1109,7 +1149,8 @@ static int team_create(const numacoll_bootstrap_t *b,
             shape_differs = 1;
             snprintf(msg, sizeof msg, "numacoll: rank %d has other shape "
                      "parameters (all but spin_count, timeout_ms, "
-                     "mem_budget, verbose, pu, wait_policy) than rank 0",
+                     "mem_budget, verbose, pu, wait_policy, node_budget) "
+                     "than rank 0",
                      r);
         }
     if (rc == NUMACOLL_OK)
@@ -1169,6 +1210,8 @@ static int team_create(const numacoll_bootstrap_t *b,
             fprintf(stderr, "numacoll: segment of %zu bytes exceeds "
                     "mem_budget %zu\n", t->layout.total, t->cfg.mem_budget);
     }
+    if (rc == NUMACOLL_OK)
+        rc = node_budget_check(t, msg, sizeof msg);
     /* Same inputs on every rank, so the same verdict: no exchange needed,
      * but agree anyway so that a rank's allocation failure is shared. The
      * same exchange compares the rules every rank resolved (their calls
@@ -1230,6 +1273,8 @@ static int team_create(const numacoll_bootstrap_t *b,
     /* 3. The segment: a pooled one every rank has, which all of them have
      * stopped using, or a fresh one, reserved and bound block by block. */
     if (reuse.base) {
+        /* its staging pages may still be there: growing finds them */
+        t->own_staged = !nc__seg_can_populate();
         t->base = reuse.base;
         t->seg_dev = reuse.id.dev;
         t->seg_ino = reuse.id.ino;
@@ -1335,6 +1380,20 @@ int numacoll_team_single_copy(const numacoll_team_t *t, const char **why)
     if (why)
         *why = t ? t->cma_why : "no team";
     return t ? t->cma_ok : 0;
+}
+
+int numacoll_team_footprint(const numacoll_team_t *t, size_t *now,
+                            size_t *grown)
+{
+    if (!t)
+        return -1;
+    const size_t head = t->rank == 0 ? t->layout.rank0_off : 0;
+    if (now)
+        *now = head + (t->own_staged ? t->layout.rank_len
+                                     : t->layout.ctrl_len);
+    if (grown)
+        *grown = head + t->layout.rank_len;
+    return t->staged;
 }
 
 int numacoll_team_wait_policy(const numacoll_team_t *t, int *oversubscribed)

@@ -145,6 +145,9 @@ typedef struct nc__sync {
      * the largest block they know of (a v form's choice). */
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t avail;
     _Atomic uint64_t addr, nbytes, sig, cnt, dsp, big;
+    /* its vote before `grow` (coll/grow.c: a slow reader of a vote finds
+     * it here once the voter has voted again) */
+    _Atomic uint64_t grow_prev;
     _Alignas(NC_CACHE_LINE) _Atomic uint64_t fin;
     /* Single-copy gathers: the call whose buffer this rank has open to
      * the others (0: none), and the ranks inside a move into or out of it
@@ -171,6 +174,10 @@ typedef struct nc__sync {
     /* the last call this rank refused, plus 1 (0: none), kept when its
      * call line has moved on to its next call (nc__call_refuse) */
     _Atomic uint64_t refused;
+    /* This rank's vote in the team's growths (coll/grow.c): 4 times the
+     * number of the call that grows, plus 1 if its staging is in place,
+     * plus 2 if it found no room */
+    _Atomic uint64_t grow;
 } nc__sync_t;
 _Static_assert(sizeof(nc__sync_t) == NC_SYNC_LINES * NC_CACHE_LINE,
                "sync lines");
@@ -262,6 +269,12 @@ struct numacoll_team {
     uint64_t op;                /* bank uses so far; same on every rank */
     uint64_t calls[NC_COLL_COUNT];  /* numacoll_team_calls, by collective */
     numacoll_placement_t placement;
+    /* Staging grown on demand (coll/grow.c): staged, the same on every
+     * rank, once every rank's queues and slots have pages (set at the
+     * first call that needs them, by a vote); own_staged: this rank's
+     * own have. */
+    int staged, own_staged;
+    int grow_err;               /* errno of this rank's last failed one */
     char seg_name[96];
     /* The segment's identity (shm_seg/seg.h) and the key a pooled segment
      * must match to serve this team: kept so that team_free can pool the
@@ -390,6 +403,33 @@ static inline nc__sync_t *nc__sync(const numacoll_team_t *t, int r)
     return (nc__sync_t *)(t->base + nc__layout_rank_off(&t->layout, r) +
                           t->layout.sync_off);
 }
+
+/* Staging on demand (coll/grow.c). The bytes of this rank's block past
+ * its control pages: its queue and its reduce staging slots. */
+static inline unsigned char *nc__own_staging(const numacoll_team_t *t,
+                                             size_t *len)
+{
+    *len = t->layout.rank_len - t->layout.ctrl_len;
+    return t->base + nc__layout_rank_off(&t->layout, t->rank) +
+           t->layout.ctrl_len;
+}
+/* The vote of a rank staged for good (coll/grow.c): past any 4 c + 1 in
+ * the rollover-safe comparison of NC_WAIT_GE, and odd, a yes. A
+ * resynchronisation, which clears the control lines, writes it again. */
+#define NC_GROW_STAGED ((UINT64_C(1) << 62) | 1)
+
+/* The bytes /dev/shm may hold after a creation or growth: node_budget, or
+ * half of /dev/shm's size (`size`, from nc__seg_used; 0 when unknown: no
+ * limit). */
+uint64_t nc__node_budget(const numacoll_team_t *t, uint64_t size);
+
+/* Give this rank's staging pages to /dev/shm now (no vote: the caller
+ * knows that nobody reads them any more, or will before a vote). */
+int nc__grow_own(numacoll_team_t *t, int *err);
+/* For tests of what runs on a grown team: grow this rank's staging and
+ * mark the team grown, without a vote. Every rank must call it right
+ * after creation, before its first call. */
+int nc__grow_now(numacoll_team_t *t);
 
 /* Record a detailed error for numacoll_team_last_error(); returns status. */
 int nc__team_fail(numacoll_team_t *t, int status, const char *fmt, ...)

@@ -58,7 +58,9 @@ extern "C" {
     X(ERR_BUDGET,   -10, "segment would exceed the memory budget")           \
     X(ERR_UNSUPPORTED, -11, "operation not supported by this team")        \
     X(ERR_TRUNCATE, -12, "the root sent more bytes than this rank's buffer") \
-    X(ERR_MISMATCH, -13, "the ranks called different collectives or sizes")
+    X(ERR_MISMATCH, -13, "the ranks called different collectives or sizes") \
+    X(ERR_NOSPACE,  -14, "no room in /dev/shm to grow the team's staging; "  \
+                         "the call was not run")
 
 typedef enum {
 #define NUMACOLL_X_ENUM(name, value, msg) NUMACOLL_##name = value,
@@ -160,6 +162,9 @@ typedef struct numacoll_config {
                                off, 1 on (pipelined rules); since 0.2         */
     int      wait_policy;   /* -1 auto, 0 spin, 1 yield, 2 sleep (how a wait
                                gives up the CPU); since 0.3                   */
+    size_t   node_budget;   /* bytes of /dev/shm the node's segments may use
+                               in all, checked when a team is created and
+                               when it grows; 0: half of /dev/shm; since 0.4 */
 } numacoll_config_t;
 
 /*
@@ -252,7 +257,14 @@ typedef struct numacoll_config {
       "where the team is oversubscribed (fewer CPUs in the union of its "     \
       "ranks' affinity masks than ranks, or some rank asked for sleep, as "   \
       "the Open MPI component does where Open MPI says the node is "          \
-      "oversubscribed), spin elsewhere. Each rank may set its own.")
+      "oversubscribed), spin elsewhere. Each rank may set its own.")          \
+    X(node_budget, 'z', 0,     0, SIZE_MAX,                                   \
+      "Bytes of /dev/shm (its used space, every process's) past which no "   \
+      "team is created and no team grows its staging: a team starts with "   \
+      "its control lines and takes its queues and staging slots at the "     \
+      "first call that needs them (docs/usage.md, \"Memory\"); a call that " \
+      "would pass the budget falls back (NUMACOLL_ERR_NOSPACE). 0: half of " \
+      "/dev/shm's size. Each rank may set its own.")
 
 /*
  * Fill *cfg with the defaults of NUMACOLL_PARAM_LIST and set its
@@ -278,7 +290,7 @@ int numacoll_config_check(const numacoll_config_t *cfg, char *msg,
 /*
  * 1 when each rank of a team may set parameter `name` (a field of
  * NUMACOLL_PARAM_LIST) for itself: spin_count, timeout_ms, mem_budget,
- * verbose, pu, wait_policy. Every other one shapes the segment or the protocol, and
+ * verbose, pu, wait_policy, node_budget. Every other one shapes the segment or the protocol, and
  * numacoll_team_create() fails with NUMACOLL_ERR_ARG on every rank when
  * the ranks set it differently. 0 for any other name.
  */
@@ -363,6 +375,17 @@ const char *numacoll_team_tuning_source(const numacoll_team_t *team);
  * on some rank (timed at team creation; the figure is in *why). */
 NUMACOLL_API
 int numacoll_team_single_copy(const numacoll_team_t *team, const char **why);
+
+/* This rank's shared memory in the team (docs/usage.md, "Memory"): *now,
+ * unless NULL, the bytes of /dev/shm it holds now (its control pages, rank
+ * 0 the header and banks too, and its staging once the team has grown);
+ * *grown, unless NULL, what it holds once the team has grown. A team is
+ * created with its control pages alone and grows its queues and staging
+ * slots at the first call that needs them. Returns 1 once the team has
+ * grown, 0 before, -1 for a NULL team. Since 0.4. */
+NUMACOLL_API
+int numacoll_team_footprint(const numacoll_team_t *team, size_t *now,
+                            size_t *grown);
 
 /* How this rank's waits give the CPU away on the team (numacoll_config_t's
  * wait_policy, auto resolved): 0 spin, 1 yield, 2 sleep; -1 for a NULL

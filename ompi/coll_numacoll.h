@@ -39,7 +39,6 @@ typedef struct mca_coll_numacoll_component_t {
     int priority;               /* coll_numacoll_priority                    */
     numacoll_config_t config;   /* coll_numacoll_<field> of NUMACOLL_PARAM_LIST */
     char *tuning_file;          /* coll_numacoll_tuning_file                  */
-    size_t node_budget;         /* coll_numacoll_node_budget; 0 = no limit   */
     /* Two levels on communicators that span nodes (coll_numacoll_hier.c). */
     int virtual_nodes;          /* coll_numacoll_virtual_nodes; 0, 1: off    */
     char *virtual_split;        /* coll_numacoll_virtual_split: block, rr    */
@@ -227,7 +226,7 @@ typedef mca_coll_numacoll_module_t nc_module_t;
     X(BCAST_DECLINED) X(BARRIER_DECLINED) X(REDUCE_DECLINED)                  \
     X(ALLREDUCE_DECLINED)                                                     \
     X(IBCAST_DECLINED) X(IBARRIER_DECLINED) X(IREDUCE_DECLINED)               \
-    X(IALLREDUCE_DECLINED)
+    X(IALLREDUCE_DECLINED) X(NOSPACE)
 
 /* The gathers' counters (coll_numacoll_gather.c): per kind of call, the
  * calls the core completed and those handed to the previous component,
@@ -305,6 +304,14 @@ static inline bool nc_rule_declines(const nc_module_t *m,
     return (m->decline_mask >> (unsigned)coll & 1u) &&
            numacoll_team_declines(m->team, coll, nbytes) == 1;
 }
+
+/* Whether a core status hands the call to the previous component, alike
+ * on every rank: UNSUPPORTED (decided from the arguments and the rules
+ * before any shared memory), or NOSPACE (the team's vote for its staging
+ * found no room: every rank returns it, the call not run; counted in
+ * nospace_count, and said once per process). */
+#define nc_hands_back mca_coll_numacoll_hands_back
+bool nc_hands_back(int st);
 
 /* What a declined call does: NC_DECLINED (go to the previous component),
  * or, once this rank's setup exchange has failed, that failure's MPI

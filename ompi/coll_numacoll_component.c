@@ -52,7 +52,7 @@ mca_coll_numacoll_component_t mca_coll_numacoll_component = {
         .collm_init_query = mca_coll_numacoll_init_query,
         .collm_comm_query = mca_coll_numacoll_comm_query,
     },
-    /* priority, node_budget and config are set from the parameters
+    /* priority and config are set from the parameters
      * (nc_params below). */
 };
 
@@ -86,8 +86,6 @@ NUMACOLL_PARAM_LIST(X)
 #undef X
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->priority) ==
                    NC_C_SIZE('i'), "priority is read as an int");
-_Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->node_budget) ==
-                   NC_C_SIZE('z'), "node_budget is read as a size_t");
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->virtual_nodes) ==
                    NC_C_SIZE('i'), "virtual_nodes is read as an int");
 _Static_assert(sizeof(((mca_coll_numacoll_component_t *)0)->hier_segsize) ==
@@ -126,13 +124,6 @@ static const nc_param_t nc_params[] = {
      (unsigned long long)(max), doc, NC_CONFIG_AT(field)},
     NUMACOLL_PARAM_LIST(X)
 #undef X
-    {"node_budget", 'z', 0, 0, SIZE_MAX,
-     "Largest number of bytes that /dev/shm may hold on this node after a "
-     "numacoll segment is created; when a communicator's first collective "
-     "finds less room (everything in /dev/shm counts, numacoll segments "
-     "included), that communicator uses the previous component instead. 0 "
-     "means no limit beyond the free space of /dev/shm.",
-     offsetof(mca_coll_numacoll_component_t, node_budget)},
     /* Two levels (coll_numacoll_hier.c). */
     {"virtual_nodes", 'i', 0, 0, 1024,
      "For testing and experiments: split the processes of each node into "
@@ -587,6 +578,13 @@ static void nc_register_pvars(void)
         {"iallreduce_declined_count", "The same for MPI_Iallreduce and "
          "persistent Allreduce inits.", MCA_BASE_PVAR_CLASS_COUNTER,
          (void *)&nc_cnt_ids[NC_CNT_IALLREDUCE_DECLINED]},
+        {"nospace_count", "Number of collective calls (of any kind) on "
+         "communicators that selected numacoll which it handed to the "
+         "previous component because their team found no room in /dev/shm "
+         "for its staging (coll_numacoll_node_budget, or /dev/shm full); "
+         "also in the kind's fallback counter.",
+         MCA_BASE_PVAR_CLASS_COUNTER,
+         (void *)&nc_cnt_ids[NC_CNT_NOSPACE]},
         {"two_level_count", "Number of MPI_Bcast, MPI_Reduce, MPI_Allreduce, "
          "MPI_Barrier, MPI_Allgather(v), MPI_Gather(v), MPI_Scatter(v), "
          "MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan and "

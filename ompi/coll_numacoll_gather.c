@@ -977,7 +977,7 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
                                            red.op)
                  : numacoll_reduce_scatter_block(m->team, send, recv, n,
                                                  red.dt, red.op);
-        if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
+        if (nc_hands_back(st))   /* alike on every rank */
             return NC_DECLINED;
         const size_t total = v                                  ? all
                              : k == NC_GA_REDUCE_SCATTER_BLOCK ? p * n
@@ -988,7 +988,7 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
                k == NC_GA_GATHERV || k == NC_GA_SCATTERV) {
         size_t logged = 0;
         st = nc_ga_direct_v(m, a, &logged);
-        if (st == NC_DECLINED || st == NUMACOLL_ERR_UNSUPPORTED)
+        if (st == NC_DECLINED || nc_hands_back(st))
             return NC_DECLINED;
         nc_ga_log(m, k, nc_ga_names[k][3], a->root, logged, false, st);
     } else {
@@ -1027,7 +1027,7 @@ static int nc_ga_direct(nc_module_t *m, const nc_ga_args_t *a)
             st = numacoll_scatter(m->team, send, recv, nb, a->root);
             break;
         }
-        if (st == NUMACOLL_ERR_UNSUPPORTED)   /* alike on every rank */
+        if (nc_hands_back(st))   /* alike on every rank */
             return NC_DECLINED;
         nc_ga_log(m, k, nc_ga_names[k][3], a->root, nb, false, st);
     }
@@ -1156,7 +1156,7 @@ static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
         st = nc_ga_prepare(g);
         if (st == NUMACOLL_OK)
             st = nc_ga_run(g, m->team, NC_FORM_BLOCKING, NULL);
-        if (st == NUMACOLL_ERR_UNSUPPORTED) {   /* alike on every rank */
+        if (nc_hands_back(st)) {   /* alike on every rank */
             nc_ga_free(g);
             return NC_DECLINED;
         }

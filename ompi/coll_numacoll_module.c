@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -537,24 +536,6 @@ static int nc_boot_allgather(const void *send, void *recv, size_t nbytes,
     return rc;
 }
 
-/* Bytes a new segment may take under coll_numacoll_node_budget, measured on
- * /dev/shm (where the core's segments live, and where tmpfs counts them
- * until the last process unmaps them, names unlinked or not). UINT64_MAX
- * when no budget is set: the core itself refuses a segment larger than the
- * free space. */
-static uint64_t nc_node_room(void)
-{
-    uint64_t budget = nc_component.node_budget;
-    struct statvfs sv;
-    if (budget == 0)
-        return UINT64_MAX;
-    if (statvfs("/dev/shm", &sv) != 0)
-        return budget;  /* cannot measure: hold the budget alone */
-    uint64_t used = ((uint64_t)sv.f_blocks - (uint64_t)sv.f_bfree) *
-                    (uint64_t)sv.f_frsize;
-    return used >= budget ? 0 : budget - used;
-}
-
 /* Fall back for good, said once per communicator (by rank 0 when the
  * verdict is shared, by the rank that failed otherwise). */
 static void nc_fall_back(nc_module_t *m, bool say, const char *why)
@@ -597,18 +578,9 @@ static void nc_setup(nc_module_t *m)
     m->boot_status = NUMACOLL_OK;
     m->boot_why[0] = '\0';
 
-    /* 1. Room under the node budget: this rank's share of the team's
-     * budget. No room at all is a budget no segment fits (0 would mean
-     * none); the core shares each rank's verdict, and checks that every
-     * rank's shape parameters are equal, in its own exchanges. */
-    uint64_t room = nc_node_room();
-    if (room == 0)
-        cfg.mem_budget = 1;
-    else if (room != UINT64_MAX &&
-             (cfg.mem_budget == 0 || room < cfg.mem_budget))
-        cfg.mem_budget = (size_t)room;
-
-    /* 2. The team: collective, with agreement inside the core. */
+    /* The team: collective, with agreement inside the core, which checks
+     * the budgets (mem_budget, node_budget) and that every rank's shape
+     * parameters are equal, in its own exchanges. */
     int st = numacoll_team_create(&m->boot, &cfg, &m->team);
     free(m->boot_pid);
     m->boot_pid = NULL;
@@ -629,10 +601,10 @@ static void nc_setup(nc_module_t *m)
         return;
     }
     if (st == NUMACOLL_ERR_BUDGET) {
-        snprintf(why, sizeof why, "its segment would exceed the memory "
-                 "budget of some rank (here %zu bytes; "
-                 "coll_numacoll_mem_budget, or the room "
-                 "coll_numacoll_node_budget leaves)", cfg.mem_budget);
+        const char *detail = numacoll_team_create_error();
+        snprintf(why, sizeof why, "%.250s", detail[0] ? detail :
+                 "its segment would exceed coll_numacoll_mem_budget or "
+                 "coll_numacoll_node_budget");
         nc_fall_back(m, rank == 0, why);
         return;
     }
@@ -697,8 +669,27 @@ static int nc_mpi_error(numacoll_status_t st)
     case NUMACOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
     case NUMACOLL_ERR_TRUNCATE:    return MPI_ERR_TRUNCATE;
     case NUMACOLL_ERR_MISMATCH:    return MPI_ERR_ARG;
+    case NUMACOLL_ERR_NOSPACE:     return MPI_ERR_NO_MEM;
     }
     return MPI_ERR_UNKNOWN;
+}
+
+bool nc_hands_back(int st)
+{
+    static atomic_int said;
+    if (st == NUMACOLL_ERR_UNSUPPORTED)
+        return true;
+    if (st != NUMACOLL_ERR_NOSPACE)
+        return false;
+    nc_count(NC_CNT_NOSPACE);
+    if (nc_component.config.verbose >= 1 &&
+        atomic_exchange_explicit(&said, 1, memory_order_relaxed) == 0)
+        opal_output(0, "coll:numacoll: a communicator's collective needed "
+                    "its shared staging, and /dev/shm had no room for it "
+                    "under coll_numacoll_node_budget: such calls go to the "
+                    "previous component (MPI_T coll_numacoll_nospace_count "
+                    "counts them; said once per process)");
+    return true;
 }
 
 /*
@@ -959,7 +950,7 @@ static int nc_bcast(void *buf, int count, ompi_datatype_t *dtype, int root,
          * before touching shared memory, the plan from the signature,
          * identically on every rank, so all ranks take the previous
          * component together. */
-        if (st != NUMACOLL_ERR_UNSUPPORTED) {
+        if (!nc_hands_back(st)) {
             nc_bc_log(m, "bcast", root, &p, st);
             if (st == NUMACOLL_OK)
                 nc_count(NC_CNT_BCAST);

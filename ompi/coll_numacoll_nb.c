@@ -595,7 +595,7 @@ static int nc_req_launch(nc_req_t *r, bool nothing, const void *sbuf,
         return MPI_SUCCESS;
     /* UNSUPPORTED is decided from the arguments and the team's rules
      * before any shared memory, alike on every rank. */
-    int rc = st == NUMACOLL_ERR_UNSUPPORTED ? NC_DECLINED
+    int rc = nc_hands_back(st) ? NC_DECLINED
                                             : nc_finish(m, r->name, st);
     r->super.req.req_complete = REQUEST_COMPLETED;
     (void)nc_req_free(out);

@@ -474,8 +474,8 @@ static int nc_red_call(nc_module_t *m, ompi_communicator_t *comm,
         return nc_nb_blocking(m, root >= 0 ? NC_REDUCE : NC_ALLREDUCE, sbuf,
                               rbuf, count, dtype, op, root);
     int st = nc_red_run(m, &p, sbuf, rbuf, count, dtype, op, root);
-    if (st == NUMACOLL_ERR_UNSUPPORTED)
-        return NC_DECLINED;  /* decided before shared memory, on every rank */
+    if (nc_hands_back(st))
+        return NC_DECLINED;  /* alike on every rank */
     nc_red_log(comm, root >= 0 ? "reduce" : "allreduce", root, count, dtype,
                &p, st);
     if (st == NUMACOLL_OK)

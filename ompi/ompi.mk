@@ -49,7 +49,7 @@ NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 
 NC_MPI_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms errors reduce_ops reduce_types \
                nonblocking gathers rscan two_level decline \
-               mismatch threads peer_death
+               mismatch threads peer_death shm_room
 NC_MPI_BINS  = $(NC_MPI_TESTS:%=$(BUILD)/tests/mpi/%)
 NC_MPI_COMMON = tests/mpi/mpit.c
 

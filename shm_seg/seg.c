@@ -76,7 +76,8 @@ static int open_unnamed(const char *name)
     return fd;
 }
 
-int nc__seg_create(size_t len, char *name_out, int *fd_out, nc__seg_id_t *id,
+int nc__seg_create(size_t len, size_t need, char *name_out, int *fd_out,
+                   nc__seg_id_t *id,
                    unsigned char **base, uint64_t *avail, char *msg,
                    size_t msglen)
 {
@@ -85,10 +86,11 @@ int nc__seg_create(size_t len, char *name_out, int *fd_out, nc__seg_id_t *id,
      * that holds when teams are created at once. */
     struct statvfs sv;
     if (statvfs(NC_SEG_DIR, &sv) == 0 &&
-        (uint64_t)sv.f_bavail * sv.f_frsize < len) {
+        (uint64_t)sv.f_bavail * sv.f_frsize < need) {
         *avail = (uint64_t)sv.f_bavail * sv.f_frsize;
         snprintf(msg, msglen, "numacoll: " NC_SEG_DIR " has %llu bytes free, "
-                 "the segment needs %zu", (unsigned long long)*avail, len);
+                 "the segment needs %zu at first", (unsigned long long)*avail,
+                 need);
         return NUMACOLL_ERR_NOMEM;
     }
     make_name(name_out);
@@ -160,6 +162,72 @@ int nc__seg_reserve(int fd, size_t off, size_t len)
         rc = fallocate(fd, 0, (off_t)off, (off_t)len);
     while (rc != 0 && errno == EINTR);
     return rc == 0 ? 0 : -errno;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older headers lack it */
+#endif
+
+uint64_t nc__seg_used(uint64_t *size)
+{
+    struct statvfs sv;
+    if (statvfs(NC_SEG_DIR, &sv) != 0) {
+        if (size)
+            *size = 0;
+        return 0;
+    }
+    if (size)
+        *size = (uint64_t)sv.f_blocks * sv.f_frsize;
+    return (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
+int nc__seg_populate(void *addr, size_t len)
+{
+    if (len == 0)
+        return 0;
+    int rc;
+    do
+        rc = madvise(addr, len, MADV_POPULATE_WRITE);
+    while (rc != 0 && errno == EINTR);
+    if (rc == 0) {
+        /* the pages stay in the file; only this process's mappings of
+         * them go, so that it counts in RSS what it touches, as after a
+         * fallocate (on a shared mapping MADV_DONTNEED drops no data) */
+        madvise(addr, len, MADV_DONTNEED);
+        return 0;
+    }
+    int err = errno;
+    /* the part allocated before the failure would stay counted */
+    if (err != EINVAL)
+        madvise(addr, len, MADV_REMOVE);
+    return -err;
+}
+
+int nc__seg_release(void *addr, size_t len)
+{
+    if (len == 0)
+        return 0;
+    return madvise(addr, len, MADV_REMOVE) == 0 ? 0 : -errno;
+}
+
+int nc__seg_can_populate(void)
+{
+    static atomic_int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_acquire);
+    if (v >= 0)
+        return v;
+    /* one page of a private mapping: the kernel either knows the advice
+     * or answers EINVAL, whatever the memory is */
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    v = 0;
+    if (p != MAP_FAILED) {
+        v = madvise(p, (size_t)page, MADV_POPULATE_WRITE) == 0;
+        munmap(p, (size_t)page);
+    }
+    atomic_store_explicit(&known, v, memory_order_release);
+    return v;
 }
 
 void nc__seg_unmap(unsigned char *base, size_t len)

@@ -19,8 +19,10 @@
  *
  * Memory. The creator sizes the file; each rank then binds its own block
  * (mbind on the shared mapping sets the file's shared policy) and reserves
- * it with fallocate, which allocates the tmpfs pages under that policy. A
- * full /dev/shm is thus a failure of fallocate at creation, never a SIGBUS
+ * its control pages with fallocate, which allocates the tmpfs pages under
+ * that policy; its staging stays a hole until the team grows
+ * (nc__seg_populate, coll/grow.c). A full /dev/shm is thus a failure of
+ * fallocate at creation or of the population at a growth, never a SIGBUS
  * at the first touch. Reserved pages count in /dev/shm (and the memory
  * cgroup) at once, but in a process's RSS only once it touches them.
  */
@@ -42,9 +44,11 @@ typedef struct nc__seg_id {
 /* Rank 0: create and map a fresh, unnamed segment of len bytes. name_out
  * gets its name (for messages), *fd the descriptor the others open through
  * /proc (keep it open until they have), *id its identity. Fails with
- * NUMACOLL_ERR_NOMEM when statvfs already shows less room than len; *avail
- * then gets the free bytes. */
-int nc__seg_create(size_t len, char *name_out, int *fd, nc__seg_id_t *id,
+ * NUMACOLL_ERR_NOMEM when statvfs already shows less room than need (what
+ * the ranks reserve at once; the rest is a hole until a team grows);
+ * *avail then gets the free bytes. */
+int nc__seg_create(size_t len, size_t need, char *name_out, int *fd,
+                   nc__seg_id_t *id,
                    unsigned char **base, uint64_t *avail, char *msg,
                    size_t msglen);
 /* Other ranks: open descriptor fd of process pid (rank 0's, from
@@ -64,6 +68,28 @@ int nc__seg_reserve(int fd, size_t off, size_t len);
 
 /* Free bytes of /dev/shm now (statvfs), 0 if unknown. */
 uint64_t nc__seg_avail(void);
+/* Bytes of /dev/shm in use now, by every process (statvfs), and its size;
+ * 0 if unknown. */
+uint64_t nc__seg_used(uint64_t *size);
+
+/*
+ * Staging grown after creation (coll/grow.c): the pages of [addr,
+ * addr+len) of a shared mapping allocated now, under the range's binding,
+ * by faulting them in for writing (MADV_POPULATE_WRITE), which reports a
+ * full /dev/shm as an error instead of the SIGBUS a plain first touch
+ * would raise, and needs no descriptor (teams keep none open); then the
+ * mappings are dropped again (MADV_DONTNEED keeps a shared file's pages),
+ * so that RSS counts what the process touches, as after fallocate. 0, or
+ * -errno: -EFAULT or -ENOMEM when /dev/shm or the memory cgroup is full
+ * (what was allocated before is given back), -EINVAL where the kernel
+ * lacks it (before Linux 5.14: teams then reserve all at creation).
+ */
+int nc__seg_populate(void *addr, size_t len);
+/* Give the pages of [addr, addr+len) back to /dev/shm (MADV_REMOVE): the
+ * range reads as zeros again. 0 or -errno. */
+int nc__seg_release(void *addr, size_t len);
+/* Whether nc__seg_populate works here (asked once per process). */
+int nc__seg_can_populate(void);
 
 /*
  * The node memory of `node` may go to on this machine: the node itself if

@@ -107,5 +107,6 @@ int nct_register_wait(void);
 int nct_register_gather(void);
 int nct_register_packed(void);
 int nct_register_rscan(void);
+int nct_register_grow(void);
 
 #endif

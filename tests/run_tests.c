@@ -39,7 +39,7 @@ int main(int argc, char **argv)
         nct_register_levels, nct_register_request, nct_register_tune_levels,
         nct_register_tune_tuner, nct_register_tune_decline,
         nct_register_gather, nct_register_packed, nct_register_rscan,
-        nct_register_wait,
+        nct_register_wait, nct_register_grow,
     };
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         if (regs[i]() != 0) {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/team.h"
 #include "nct.h"
 #include "numacoll.h"
 
@@ -31,7 +32,15 @@ static numacoll_team_t *make_team(const numacoll_bootstrap_t *b)
     cfg.verbose = 0;
     cfg.timeout_ms = 0;         /* a mismatch must not need one */
     numacoll_team_t *t = NULL;
-    return numacoll_team_create(b, &cfg, &t) == NUMACOLL_OK ? t : NULL;
+    if (numacoll_team_create(b, &cfg, &t) != NUMACOLL_OK)
+        return NULL;
+    /* grown: these calls meet in the algorithms (a first large call's
+     * staging vote in mismatched calls: the grow suite) */
+    if (nc__grow_now(t) != NUMACOLL_OK) {
+        numacoll_team_destroy(t);
+        return NULL;
+    }
+    return t;
 }
 
 /* Out of band, as an application's point-to-point barrier would: every
