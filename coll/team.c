@@ -720,7 +720,8 @@ static void team_free(numacoll_team_t *t)
             0) {
         nc__seg_pooled_t seg = {.id = {t->seg_dev, t->seg_ino},
                                 .base = t->base, .len = t->layout.total,
-                                .placement = t->placement};
+                                .placement = t->placement,
+                                .staged = t->own_staged};
         snprintf(seg.name, sizeof seg.name, "%s", t->seg_name);
         nc__seg_pool_put(t->pool_key, t->pool_nkey, &seg);
     } else {
@@ -1273,8 +1274,10 @@ static int team_create(const numacoll_bootstrap_t *b,
     /* 3. The segment: a pooled one every rank has, which all of them have
      * stopped using, or a fresh one, reserved and bound block by block. */
     if (reuse.base) {
-        /* its staging pages may still be there: growing finds them */
-        t->own_staged = !nc__seg_can_populate();
+        /* its staging keeps its pages: the team still votes at its first
+         * large call (another rank's may not have them), but populates
+         * nothing where this rank's have */
+        t->own_staged = reuse.staged || !nc__seg_can_populate();
         t->base = reuse.base;
         t->seg_dev = reuse.id.dev;
         t->seg_ino = reuse.id.ino;

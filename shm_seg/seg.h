@@ -141,6 +141,7 @@ typedef struct nc__seg_pooled {
     unsigned char *base;
     size_t len;
     numacoll_placement_t placement;   /* of the owner's block, as created */
+    int staged;       /* the owner's staging has its pages (coll/grow.c) */
 } nc__seg_pooled_t;
 
 /* Claim up to max entries of key (newest first), writing their identities
