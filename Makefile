@@ -147,7 +147,8 @@ BENCH_SRCS = \
 	bench/bench_team.c \
 	bench/bench_transfers.c \
 	bench/bench_overlap.c \
-	bench/bench_dtype.c
+	bench/bench_dtype.c \
+	bench/bench_footprint.c
 
 # The built-in tuning table, tune/defaults.txt, compiled in as a string
 # (tune/tune.mk generates its .c).

@@ -263,6 +263,7 @@ typedef struct ncb_opts {
     char **files;
     int nfiles;
     int list_params, list_algs, help;
+    int footprint;               /* --footprint: /dev/shm per team, by p  */
     int no_memcpy;               /* skip the memcpy reference (the tuner)  */
     int align;                   /* >= 0 or NCB_ALIGN_MALLOC/_SWEEP       */
     unsigned loops;              /* NCB_LOOP_* bits; 0 = b2b              */
@@ -437,6 +438,10 @@ void ncb_team_world(const struct numacoll_bootstrap *b, void *shared,
 /* --list-algs and --list-params for this build. */
 void ncb_backend_list_algs(FILE *to);
 void ncb_backend_list_params(FILE *to);
+/* --footprint (standalone, bench_footprint.c): the table of /dev/shm per
+ * team for p = 2 to 256 (or o->p), teams of cfg; 0 if every p ran. */
+struct numacoll_config;
+int ncb_footprint(const ncb_opts_t *o, const struct numacoll_config *cfg);
 /* --dtype NAME: this build's type of that name, laid out (0), or -1; and
  * every name it knows, comma-separated, for the error message. */
 int ncb_backend_dtype(const char *name, ncb_dtype_t *out);

@@ -100,6 +100,9 @@ void ncb_usage(FILE *to, ncb_mode_t mode)
         "                       start+wait, and start / compute / wait with the\n"
         "                       overlap %% (root 0, reused buffers; --csv only)\n"
         "      --list-params    every numacoll parameter with its default\n"
+        "      --footprint      time nothing: /dev/shm per team as created and\n"
+        "                       once grown, and creation time, for p = 2 to\n"
+        "                       256 (-p N: that p alone; --param applies)\n"
         "  -h, --help\n"
         "Parameters left out come from the team's tuning table: the file named\n"
         "by $NUMACOLL_TUNING_FILE (numacoll-tune writes one), else the built-in\n"
@@ -398,7 +401,7 @@ enum {
     OPT_NOBIND, OPT_LABEL, OPT_ROOTSHIFT, OPT_CACHE, OPT_NOCHECK, OPT_REPS,
     OPT_ITERS, OPT_SAMPLE, OPT_WARMUP, OPT_CSV, OPT_JSON, OPT_PLOT, OPT_QUIET,
     OPT_MERGE, OPT_LISTALGS, OPT_LISTPARAMS, OPT_PARAM, OPT_ALIGN, OPT_LOOP,
-    OPT_TRANSFERS, OPT_OVERLAP, OPT_DTYPE
+    OPT_TRANSFERS, OPT_OVERLAP, OPT_DTYPE, OPT_FOOTPRINT
 };
 
 /* --dtype LIST: every name this build's backend knows (standalone: the
@@ -468,6 +471,7 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         {"plot", 1, 0, OPT_PLOT},  {"quiet", 0, 0, OPT_QUIET},
         {"merge", 0, 0, OPT_MERGE}, {"list-algs", 0, 0, OPT_LISTALGS},
         {"list-params", 0, 0, OPT_LISTPARAMS}, {"param", 1, 0, OPT_PARAM},
+        {"footprint", 0, 0, OPT_FOOTPRINT},
         {"align", 1, 0, OPT_ALIGN}, {"loop", 1, 0, OPT_LOOP},
         {"transfers", 0, 0, OPT_TRANSFERS}, {"overlap", 0, 0, OPT_OVERLAP},
         {"dtype", 1, 0, OPT_DTYPE}, {"help", 0, 0, 'h'},
@@ -672,6 +676,11 @@ int ncb_parse(int argc, char **argv, ncb_mode_t mode, ncb_opts_t *o,
         case OPT_PLOT: o->plot = optarg; break;
         case OPT_QUIET: o->quiet = 1; break;
         case OPT_MERGE: o->merge = 1; break;
+        case OPT_FOOTPRINT:
+            if (mode != NCB_STANDALONE)
+                FAIL("--footprint is numacoll-bench's (standalone)");
+            o->footprint = 1;
+            break;
         case OPT_LISTALGS: o->list_algs = 1; return 1;
         case OPT_LISTPARAMS: o->list_params = 1; return 1;
         case 'h': o->help = 1; return 1;

@@ -954,6 +954,7 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
             return 2;
         }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int p_given = o->p;   /* --footprint: every p unless -p */
     if (o->p == 0)
         o->p = cpus < 2 ? 2 : (int)cpus;
     trun_t *tr = calloc(1, sizeof *tr);
@@ -967,6 +968,13 @@ int ncb_backend_main(ncb_opts_t *o, int argc, char **argv)
             trun_free(tr);
             return 2;
         }
+    if (o->footprint) {
+        ncb_opts_t f = *o;
+        f.p = p_given;
+        int bad = ncb_footprint(&f, &tr->cfg[0].cfg);
+        trun_free(tr);
+        return bad ? 1 : 0;
+    }
     warn_rejected_tuning_file(tr);
     tr->shared = nc__run_shared_alloc(SHARED_BYTES);
     if (!tr->shared) {
