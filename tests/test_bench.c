@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -751,6 +752,37 @@ static void test_plot(void)
     CU_ASSERT(memcmp(sig, "\x89PNG\r\n\x1a\n", 8) == 0);
 }
 
+static unsigned long long shm_used_now(void)
+{
+    struct statvfs sv;
+    if (statvfs("/dev/shm", &sv) != 0)
+        return 0;
+    return (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
+/* --footprint: a row per p with the grown size, /dev/shm agreeing; a
+ * budget that holds no staging says so */
+static void test_footprint(void)
+{
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " --footprint -p 3"), 0);
+    CU_ASSERT(contains("ctrl/rank") && contains("team grown"));
+    /* p, then the row: ctrl, header, team, shm (equal to the team) */
+    unsigned p = 0;
+    double ctrl = 0, head = 0, team = -1, shm = -2, st = 0, grown = 0,
+           sgrown = -1;
+    const char *row = strstr(out, "\n    3 ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_EQUAL(sscanf(row, "%u %lf %lf %lf %lf %lf %lf %lf", &p, &ctrl,
+                           &head, &team, &shm, &st, &grown, &sgrown), 8);
+    CU_ASSERT(ctrl > 0 && team == 3 * ctrl + head && shm == team);
+    CU_ASSERT(grown == team + 3 * st && sgrown == grown);
+    /* a node budget that holds the control pages only */
+    CU_ASSERT_EQUAL(run("timeout 120 " BENCH " --footprint -p 2 --param "
+                        "node_budget=%llu",
+                        (unsigned long long)shm_used_now() + 512 * 1024), 0);
+    CU_ASSERT(contains("no room") && contains("node_budget"));
+}
+
 int nct_register_bench(void)
 {
     static const nct_test_t tests[] = {
@@ -767,6 +799,7 @@ int nct_register_bench(void)
         {"compare-ompi.sh: table of two configurations", test_compare_script},
         {"--plot writes a PNG", test_plot},
         {"--overlap: both modes, compare-ompi.sh --overlap", test_overlap},
+        {"--footprint: sizes agree with /dev/shm; no room said", test_footprint},
         {NULL, NULL}};
     return nct_add_suite("bench", tests);
 }
