@@ -25,8 +25,7 @@
  *      yes (only after a no). So a rank whose vote ended in a mismatch
  *      while the others saw all yes finds them staged at its next vote
  *      instead of waiting for votes that never come. All yes: the team is
- *      staged for good and
- *      the call runs. Any no: every rank gives its pages back and returns
+ *      staged for good and the call runs. Any no: every rank gives its pages back and returns
  *      NUMACOLL_ERR_NOSPACE, the call not run (the Open MPI component runs
  *      it with the previous component), and drains its pool of freed
  *      teams' segments (shm_seg/seg.h), whose pages go once no rank maps
@@ -35,8 +34,10 @@
  * Every rank knows whether a call needs staging from the call's signature
  * and the rules (request.c's needs_staging) and `staged`, which changes
  * only here, so every rank votes at the same call.
- * Cost: once per team, the population of s f + rs rf bytes (page faults
- * of a fresh range: about 0.25 us per 4 KiB page) and p loads per rank.
+ * Cost: once per team, the population of s f + rs rf bytes (its page
+ * faults and zeroing, which creation no longer pays) and p loads per
+ * rank: a fresh team's first 1 MiB Bcast took 2.0-2.2 ms at np 2 against
+ * 1.5-1.7 ms before (docs/bench.md, "Footprint").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,16 +76,22 @@ int nc__grow_own(numacoll_team_t *t, int *err)
     return NUMACOLL_OK;
 }
 
+/* Grown for good: the others' votes read this rank's mark as a yes. */
+static void mark_staged(numacoll_team_t *t)
+{
+    t->staged = 1;
+    atomic_store_explicit(&nc__sync(t, t->rank)->grow, NC_GROW_STAGED,
+                          memory_order_release);
+    nc__wake(t);
+}
+
 int nc__grow_now(numacoll_team_t *t)
 {
     int err;
     const int rc = nc__grow_own(t, &err);
-    if (rc != NUMACOLL_OK)
-        return rc;
-    t->staged = 1;
-    atomic_store_explicit(&nc__sync(t, t->rank)->grow, NC_GROW_STAGED,
-                          memory_order_release);
-    return NUMACOLL_OK;
+    if (rc == NUMACOLL_OK)
+        mark_staged(t);
+    return rc;
 }
 
 int nc__grow_step(numacoll_team_t *t, nc__op_t *o)
@@ -129,10 +136,7 @@ int nc__grow_step(numacoll_team_t *t, nc__op_t *o)
     }
     o->grow = 0;
     if (o->grow_no < 0) {
-        t->staged = 1;
-        atomic_store_explicit(&nc__sync(t, t->rank)->grow, NC_GROW_STAGED,
-                              memory_order_release);
-        nc__wake(t);
+        mark_staged(t);
         return NUMACOLL_OK;
     }
     /* nobody has read or written the staging of a team never staged */

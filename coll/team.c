@@ -814,13 +814,19 @@ typedef struct name_msg {
     uint64_t avail;
 } name_msg_t;
 
-/* What this rank reserves at creation (its control pages, or its whole
- * block where staging cannot grow later; rank 0 the header too) must fit
- * under node_budget (0: half of /dev/shm) with what /dev/shm holds. */
+/* The bytes of its block a rank reserves at creation: its control pages,
+ * or the whole block where staging cannot grow later (coll/grow.c). */
+static size_t block_first(const numacoll_team_t *t)
+{
+    return nc__seg_can_populate() ? t->layout.ctrl_len : t->layout.rank_len;
+}
+
+/* What this rank reserves at creation (block_first; rank 0 the header
+ * too) must fit under node_budget (0: half of /dev/shm) with what
+ * /dev/shm holds. */
 static int node_budget_check(numacoll_team_t *t, char *msg, size_t msglen)
 {
-    size_t need = nc__seg_can_populate() ? t->layout.ctrl_len
-                                         : t->layout.rank_len;
+    size_t need = block_first(t);
     if (t->rank == 0)
         need += t->layout.rank0_off;
     uint64_t size = 0;
@@ -900,10 +906,7 @@ static int seg_fresh(numacoll_team_t *t, const numacoll_bootstrap_t *b,
     name_msg_t nm = {.status = NUMACOLL_OK, .pid = (int32_t)getpid()};
     if (t->rank == 0) {
         /* what the ranks reserve now (grow.c: the rest comes later) */
-        const size_t first =
-            nc__seg_can_populate()
-                ? t->layout.rank0_off + (size_t)p * t->layout.ctrl_len
-                : total;
+        const size_t first = t->layout.rank0_off + (size_t)p * block_first(t);
         nm.status = nc__seg_create(total, first, nm.name, &fd, &nm.id, &t->base,
                                    &nm.avail, msg, msglen);
         nm.fd = fd;
@@ -951,7 +954,7 @@ static int seg_fresh(numacoll_team_t *t, const numacoll_bootstrap_t *b,
          * it; all of it where the kernel cannot grow it safely later */
         t->own_staged = !nc__seg_can_populate();
         if (err == 0) {
-            mine.need = t->own_staged ? own.len : t->layout.ctrl_len;
+            mine.need = block_first(t);
             err = bind_and_reserve(t, &own, fd, 1, mine.need);
         }
         if (err != 0) {
