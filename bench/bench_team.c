@@ -540,21 +540,6 @@ static int rank_main(const numacoll_bootstrap_t *b, void *arg)
 
 /* ---- options to configurations --------------------------------------------- */
 
-/* The library's parameter table, with where each field lives. */
-static const struct {
-    const char *name;
-    char type;
-    long long min;
-    unsigned long long max;
-    size_t off;
-} params[] = {
-#define X(field, type, def, min, max, doc)                                   \
-    {#field, type, (long long)(min), (unsigned long long)(max),              \
-     offsetof(numacoll_config_t, field)},
-    NUMACOLL_PARAM_LIST(X)
-#undef X
-};
-
 /* copy=V: the built-in table with every rule that moves data copying
  * with V, as the configuration's tuning text (so that --compare can set
  * the copy variant side by side; a tuning table sets it rule by rule).
@@ -643,51 +628,15 @@ static int apply_params(numacoll_config_t *cfg, char **owned,
                 return 2;
             continue;
         }
-        size_t i = 0, n = sizeof params / sizeof params[0];
-        while (i < n && strcmp(params[i].name, kv) != 0)
-            i++;
-        if (i == n) {
-            snprintf(err, errlen, "unknown key '%s' (alg, tree, radix, frag, "
-                     "queue, banks, spin, copy, table, or a parameter of "
-                     "--list-params)", kv);
-            return 2;
-        }
-        unsigned char *field = (unsigned char *)cfg + params[i].off;
-        char *end = NULL;
-        size_t z = 0;
-        long long x = 0;
-        int bad = 0;
-        switch (params[i].type) {
-        case 'z':
-            bad = ncb_parse_size(v, &z) != 0 || z > params[i].max;
-            if (!bad)
-                memcpy(field, &z, sizeof z);
-            break;
-        case 'l':
-            x = numacoll_levels_parse(v);
-            bad = x < 0;
-            if (!bad)
-                *(int *)field = (int)x;
-            break;
-        case 't':
-            x = numacoll_tree_parse(v);
-            bad = x < 0;
-            if (!bad)
-                *(int *)field = (int)x;
-            break;
-        default:
-            x = strtoll(v, &end, 10);
-            bad = !*v || *end || x < params[i].min ||
-                  (unsigned long long)x > params[i].max;
-            if (!bad && params[i].type == 'u')
-                *(unsigned *)field = (unsigned)x;
-            else if (!bad)
-                *(int *)field = (int)x;
-            break;
-        }
-        if (bad) {
-            snprintf(err, errlen, "%s: '%s' is out of range or malformed "
-                     "(--list-params)", kv, v);
+        char why[200];
+        if (numacoll_config_set(cfg, kv, v, why, sizeof why) != NUMACOLL_OK) {
+            if (strstr(why, "no parameter is named"))
+                snprintf(err, errlen, "unknown key '%s' (alg, tree, radix, "
+                         "frag, queue, banks, spin, copy, table, or a "
+                         "parameter of --list-params)", kv);
+            else
+                snprintf(err, errlen, "%s: '%s' is out of range or malformed "
+                         "(--list-params)", kv, v);
             return 2;
         }
     }

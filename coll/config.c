@@ -4,9 +4,12 @@
  * Open MPI component; and the struct's size, which lets it grow without
  * breaking programs built against an older numacoll.h.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/config.h"
@@ -204,4 +207,111 @@ uint64_t nc__config_shape_hash(const numacoll_config_t *c)
     NUMACOLL_PARAM_LIST(X)
 #undef X
     return h;
+}
+
+/* "64k", "1m", "2g", "4096", "64kb": a size in bytes (k, m, g are powers
+ * of 1024); -1 if malformed or beyond SIZE_MAX. */
+static int parse_size(const char *s, size_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0' || v > (ULLONG_MAX >> shift) ||
+        (v << shift) > (unsigned long long)SIZE_MAX)
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+/* A tree by name or by its number. */
+static long long parse_tree(const char *v)
+{
+    int t = numacoll_tree_parse(v);
+    if (t >= 0)
+        return t;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    return (*v && !*end && !errno) ? x : LLONG_MIN;
+}
+
+int numacoll_config_set(numacoll_config_t *cfg, const char *name,
+                        const char *value, char *msg, size_t msglen)
+{
+    char dummy[1];
+    if (!msg) {
+        msg = dummy;
+        msglen = sizeof dummy;
+    }
+    if (!cfg || !name || !value ||
+        size_known(cfg->struct_size, msg, msglen) != NUMACOLL_OK) {
+        if (cfg && name && value)
+            return NUMACOLL_ERR_ARG;
+        snprintf(msg, msglen, "numacoll: numacoll_config_set: NULL argument");
+        return NUMACOLL_ERR_ARG;
+    }
+    /* Parse into 64 bits first, check the range, then store at the field's
+     * own width; a field the caller's (older) struct lacks is unknown. */
+#define X(field, type, def, min, max, doc)                                     \
+    if (strcmp(name, #field) == 0 &&                                           \
+        offsetof(numacoll_config_t, field) + sizeof cfg->field <=              \
+            cfg->struct_size) {                                                \
+        unsigned long long u = 0;                                              \
+        long long i = 0;                                                       \
+        int ok;                                                                \
+        if (type == 'z') {                                                     \
+            size_t z = 0;                                                      \
+            ok = parse_size(value, &z) == 0;                                   \
+            u = z;                                                             \
+            ok = ok && (nc__param_unset(type, (long long)u, (long long)(def),  \
+                                        (long long)(min), (long long)(max)) || \
+                        in_range_u(u, (unsigned long long)(min),               \
+                                   (unsigned long long)(max)));                \
+        } else {                                                               \
+            char *end = NULL;                                                  \
+            errno = 0;                                                         \
+            i = type == 't' ? parse_tree(value)                                \
+                : type == 'l' ? numacoll_levels_parse(value)                   \
+                              : strtoll(value, &end, 10);                      \
+            ok = type == 't' ? i != LLONG_MIN                                  \
+                 : type == 'l' ? i >= 0                                        \
+                               : (*value && !*end && !errno);                  \
+            ok = ok && (nc__param_unset(type, i, (long long)(def),             \
+                                        (long long)(min), (long long)(max)) || \
+                        (type == 'u' ? i >= 0 && in_range_u(                   \
+                                           (unsigned long long)i,              \
+                                           (unsigned long long)(min),          \
+                                           (unsigned long long)(max))          \
+                                     : in_range_i(i, (long long)(min),         \
+                                                  (long long)(max))));         \
+            u = (unsigned long long)i;                                         \
+        }                                                                      \
+        if (!ok) {                                                             \
+            snprintf(msg, msglen,                                              \
+                     "numacoll: parameter %s = '%s' is malformed or out of "   \
+                     "range", #field, value);                                  \
+            return NUMACOLL_ERR_ARG;                                           \
+        }                                                                      \
+        cfg->field = (__typeof__(cfg->field))u;                                \
+        if (msglen)                                                            \
+            msg[0] = '\0';                                                     \
+        return NUMACOLL_OK;                                                    \
+    }
+    NUMACOLL_PARAM_LIST(X)
+#undef X
+    snprintf(msg, msglen, "numacoll: no parameter is named '%s'", name);
+    return NUMACOLL_ERR_ARG;
 }

@@ -297,6 +297,22 @@ int numacoll_config_check(const numacoll_config_t *cfg, char *msg,
 NUMACOLL_API
 int numacoll_config_param_is_local(const char *name);
 
+/*
+ * Set parameter `name` (a field of NUMACOLL_PARAM_LIST) of *cfg from text,
+ * as a user writes it in an environment variable or on a command line:
+ * sizes ('z') as a decimal number with an optional k, m or g (powers of
+ * 1024) and an optional b ("64k", "1m"); trees by name ("knomial") or
+ * number; level lists by name ("l3,numa"); the others as decimal integers.
+ * The value must lie in the parameter's range (or be its "unset" default);
+ * cfg is untouched otherwise. NUMACOLL_ERR_ARG with a sentence in msg
+ * (when not NULL) for an unknown name or a malformed or out-of-range
+ * value. numacoll_config_check() still checks what depends on several
+ * fields (queue_depth against banks). Since 0.5.
+ */
+NUMACOLL_API
+int numacoll_config_set(numacoll_config_t *cfg, const char *name,
+                        const char *value, char *msg, size_t msglen);
+
 /* ---- bootstrap ------------------------------------------------------- */
 
 /*

@@ -131,6 +131,55 @@ static void test_docs_table(void)
 #undef X
 }
 
+/* numacoll_config_set: each type's syntax, ranges, the unset default, and
+ * nothing written on a refusal */
+static void test_config_set(void)
+{
+    numacoll_config_t c;
+    numacoll_config_init(&c);
+    char msg[256];
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "frag_size", "64k", msg,
+                                        sizeof msg), NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.frag_size, 65536);
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "node_budget", "1mb", NULL, 0),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.node_budget, 1u << 20);
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "tree", "knomial", NULL, 0),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.tree, NUMACOLL_TREE_KNOMIAL);
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "tree", "1", NULL, 0),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.tree, NUMACOLL_TREE_CHAIN);
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "tree", "-1", NULL, 0),
+                    NUMACOLL_OK); /* the table's */
+    CU_ASSERT_EQUAL(c.tree, -1);
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "levels", "l3,numa", NULL, 0),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.levels, numacoll_levels_parse("l3,numa"));
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "queue_depth", "0", NULL, 0),
+                    NUMACOLL_OK); /* unset: the table's */
+    CU_ASSERT_EQUAL(numacoll_config_set(&c, "wait_policy", "2", NULL, 0),
+                    NUMACOLL_OK);
+    CU_ASSERT_EQUAL(c.wait_policy, 2);
+    const numacoll_config_t before = c;
+    static const char *const bad[][2] = {
+        {"frag_size", "63"},     {"frag_size", "1g"},  {"frag_size", "64q"},
+        {"radix", "1"},          {"radix", "-3"},      {"tree", "bogus"},
+        {"levels", "l3,l3"},     {"verbose", "abc"},   {"verbose", ""},
+        {"spin_count", "99999999999999999999"},        {"bogus", "1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg[0] = '\0';
+        CU_ASSERT_EQUAL(numacoll_config_set(&c, bad[i][0], bad[i][1], msg,
+                                            sizeof msg), NUMACOLL_ERR_ARG);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, bad[i][0]));
+    }
+    CU_ASSERT_EQUAL(memcmp(&c, &before, sizeof c), 0);
+    CU_ASSERT_EQUAL(numacoll_config_check(&c, msg, sizeof msg), NUMACOLL_OK);
+    CU_ASSERT_EQUAL(numacoll_config_set(NULL, "tree", "1", NULL, 0),
+                    NUMACOLL_ERR_ARG);
+}
+
 static void test_alg_table(void)
 {
     for (int i = 0; i < NC_ALG_COUNT; i++) {
@@ -300,6 +349,7 @@ int nct_register_config(void)
         {"tree names round trip", test_tree_names},
         {"parameters.md lists every parameter", test_docs_table},
         {"algorithm table is consistent", test_alg_table},
+        {"config_set parses, checks, refuses", test_config_set},
         {"init sets struct_size", test_size_set},
         {"init writes nothing past the caller's size", test_init_stays_inside},
         {"unknown struct_size refused with a reason", test_size_refused},
