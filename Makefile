@@ -238,6 +238,7 @@ check: deps-check-test $(TESTS) $(BUILD)/numacoll-tune
 ifneq ($(SANITIZE),1)
 	$(MAKE) --no-print-directory check-install
 	$(MAKE) --no-print-directory check-mpi
+	$(MAKE) --no-print-directory check-mpich
 endif
 
 # numacoll.pc for the prefix and libdir of this make run: rewritten only
@@ -304,6 +305,9 @@ include man/man.mk
 # The Open MPI coll component (mca_coll_numacoll.so) and its MPI tests.
 include ompi/ompi.mk
 all: ompi
+
+# libnumacoll-mpi: numacoll under MPICH (and any MPI) through PMPI
+include mpi/mpi.mk
 
 # make deb: the Debian packages (debian/deb.mk).
 include debian/deb.mk

@@ -8,6 +8,7 @@
  * docs/ompi.md ("Reductions") has the table of the types and ops served.
  */
 #include "coll_numacoll.h"
+#include "mpi/nm_map.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -27,7 +28,8 @@
  * (or not) together, before any setup or shared memory is touched.
  *
  *  - a predefined op on a predefined datatype goes to the core's element
- *    type of its kind and size (nc_map_dtype): C, Fortran and C++
+ *    type of its kind and size (nm_map_dtype, mpi/nm_map.c, shared with
+ *    libnumacoll-mpi): C, Fortran and C++
  *    integers by width and signedness, reals and complex numbers by width
  *    (Fortran's REAL*16 and COMPLEX*32 as binary128), logicals for the
  *    logical ops, the MINLOC/MAXLOC pairs;
@@ -47,145 +49,11 @@
  *    with padding (MPI_DOUBLE_INT, whose packed form has no padding),
  *    non-contiguous types with a user op, MPI_REPLACE and MPI_NO_OP.
  */
-/* numacoll integer type of a given width and signedness; -1 if none. */
-static int nc_int_dtype(size_t size, bool is_signed)
-{
-    switch (size) {
-    case 1: return is_signed ? NUMACOLL_DTYPE_INT8 : NUMACOLL_DTYPE_UINT8;
-    case 2: return is_signed ? NUMACOLL_DTYPE_INT16 : NUMACOLL_DTYPE_UINT16;
-    case 4: return is_signed ? NUMACOLL_DTYPE_INT32 : NUMACOLL_DTYPE_UINT32;
-    case 8: return is_signed ? NUMACOLL_DTYPE_INT64 : NUMACOLL_DTYPE_UINT64;
-    }
-    return -1;
-}
-
 static size_t nc_size_of(ompi_datatype_t *d)
 {
     size_t s = 0;
     (void)ompi_datatype_type_size(d, &s);
     return s;
-}
-
-/* Real and complex types by the size of a real part: the reals' C types,
- * binary128 for 16 bytes (Fortran's REAL*16 is binary128 on x86-64 and
- * AArch64 alike; C's long double has handles of its own). */
-static int nc_fp_dtype(size_t part, bool cplx)
-{
-    switch (part) {
-    case sizeof(float):
-        return cplx ? NUMACOLL_DTYPE_COMPLEX_FLOAT : NUMACOLL_DTYPE_FLOAT;
-    case sizeof(double):
-        return cplx ? NUMACOLL_DTYPE_COMPLEX_DOUBLE : NUMACOLL_DTYPE_DOUBLE;
-    case 16:
-        return cplx ? NUMACOLL_DTYPE_COMPLEX_FLOAT128 : NUMACOLL_DTYPE_FLOAT128;
-    }
-    return -1;
-}
-
-/*
- * numacoll element type of a predefined MPI datatype for op; -1 if none.
- * By kind and size: a Fortran type's size is the build's (MPI_INTEGER is
- * 8 bytes where Open MPI was built with 8-byte default integers), and a
- * type the build does not define (no Fortran) has size 0 and maps to
- * nothing. The most common types come first (nc_red_plan_kept keeps the
- * last few answers anyway).
- */
-static int nc_map_dtype(ompi_datatype_t *d, MPI_Op op)
-{
-    if (d == MPI_DOUBLE) return NUMACOLL_DTYPE_DOUBLE;
-    if (d == MPI_DOUBLE_PRECISION || d == MPI_REAL || d == MPI_REAL4 ||
-        d == MPI_REAL8 || d == MPI_REAL16)
-        return nc_fp_dtype(nc_size_of(d), false);
-    /* Integers: by their C size, so MPI_LONG is INT64 on LP64. */
-#define NC_SINT(mpi, ctype) if (d == (mpi)) return nc_int_dtype(sizeof(ctype), true);
-#define NC_UINT(mpi, ctype) if (d == (mpi)) return nc_int_dtype(sizeof(ctype), false);
-    NC_SINT(MPI_INT, int)
-    NC_SINT(MPI_INT8_T, int8_t)
-    NC_UINT(MPI_UINT8_T, uint8_t)
-    NC_SINT(MPI_INT16_T, int16_t)
-    NC_UINT(MPI_UINT16_T, uint16_t)
-    NC_SINT(MPI_INT32_T, int32_t)
-    NC_UINT(MPI_UINT32_T, uint32_t)
-    NC_SINT(MPI_INT64_T, int64_t)
-    NC_UINT(MPI_UINT64_T, uint64_t)
-    /* char is signed on the platforms Open MPI builds the component for
-     * (x86-64, where CHAR_MIN < 0); elsewhere it maps as unsigned. */
-    if (d == MPI_CHAR)
-        return nc_int_dtype(1, CHAR_MIN < 0);
-    NC_SINT(MPI_SIGNED_CHAR, signed char)
-    NC_UINT(MPI_UNSIGNED_CHAR, unsigned char)
-    NC_UINT(MPI_BYTE, unsigned char)
-    NC_SINT(MPI_SHORT, short)
-    NC_UINT(MPI_UNSIGNED_SHORT, unsigned short)
-    NC_UINT(MPI_UNSIGNED, unsigned)
-    NC_SINT(MPI_LONG, long)
-    NC_UINT(MPI_UNSIGNED_LONG, unsigned long)
-    NC_SINT(MPI_LONG_LONG_INT, long long)
-    NC_UINT(MPI_UNSIGNED_LONG_LONG, unsigned long long)
-#undef NC_SINT
-#undef NC_UINT
-    /* Fortran's integers, MPI's address-sized ones and wchar_t: signed,
-     * of the handle's size */
-    if (d == MPI_INTEGER || d == MPI_INTEGER1 || d == MPI_INTEGER2 ||
-        d == MPI_INTEGER4 || d == MPI_INTEGER8 || d == MPI_AINT ||
-        d == MPI_OFFSET || d == MPI_COUNT || d == MPI_WCHAR)
-        return nc_int_dtype(nc_size_of(d), true);
-    if (d == MPI_FLOAT) return NUMACOLL_DTYPE_FLOAT;
-    if (d == MPI_LONG_DOUBLE) return NUMACOLL_DTYPE_LONG_DOUBLE;
-    if (d == MPI_DOUBLE_COMPLEX || d == MPI_COMPLEX || d == MPI_COMPLEX8 ||
-        d == MPI_COMPLEX16 || d == MPI_COMPLEX32)
-        return nc_fp_dtype(nc_size_of(d) / 2, true);
-    if (d == MPI_C_DOUBLE_COMPLEX || d == MPI_CXX_DOUBLE_COMPLEX)
-        return NUMACOLL_DTYPE_COMPLEX_DOUBLE;
-    if (d == MPI_C_FLOAT_COMPLEX || d == MPI_C_COMPLEX ||
-        d == MPI_CXX_FLOAT_COMPLEX)
-        return NUMACOLL_DTYPE_COMPLEX_FLOAT;
-    if (d == MPI_C_LONG_DOUBLE_COMPLEX || d == MPI_CXX_LONG_DOUBLE_COMPLEX)
-        return NUMACOLL_DTYPE_COMPLEX_LONG_DOUBLE;
-    /* Logicals for the logical ops alone (arithmetic on them is not
-     * MPI's): C's _Bool and C++'s bool hold 0 or 1, a Fortran LOGICAL any
-     * value, true where nonzero; the core's logical ops on an unsigned
-     * integer of the size take nonzero as true and give 0 or 1, which is
-     * Open MPI's own answer (.TRUE. is 1 in the Fortran compilers it
-     * supports; ompi_info's "Fort logical value true"). */
-    if ((d == MPI_LOGICAL || d == MPI_C_BOOL || d == MPI_CXX_BOOL) &&
-        (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR))
-        return nc_int_dtype(nc_size_of(d), false);
-    if (d == MPI_FLOAT_INT) return NUMACOLL_DTYPE_FLOAT_INT;
-    if (d == MPI_DOUBLE_INT) return NUMACOLL_DTYPE_DOUBLE_INT;
-    if (d == MPI_LONG_INT) return NUMACOLL_DTYPE_LONG_INT;
-    if (d == MPI_2INT) return NUMACOLL_DTYPE_2INT;
-    if (d == MPI_SHORT_INT) return NUMACOLL_DTYPE_SHORT_INT;
-    if (d == MPI_LONG_DOUBLE_INT) return NUMACOLL_DTYPE_LONG_DOUBLE_INT;
-    /* Fortran's pairs: two of the type, by size */
-    if (d == MPI_2INTEGER)
-        return nc_size_of(d) == sizeof(numacoll_2int_t) ? NUMACOLL_DTYPE_2INT
-                                                         : -1;
-    if (d == MPI_2REAL)
-        return nc_size_of(d) == sizeof(numacoll_2float_t)
-                   ? NUMACOLL_DTYPE_2FLOAT : -1;
-    if (d == MPI_2DOUBLE_PRECISION)
-        return nc_size_of(d) == sizeof(numacoll_2double_t)
-                   ? NUMACOLL_DTYPE_2DOUBLE : -1;
-    return -1;
-}
-
-/* numacoll op of a predefined MPI op; -1 if none (MPI_REPLACE, MPI_NO_OP). */
-static int nc_map_op(MPI_Op op)
-{
-    if (op == MPI_SUM) return NUMACOLL_OP_SUM;
-    if (op == MPI_PROD) return NUMACOLL_OP_PROD;
-    if (op == MPI_MIN) return NUMACOLL_OP_MIN;
-    if (op == MPI_MAX) return NUMACOLL_OP_MAX;
-    if (op == MPI_LAND) return NUMACOLL_OP_LAND;
-    if (op == MPI_LOR) return NUMACOLL_OP_LOR;
-    if (op == MPI_LXOR) return NUMACOLL_OP_LXOR;
-    if (op == MPI_BAND) return NUMACOLL_OP_BAND;
-    if (op == MPI_BOR) return NUMACOLL_OP_BOR;
-    if (op == MPI_BXOR) return NUMACOLL_OP_BXOR;
-    if (op == MPI_MINLOC) return NUMACOLL_OP_MINLOC;
-    if (op == MPI_MAXLOC) return NUMACOLL_OP_MAXLOC;
-    return -1;
 }
 
 /*
@@ -199,20 +67,14 @@ static int nc_map_op(MPI_Op op)
  * MPI_COMM_SELF's coll table, which a program that uses only MPI sessions
  * never gets (a NULL dereference there).
  */
-static bool nc_op_is_predefined(MPI_Op op)
-{
-    return nc_map_op(op) >= 0 || op == MPI_REPLACE || op == MPI_NO_OP ||
-           op == MPI_OP_NULL;
-}
-
 /* The core's element type and op of a predefined op on a predefined
  * datatype d whose elements are the core's elements: the same bytes
  * (pairs and long double carry padding in both). */
 static bool nc_red_predef(ompi_datatype_t *d, struct ompi_op_t *op,
                           nc_red_plan_t *p)
 {
-    int nop = nc_map_op(op);
-    int ndt = nop < 0 ? -1 : nc_map_dtype(d, op);
+    int nop = nm_map_op(op);
+    int ndt = nop < 0 ? -1 : nm_map_dtype(d, op, nc_size_of);
     ptrdiff_t lb = 0, extent = 0;
     if (ndt < 0 ||
         !numacoll_op_valid((numacoll_op_t)nop, (numacoll_dtype_t)ndt) ||
@@ -240,7 +102,7 @@ nc_red_plan_t nc_red_plan(int count, ompi_datatype_t *dtype,
         ompi_datatype_type_size(dtype, &size) != OMPI_SUCCESS || extent <= 0)
         return p;
     p.true_lb = dtype->super.true_lb;
-    if (nc_op_is_predefined(op)) {
+    if (nm_op_is_predefined(op)) {
         if (ompi_datatype_is_predefined(dtype)) {
             (void)nc_red_predef(dtype, op, &p);
             return p;

@@ -43,7 +43,8 @@ NC_OMPI_SO   = $(BUILD)/mca_coll_numacoll.so
 NC_OMPI_SRCS = ompi/coll_numacoll_component.c ompi/coll_numacoll_module.c \
                ompi/coll_numacoll_red.c \
                ompi/coll_numacoll_hier.c ompi/coll_numacoll_hier_gather.c \
-               ompi/coll_numacoll_nb.c ompi/coll_numacoll_gather.c
+               ompi/coll_numacoll_nb.c ompi/coll_numacoll_gather.c \
+               mpi/nm_map.c
 NC_OMPI_OBJS = $(NC_OMPI_SRCS:%.c=$(BUILD)/%.o)
 NC_OMPI_MAP  = ompi/mca_coll_numacoll.map
 

@@ -44,6 +44,8 @@ static void rounds(MPI_Comm comm, const char *cname)
     MPI_Win_shared_query(win, 0, &qsize, &disp, &counter);
     if (rank == 0)
         __atomic_store_n(counter, 0, __ATOMIC_SEQ_CST);
+    /* MPI_Win_sync needs a passive-target epoch (MPICH checks it) */
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
     MPI_Win_sync(win);
     /* The initial store is ordered before any increment by the MPI call;
      * the window is only used through the atomic builtins below. */
@@ -71,6 +73,7 @@ static void rounds(MPI_Comm comm, const char *cname)
                ROUNDS);
     /* MPI_Barrier returns early on a single process. */
     mpit_check_ran(&before, &after, 0, p >= 2 ? ROUNDS : 0, cname);
+    MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
 }
 

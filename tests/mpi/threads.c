@@ -100,7 +100,7 @@ int main(int argc, char **argv)
              k++) {
             mpit_named_read(&pv, now);
             for (int j = 0; j < NNAMES; j++)
-                down += now[j] < last[j];
+                down += pv.present && now[j] < last[j];
             memcpy(last, now, sizeof last);
         }
         for (int t = 0; t < WORKERS; t++) {

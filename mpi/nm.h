@@ -1,0 +1,97 @@
+/*
+ * libnumacoll-mpi: numacoll under any MPI through the profiling interface
+ * (docs/mpich.md). The library defines MPI_Bcast, MPI_Allreduce, ... and
+ * calls PMPI_* wherever it does not serve a call itself, so it works
+ * preloaded (LD_PRELOAD) or linked before the MPI library, with no rebuild
+ * of the application or of the MPI.
+ *
+ * Files: nm_comm.c (parameters from the environment, the team cached on
+ * each communicator, counters, MPI_Finalize), nm_types.c (which datatypes
+ * and ops the core serves, and buffers that are not one run of bytes),
+ * nm_coll.c (the collectives).
+ */
+#ifndef NM_H
+#define NM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "numacoll.h"
+
+/* ---- communicators (nm_comm.c) ------------------------------------------ */
+
+/* The team of comm, created at the first collective call on it (which
+ * every rank makes, so the creation is collective too); NULL where
+ * numacoll does not serve comm (an intercommunicator, one process, ranks
+ * on several nodes, a failed creation, NUMACOLL_MPI=0), the same on every
+ * rank. */
+numacoll_team_t *nm_team(MPI_Comm comm);
+
+/* Count a call of coll that the core ran (ran = 1) or that went to the MPI
+ * library's own collective (0). */
+void nm_count(numacoll_coll_t coll, int ran);
+
+/* 1 when the team's tuning table says decline=1 for this call. */
+int nm_declines(numacoll_team_t *t, numacoll_coll_t coll, size_t nbytes);
+
+/* 1 when a core status means "run the call with the MPI's own collective
+ * instead" (the same status on every rank: no room to grow the team's
+ * staging, an operation the team does not support). */
+int nm_hands_back(int st);
+
+/* The MPI result of a core status: MPI_SUCCESS, or an error class passed
+ * to comm's error handler first (with the core's sentence on stderr). */
+int nm_finish(MPI_Comm comm, numacoll_team_t *t, const char *what, int st);
+
+/* ---- datatypes and ops (nm_types.c) -------------------------------------- */
+
+/* count x dt as one run of bytes: where the user's data lies in one run in
+ * MPI's packing order, `run` points into the user's buffer (at its true
+ * lower bound); otherwise at a temporary. */
+typedef struct nm_span {
+    void *run;          /* the bytes                                        */
+    void *tmp;          /* the temporary, or NULL                           */
+    void *user;         /* the user's buffer                                */
+    int count;
+    MPI_Datatype dt;
+    size_t bytes;       /* count x the type's size                          */
+} nm_span_t;
+
+/* Bytes of count x dt into *bytes; 0 on success, -1 for a negative count
+ * or a size that overflows. */
+int nm_bytes(int count, MPI_Datatype dt, size_t *bytes);
+
+/* Make *s for count x dt at user. fill = 1: the run must hold the user's
+ * data (a send buffer, an in-place receive buffer), packed into the
+ * temporary where needed. MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int nm_span_begin(nm_span_t *s, const void *user, int count, MPI_Datatype dt,
+                  int fill, MPI_Comm comm);
+/* Done with *s: drain = 1 unpacks the temporary into the user's buffer (a
+ * receive buffer). Frees the temporary. MPI_SUCCESS or an MPI error. */
+int nm_span_end(nm_span_t *s, int drain, MPI_Comm comm);
+
+/* How a reduction reaches the core. */
+typedef struct nm_red {
+    int user;                   /* 1: a user op (fn, elem_size)             */
+    numacoll_dtype_t dt;        /* predefined: the core's element type      */
+    numacoll_op_t op;           /*             and op                       */
+    size_t elem_size;           /* bytes of one element                     */
+    numacoll_user_op_fn fn;     /* user: the caller of the MPI function     */
+    void *ctx;                  /*       its context (nm_red_ctx)           */
+    int commutative;
+} nm_red_t;
+
+/* The plan for count x dt with op; 0 when the core serves it, -1 when the
+ * call goes to the MPI (derived types with a predefined op, a user op on
+ * a type with holes, MPI_REPLACE, ops not created through MPI_Op_create
+ * in C). Taken from the arguments alone, which MPI requires to be the same
+ * on every rank, so every rank decides alike. The context of a user op
+ * lives in *ctx_store. */
+typedef struct nm_red_ctx {
+    MPI_User_function *fn;
+    MPI_Datatype dt;
+} nm_red_ctx_t;
+int nm_red_plan(int count, MPI_Datatype dt, MPI_Op op, nm_red_t *r,
+                nm_red_ctx_t *ctx_store);
+
+#endif
