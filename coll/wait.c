@@ -169,6 +169,32 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The binding's hook (numacoll_set_wait_hook), its context, and this
+ * thread's "inside the hook" mark (no wait in it calls it again). */
+static _Atomic(numacoll_wait_hook_fn) wait_hook;
+static void *_Atomic wait_hook_ctx;
+static _Thread_local int in_hook;
+
+void numacoll_set_wait_hook(numacoll_wait_hook_fn hook, void *ctx)
+{
+    atomic_store_explicit(&wait_hook_ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&wait_hook, hook, memory_order_release);
+}
+
+/* 1 when the hook has work in flight (the wait must not sleep). */
+static int call_hook(const numacoll_team_t *t)
+{
+    numacoll_wait_hook_fn h =
+        atomic_load_explicit(&wait_hook, memory_order_acquire);
+    if (!h || in_hook)
+        return 0;
+    in_hook = 1;
+    int busy = h(atomic_load_explicit(&wait_hook_ctx, memory_order_relaxed),
+                 t);
+    in_hook = 0;
+    return busy != 0;
+}
+
 int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                   uint64_t arg, uint64_t *seen, const nc__wait_why_t *why)
 {
@@ -201,8 +227,10 @@ int nc__wait_slow(numacoll_team_t *t, _Atomic uint64_t *w, nc__wait_cond_t c,
                 sleep_from = us + NC_SLEEP_YIELD_US;
             sleeping = us >= sleep_from;
         }
-        int slept = sleeping ? nc__sleep(t, w, c, arg, seen, NC_SLEEP_TICK_US)
-                             : -1;
+        const int busy = call_hook(t);
+        int slept = sleeping && !busy
+                        ? nc__sleep(t, w, c, arg, seen, NC_SLEEP_TICK_US)
+                        : -1;
         if (slept == 1)
             return NUMACOLL_OK;
         if (slept < 0)

@@ -788,6 +788,22 @@ NUMACOLL_API int numacoll_request_free(numacoll_request_t **req);
 NUMACOLL_API int numacoll_progress(numacoll_team_t *team);
 
 /*
+ * A function every blocking wait of this process calls while it waits
+ * (after its spins, before each yield or sleep), for an MPI binding whose
+ * requests on other teams must keep moving while a blocking collective
+ * waits (an MPI without a progress engine to hook into). hook(ctx, team)
+ * gets the waiting team, must not wait itself, may call numacoll_progress()
+ * and numacoll_test() on other teams, and returns nonzero while it has
+ * requests in flight, which keeps the wait from sleeping (it yields
+ * instead: a sleeping rank would move nothing). Process-wide; NULL removes
+ * it. A wait inside the hook's own calls does not call it again. Since
+ * 0.5.
+ */
+typedef int (*numacoll_wait_hook_fn)(void *ctx, const numacoll_team_t *team);
+NUMACOLL_API void numacoll_set_wait_hook(numacoll_wait_hook_fn hook,
+                                         void *ctx);
+
+/*
  * The gathers: blocks of contiguous bytes, block j of rank j.
  *
  * Allgather: every rank's nbytes from sendbuf land at recvbuf + j * nbytes
