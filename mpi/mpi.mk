@@ -16,7 +16,8 @@
 
 nm_saved_goal := $(.DEFAULT_GOAL)
 
-NM_SRCS  = mpi/nm_comm.c mpi/nm_types.c mpi/nm_map.c mpi/nm_coll.c
+NM_SRCS  = mpi/nm_comm.c mpi/nm_types.c mpi/nm_map.c mpi/nm_coll.c \
+           mpi/nm_vcoll.c mpi/nm_nb.c
 NM_MAP   = mpi/libnumacoll-mpi.map
 # <name>:<compiler wrapper> of each MPI the library is built for
 NM_MPIS ?= mpich:mpicc.mpich openmpi:mpicc.openmpi

@@ -70,6 +70,37 @@ int nm_span_begin(nm_span_t *s, const void *user, int count, MPI_Datatype dt,
  * receive buffer). Frees the temporary. MPI_SUCCESS or an MPI error. */
 int nm_span_end(nm_span_t *s, int drain, MPI_Comm comm);
 
+/* p blocks of counts[j] x dt at user + displs[j] x extent (a v form's
+ * buffer) as bytes: off[j] and len[j] locate block j in `run`, which is
+ * the user's buffer (from its true lower bound) where dt's elements are
+ * their bytes back to back, else a temporary holding the blocks packed one
+ * after the other. */
+typedef struct nm_vspan {
+    char *run;
+    void *tmp;
+    void *user;
+    const int *counts, *displs;
+    MPI_Datatype dt;
+    MPI_Aint extent;
+    int p;
+    size_t *off, *len;  /* p each, one allocation                        */
+} nm_vspan_t;
+
+/* Which blocks nm_vspan_begin packs into a temporary: all (a send side),
+ * none (a receive side), or block `one` alone (an in-place receive side,
+ * whose own block holds the data). */
+enum { NM_FILL_NONE = -1, NM_FILL_ALL = -2 };
+
+/* Make *v; fill: NM_FILL_ALL, NM_FILL_NONE or a block's index.
+ * MPI_SUCCESS, MPI_ERR_NO_MEM or MPI_ERR_COUNT / MPI_ERR_TYPE. */
+int nm_vspan_begin(nm_vspan_t *v, const void *user, const int *counts,
+                   const int *displs, MPI_Datatype dt, int p, int fill,
+                   MPI_Comm comm);
+/* Done with *v: drain = 1 unpacks a temporary's blocks (all but block
+ * `skip`, which is -1 for none) into the user's buffer. Frees what
+ * nm_vspan_begin took. */
+int nm_vspan_end(nm_vspan_t *v, int drain, int skip, MPI_Comm comm);
+
 /* How a reduction reaches the core. */
 typedef struct nm_red {
     int user;                   /* 1: a user op (fn, elem_size)             */

@@ -134,6 +134,80 @@ static size_t nm_size_of(MPI_Datatype d)
     return PMPI_Type_size(d, &s) == MPI_SUCCESS && s > 0 ? (size_t)s : 0;
 }
 
+/* Pack (pack = 1) or unpack block j of *v between the user's buffer and
+ * the temporary. */
+static int nm_vblock(nm_vspan_t *v, int j, int pack, MPI_Comm comm)
+{
+    char *user = (char *)v->user + (MPI_Aint)v->displs[j] * v->extent;
+    int pos = 0;
+    if (v->len[j] > INT32_MAX)
+        return MPI_ERR_COUNT;
+    int rc = pack ? PMPI_Pack(user, v->counts[j], v->dt, v->run + v->off[j],
+                              (int)v->len[j], &pos, comm)
+                  : PMPI_Unpack(v->run + v->off[j], (int)v->len[j], &pos,
+                                user, v->counts[j], v->dt, comm);
+    return rc == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+int nm_vspan_begin(nm_vspan_t *v, const void *user, const int *counts,
+                   const int *displs, MPI_Datatype dt, int p, int fill,
+                   MPI_Comm comm)
+{
+    *v = (nm_vspan_t){.user = (void *)(uintptr_t)user, .counts = counts,
+                      .displs = displs, .dt = dt, .p = p};
+    int size = 0;
+    MPI_Aint lb = 0, at = 0;
+    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS || size < 0 ||
+        PMPI_Type_get_extent(dt, &lb, &v->extent) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    v->off = malloc(2 * (size_t)p * sizeof *v->off);
+    if (!v->off)
+        return MPI_ERR_NO_MEM;
+    v->len = v->off + p;
+    /* in place where every element is its bytes back to back, so that
+     * displacements in elements are displacements in bytes */
+    int in_place = nm_one_run(2, dt, &at);
+    for (int j = 0; j < p && in_place; j++)
+        in_place = displs[j] >= 0; /* the core's offsets are unsigned */
+    size_t total = 0;
+    for (int j = 0; j < p; j++) {
+        if (counts[j] < 0)
+            return MPI_ERR_COUNT;
+        v->len[j] = (size_t)counts[j] * (size_t)size;
+        v->off[j] = in_place ? (size_t)((MPI_Aint)displs[j] * v->extent)
+                             : total;
+        total += v->len[j];
+    }
+    if (in_place) {
+        v->run = (char *)v->user + at;
+        return MPI_SUCCESS;
+    }
+    v->tmp = malloc(total ? total : 1);
+    if (!v->tmp)
+        return MPI_ERR_NO_MEM;
+    v->run = v->tmp;
+    for (int j = 0; j < p; j++)
+        if (fill == NM_FILL_ALL || fill == j) {
+            int rc = nm_vblock(v, j, 1, comm);
+            if (rc != MPI_SUCCESS)
+                return rc;
+        }
+    return MPI_SUCCESS;
+}
+
+int nm_vspan_end(nm_vspan_t *v, int drain, int skip, MPI_Comm comm)
+{
+    int rc = MPI_SUCCESS;
+    for (int j = 0; v->tmp && drain && j < v->p && rc == MPI_SUCCESS; j++)
+        if (j != skip)
+            rc = nm_vblock(v, j, 0, comm);
+    free(v->tmp);
+    free(v->off);
+    v->tmp = NULL;
+    v->off = NULL;
+    return rc;
+}
+
 /* ---- user ops ------------------------------------------------------------- */
 
 /* The functions of the ops made with MPI_Op_create in C: MPI cannot be
