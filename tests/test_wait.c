@@ -178,12 +178,66 @@ static void test_mix_sleeping(void)
     CU_ASSERT_EQUAL(nct_run(8, mix_body, NULL), 0);
 }
 
+/* The wait hook: a rank waiting for a late root calls it (with its own
+ * team), a busy hook keeps a sleeping wait from sleeping (the call still
+ * completes), and none is called once it is removed. */
+static int hook_calls;
+static const numacoll_team_t *hook_team;
+static int count_hook(void *ctx, const numacoll_team_t *team)
+{
+    hook_calls++;
+    hook_team = team;
+    return *(int *)ctx;
+}
+
+static int hook_body(const numacoll_bootstrap_t *b, void *arg)
+{
+    (void)arg;
+    numacoll_config_t cfg;
+    numacoll_config_init(&cfg);
+    cfg.verbose = 0;
+    cfg.wait_policy = 2; /* sleep: the busy hook must keep it awake */
+    numacoll_team_t *t;
+    if (numacoll_team_create(b, &cfg, &t) != NUMACOLL_OK)
+        return 10;
+    int busy = 1, bad = 0;
+    numacoll_set_wait_hook(count_hook, &busy);
+    long v = 0;
+    for (int round = 0; round < 2 && !bad; round++) {
+        if (round == 1)
+            numacoll_set_wait_hook(NULL, NULL);
+        hook_calls = 0;
+        hook_team = NULL;
+        if (b->rank == 0) {
+            usleep(50000); /* the root comes late: rank 1 waits */
+            v = 42 + round;
+        }
+        if (numacoll_bcast(t, &v, sizeof v, 0) != NUMACOLL_OK ||
+            v != 42 + round)
+            bad = 2;
+        else if (b->rank == 1 && round == 0 &&
+                 (hook_calls == 0 || hook_team != t))
+            bad = 3;
+        else if (round == 1 && hook_calls != 0)
+            bad = 4;
+    }
+    numacoll_team_destroy(t);
+    return bad;
+}
+
+static void test_wait_hook(void)
+{
+    CU_ASSERT_EQUAL(nct_run(2, hook_body, NULL), 0);
+}
+
+
 int nct_register_wait(void)
 {
     static const nct_test_t tests[] = {
         {"auto: 3 ranks on one CPU sleep; forced policies win on their rank", test_auto_pinned},
         {"auto: spin with a CPU per rank; one rank asking to sleep is heard", test_auto_free},
         {"sleeping waits, p = 8 on one CPU: every collective correct", test_mix_sleeping},
+        {"the wait hook: called by a waiting rank, removed with NULL", test_wait_hook},
         {NULL, NULL},
     };
     return nct_add_suite("wait", tests);
