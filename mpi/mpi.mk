@@ -28,11 +28,13 @@ nm_cc = $(word 2,$(subst :, ,$(filter $(1):%,$(NM_MPIS))))
 
 # The MPI test programs for MPICH (tests/mpi/run-pmpi.sh); those that test
 # Open MPI's component itself (its parameters, MPI_T variables, two-level
-# mode, recovery) are left out, and fortran_reduce: it needs the explicit
-# choice-buffer interfaces of Open MPI's mpi module, which MPICH's lacks.
+# mode, recovery) are left out.
 NM_TESTS = bcast_types bcast_derived derived_types barrier_order many_comms \
-           reduce_ops reduce_types nonblocking gathers rscan threads mismatch
+           reduce_ops reduce_types nonblocking gathers rscan threads
 NM_TEST_BINS = $(if $(filter mpich,$(NM_BUILT)),$(NM_TESTS:%=$(BUILD)/mpich/tests/%))
+# fortran_reduce where mpifort.mpich has its compiler (deps.txt: gfortran)
+NM_FC := $(if $(filter mpich,$(NM_BUILT)),$(call nm_have,$(firstword $(shell mpifort.mpich -show 2>/dev/null))))
+NM_TEST_BINS += $(if $(NM_FC),$(BUILD)/mpich/tests/fortran_reduce)
 
 .PHONY: mpi-lib check-mpich install-mpi-lib
 mpi-lib: $(NM_LIBS) $(NM_TEST_BINS)
@@ -66,6 +68,13 @@ mpi-lib: $(NM_BENCH)
 $(BUILD)/mpich/numacoll-bench-mpi: $(NCB_MPI_SRCS) bench/bench.h
 	@mkdir -p $(dir $@)
 	mpicc.mpich $(CPPFLAGS) $(CFLAGS) -Wno-stringop-overflow -DNCB_BUILD_MPI -o $@ $(NCB_MPI_SRCS) $(LDFLAGS)
+
+$(BUILD)/mpich/tests/mpit.o $(BUILD)/mpich/tests/mpit_f.o: $(BUILD)/mpich/tests/%.o: tests/mpi/%.c tests/mpi/mpit.h
+	@mkdir -p $(dir $@)
+	mpicc.mpich -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -Wno-stringop-overflow $(LDFLAGS) -c -o $@ $<
+$(BUILD)/mpich/tests/fortran_reduce: tests/mpi/fortran_reduce.f90 $(BUILD)/mpich/tests/mpit.o $(BUILD)/mpich/tests/mpit_f.o
+	mpifort.mpich -O2 -g -Wall -Werror $(LDFLAGS) -J$(dir $@) -o $@ $< \
+	  $(BUILD)/mpich/tests/mpit.o $(BUILD)/mpich/tests/mpit_f.o
 
 check-mpich: mpi-lib
 	NC_BUILD=$(BUILD) tests/mpi/run-pmpi.sh

@@ -301,6 +301,35 @@ static int counted(const call_t *c)
     return 0;
 }
 
+#ifdef MPICH_VERSION
+/*
+ * MPICH 4.0.2's persistent Allgather, Gather and Scatter move wrong data
+ * or fail (run() starts each request twice, its data changed in between),
+ * so there these are skipped:
+ *   MPI_Gather_init with data: from the first MPI_Start the root's
+ *   receive buffer lacks its own block and holds garbage for the others';
+ *   MPI_Allgather_init on a power of two of processes (2 and 4; 3
+ *   passes): the second start leaves most blocks unwritten, and with a
+ *   derived receive type (even of count 0) each start after the first
+ *   releases one reference to the type too many, which frees it while in
+ *   use (yaksa's handle assertion, or a segfault in ucp_tag_send_nbx
+ *   under a later MPI_Start);
+ *   MPI_Scatter_init with data: the second start gives the non-root
+ *   nothing on 2 processes, and its MPI_Wait fails on 3 or more
+ *   ("Invalid communicator", from MPIDU_Sched_progress_state).
+ * Their nonblocking and blocking forms, and the other persistent ones,
+ * pass.
+ */
+static int mpich_skips(kind_t k, int f, int p, size_t n)
+{
+    if (f != F_PERSISTENT)
+        return 0;
+    if (k == K_ALLGATHER)
+        return (p & (p - 1)) == 0;
+    return (k == K_GATHER || k == K_SCATTER) && n > 0;
+}
+#endif
+
 static void run(MPI_Comm comm, const char *cname, kind_t k, int f, int root,
                 size_t n, int sl, int rl, int in_place, unsigned seed)
 {
@@ -308,6 +337,10 @@ static void run(MPI_Comm comm, const char *cname, kind_t k, int f, int root,
                 .rl = &lays[rl], .in_place = in_place};
     MPI_Comm_rank(comm, &c.me);
     MPI_Comm_size(comm, &c.p);
+#ifdef MPICH_VERSION
+    if (mpich_skips(k, f, c.p, n))
+        return;
+#endif
     for (int j = 0; j < c.p; j++)
         c.bytes[j] = block_bytes(k, n, j);
     const int is_root = c.me == root || !rooted(k);

@@ -37,6 +37,17 @@ int mpitf_finish(void)
     return mpit_finish();
 }
 
+/* 1 under MPICH: the Fortran source has no preprocessor to ask
+ * MPICH_VERSION (this file is built with the same MPI's mpicc). */
+int mpitf_mpich(void)
+{
+#ifdef MPICH_VERSION
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void mpitf_counters_begin(void)
 {
     char names[2][NC_F_N][64];

@@ -361,7 +361,8 @@ static void run_case(MPI_Comm comm, const char *cname, const tdesc_t *t,
     if (root_b >= 0) {
         memcpy(out, mine, count * t->size);
         if (rank == root_b)
-            MPI_Reduce(MPI_IN_PLACE, out, c, t->dt, ops[o], root_b, comm);
+            MPI_Reduce(RED_IN_PLACE(root_b, count * t->size, mine), out, c,
+                       t->dt, ops[o], root_b, comm);
         else
             MPI_Reduce(mine, NULL, c, t->dt, ops[o], root_b, comm);
         if (rank == root_b)
@@ -437,7 +438,7 @@ static void user_case(MPI_Comm comm, const char *cname, MPI_Datatype mat_dt,
                        "count %zu, root %d: not the rank-ordered product",
                        cname, count, root);
         memcpy(out, mine, nb);
-        MPI_Reduce(rank == root ? MPI_IN_PLACE : (void *)mine, out, c,
+        MPI_Reduce(rank == root ? RED_IN_PLACE(root, nb, mine) : (void *)mine, out, c,
                    mat_dt, op, root, comm);
         if (rank == root)
             MPIT_CHECK(memcmp(out, ref, nb) == 0, "user op Reduce in place "

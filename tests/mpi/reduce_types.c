@@ -311,7 +311,8 @@ static void run(const tdesc_t *t, const view_t *v, opk_t o, size_t n,
     if (me == root)
         check_elems(t, v, o, ref, out, n, "Reduce", root);
     memcpy(out, mine, room);
-    MPI_Reduce(me == root ? MPI_IN_PLACE : mine, out, c, dt, ops[o], root,
+    MPI_Reduce(me == root ? RED_IN_PLACE(root, room, mine) : mine, out, c, dt,
+               ops[o], root,
                comm);
     if (me == root)
         check_elems(t, v, o, ref, out, n, "Reduce in place", root);
@@ -396,7 +397,8 @@ static void run_nb(const tdesc_t *t, const view_t *v, opk_t o, size_t n,
             MPI_Wait(&q, MPI_STATUS_IGNORE);
             check_elems(t, v, o, ref, out, n, "Iallreduce in place", -1);
             memcpy(out, mine, room);
-            MPI_Ireduce(me == root ? MPI_IN_PLACE : mine, out, c, dt, ops[o],
+            MPI_Ireduce(me == root ? RED_IN_PLACE(root, room, mine) : mine, out, c,
+                        dt, ops[o],
                         root, MPI_COMM_WORLD, &q);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
             if (me == root)
