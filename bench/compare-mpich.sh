@@ -7,7 +7,8 @@
 # `numacoll-bench --merge` from the runs' CSV files.
 #
 #   bench/compare-mpich.sh [-n NP] [-r ROUNDS] [-c CONFIGS] [-b BASELINE]
-#                          [-o DIR] [-t SECONDS] [-- numacoll-bench-mpi options]
+#                          [-o DIR] [-t SECONDS] [-T TABLE]
+#                          [-- numacoll-bench-mpi options]
 #
 # Configurations (-c, comma-separated; default numacoll,mpich,release):
 #   numacoll  libnumacoll-mpi preloaded (LD_PRELOAD=$NC_BUILD/mpich/
@@ -18,6 +19,9 @@
 #   release   MPICH with its shared-memory release_gather collectives
 #             forced (MPIR_CVAR_{BCAST,REDUCE,ALLREDUCE,BARRIER}_POSIX_
 #             INTRA_ALGORITHM=release_gather)
+# -T TABLE runs numacoll with that tuning table (NUMACOLL_TUNING_FILE), e.g.
+# one that `numacoll-tune --decline-from DIR/merged.csv --decline-host
+# mpich` wrote from an earlier comparison (docs/mpich.md, "Speed").
 # Ratios are to BASELINE (default mpich). Options after -- go to every run
 # (default: --ops bcast,allreduce,reduce,barrier); numacoll-bench-mpi
 # --help lists them (--loop app|b2b|both, --align, --sizes, ...).
@@ -27,6 +31,7 @@ set -euo pipefail
 
 me=compare-mpich.sh
 np=2 rounds=3 configs=numacoll,mpich,release baseline=mpich out="" limit=300
+table=""
 bench_args=()
 usage() { sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     -b) baseline=${2:?-b needs a value}; shift 2 ;;
     -o) out=${2:?-o needs a value}; shift 2 ;;
     -t) limit=${2:?-t needs a value}; shift 2 ;;
+    -T) table=$(cd "$(dirname "${2:?-T needs a file}")" && pwd)/$(basename "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; bench_args=("$@"); break ;;
     *) echo "$me: unknown option '$1' (--help)" >&2; exit 2 ;;
@@ -63,7 +69,8 @@ rm -f "$out"/*.csv "$out"/*.log
 
 config_env() {  # the -genv pairs of one configuration
     case "$1" in
-    numacoll) genv=(-genv LD_PRELOAD "$lib" -genv NUMACOLL_COUNTERS 1) ;;
+    numacoll) genv=(-genv LD_PRELOAD "$lib" -genv NUMACOLL_COUNTERS 1)
+              [ -z "$table" ] || genv+=(-genv NUMACOLL_TUNING_FILE "$table") ;;
     mpich)    genv=() ;;
     release)  genv=()
               for k in BCAST REDUCE ALLREDUCE BARRIER; do
@@ -73,7 +80,7 @@ config_env() {  # the -genv pairs of one configuration
 }
 
 echo "# $me: MPICH $(mpichversion 2>/dev/null | sed -n 's/^MPICH Version: *//p'), np $np, $rounds rounds, results in $out"
-echo "#   run options: ${bench_args[*]}"
+echo "#   run options: ${bench_args[*]}${table:+; numacoll with the table $table}"
 start=$(date +%s)
 for ((r = 1; r <= rounds; r++)); do
     order=("${list[@]}")

@@ -8,7 +8,9 @@
  * Files: nm_comm.c (parameters from the environment, the team cached on
  * each communicator, counters, MPI_Finalize), nm_types.c (which datatypes
  * and ops the core serves, and buffers that are not one run of bytes),
- * nm_coll.c (the collectives).
+ * nm_coll.c (the blocking collectives), nm_vcoll.c (their v forms),
+ * nm_nb.c (the nonblocking ones, where the MPI lets a generalized request
+ * poll), nm_map.c (MPI's predefined types and ops as the core's).
  */
 #ifndef NM_H
 #define NM_H

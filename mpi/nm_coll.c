@@ -1,9 +1,10 @@
 /*
  * The collectives libnumacoll-mpi serves: MPI_Barrier, MPI_Bcast,
  * MPI_Reduce, MPI_Allreduce, MPI_Allgather, MPI_Gather, MPI_Scatter,
- * MPI_Alltoall, MPI_Reduce_scatter_block, MPI_Scan and MPI_Exscan, blocking.
- * Every other MPI function, the v forms and the nonblocking and persistent
- * collectives included, is the MPI library's own (docs/mpich.md says why).
+ * MPI_Alltoall, MPI_Reduce_scatter_block, MPI_Scan and MPI_Exscan, blocking
+ * (the v forms are in mpi/nm_vcoll.c, the nonblocking calls in
+ * mpi/nm_nb.c). Every other MPI function is the MPI library's own
+ * (docs/mpich.md says which and why).
  *
  * Each wrapper: the communicator's team (nm_team: none where numacoll does
  * not serve the communicator), the call's byte count, which MPI makes
