@@ -10,7 +10,8 @@
 #    minutes);
 #  - under Open MPI (mpirun), the programs built for the component's tests
 #    (build/tests/mpi) with the Open MPI build of the library preloaded and
-#    the component absent, as a second MPI for the same library.
+#    the component absent, as a second MPI for the same library, at np 2
+#    (NC_NPS_OMPI).
 #
 # Programs left out: those that test the Open MPI component itself (its
 # parameters, MPI_T variables, two levels, recovery). Where MPICH 4.0.2
@@ -28,6 +29,7 @@ BUILD=${NC_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 NPS=${NC_NPS:-"2 3"}
 NPS_ALONE=${NC_NPS_ALONE:-2}
+NPS_OMPI=${NC_NPS_OMPI:-2}
 TIMEOUT=${NC_TIMEOUT:-120}
 LOG=$(mktemp "${TMPDIR:-/tmp}/numacoll-pmpi.XXXXXX")
 trap 'rm -f "$LOG"' EXIT
@@ -109,7 +111,7 @@ if command -v mpirun.openmpi >/dev/null 2>&1 && [ -f "$OLIB" ]; then
     # Open MPI's own components only: the numacoll component stays out
     OMPI_MCA_mca_base_component_path=$(ompi_info --path pkglibdir | sed 's/^.*: *//')
     export OMPI_MCA_mca_base_component_path
-    for np in $NPS; do
+    for np in $NPS_OMPI; do
         for t in $PROGS; do
             [ -x "$BUILD/tests/mpi/$t" ] || continue
             run "openmpi+numacoll np=$np $t" "$OLIB" \
