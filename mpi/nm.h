@@ -33,6 +33,20 @@ numacoll_team_t *nm_team(MPI_Comm comm);
  * library's own collective (0). */
 void nm_count(numacoll_coll_t coll, int ran);
 
+/* A call that goes to the MPI: counted, then run. */
+#define NM_MPI(coll, call) (nm_count((coll), 0), (call))
+
+/* What a served call returns once the core is done (st) and its buffers
+ * are back (rc): counted when it ran; a failure goes to comm's error
+ * handler (nm_finish), as does a failure of the buffers' unpacking. */
+int nm_done(MPI_Comm comm, numacoll_team_t *t, numacoll_coll_t coll,
+            const char *what, int st, int rc);
+
+/* A failure of this rank alone before the core was called (no memory for
+ * a temporary): the other ranks are in the call already, so it is an
+ * error of the call, reported as MPI reports any. */
+int nm_local_fail(MPI_Comm comm, int rc);
+
 /* 1 when the team's tuning table says decline=1 for this call. */
 int nm_declines(numacoll_team_t *t, numacoll_coll_t coll, size_t nbytes);
 

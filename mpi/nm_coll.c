@@ -21,32 +21,6 @@
 
 #include <stdint.h>
 
-/* A call that goes to the MPI: counted, then run. */
-#define NM_MPI(coll, call) (nm_count((coll), 0), (call))
-
-/* What a served call returns once the core is done and the spans are
- * closed. */
-static int nm_done(MPI_Comm comm, numacoll_team_t *t, numacoll_coll_t coll,
-                   const char *what, int st, int rc)
-{
-    if (st == NUMACOLL_OK)
-        nm_count(coll, 1);
-    if (st != NUMACOLL_OK)
-        return nm_finish(comm, t, what, st);
-    if (rc != MPI_SUCCESS)
-        PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
-}
-
-/* A failure of this rank alone before the core was called (no memory for
- * a temporary): the other ranks are in the call already, so it is an
- * error of the call, reported as MPI reports any. */
-static int nm_local_fail(MPI_Comm comm, int rc)
-{
-    PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
-}
-
 int MPI_Barrier(MPI_Comm comm)
 {
     numacoll_team_t *t = nm_team(comm);

@@ -10,6 +10,7 @@
  * failures, so every rank declines or serves together.
  */
 #include "mpi/nm.h"
+#include "mpi/nm_map.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -234,30 +235,6 @@ int nm_hands_back(int st)
     return 1;
 }
 
-/* Core status to MPI error class; a switch without default, so that
- * -Wswitch flags a status added to the core and not mapped here. */
-static int nm_mpi_error(numacoll_status_t st)
-{
-    switch (st) {
-    case NUMACOLL_OK:              return MPI_SUCCESS;
-    case NUMACOLL_ERR_ARG:         return MPI_ERR_ARG;
-    case NUMACOLL_ERR_NOMEM:       return MPI_ERR_NO_MEM;
-    case NUMACOLL_ERR_SYS:         return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_TOPO:        return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_BOOTSTRAP:   return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_TIMEOUT:     return MPI_ERR_OTHER;
-    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_OTHER;
-    case NUMACOLL_ERR_ABORTED:     return MPI_ERR_OTHER;
-    case NUMACOLL_ERR_CALLBACK:    return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_BUDGET:      return MPI_ERR_NO_MEM;
-    case NUMACOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
-    case NUMACOLL_ERR_TRUNCATE:    return MPI_ERR_TRUNCATE;
-    case NUMACOLL_ERR_MISMATCH:    return MPI_ERR_ARG;
-    case NUMACOLL_ERR_NOSPACE:     return MPI_ERR_NO_MEM;
-    }
-    return MPI_ERR_UNKNOWN;
-}
-
 int nm_finish(MPI_Comm comm, numacoll_team_t *t, const char *what, int st)
 {
     if (st == NUMACOLL_OK)
@@ -266,11 +243,28 @@ int nm_finish(MPI_Comm comm, numacoll_team_t *t, const char *what, int st)
         fprintf(stderr, "numacoll: %s failed on rank %d: %s: %s\n", what,
                 numacoll_team_rank(t), numacoll_strerror(st),
                 t ? numacoll_team_last_error(t) : "");
-    int err = nm_mpi_error((numacoll_status_t)st);
+    int err = nm_error_class(st);
     /* the wrapper is MPI's entry point: the communicator's handler is ours
      * to call (MPI_ERRORS_ARE_FATAL aborts here) */
     PMPI_Comm_call_errhandler(comm, err);
     return err;
+}
+
+int nm_done(MPI_Comm comm, numacoll_team_t *t, numacoll_coll_t coll,
+            const char *what, int st, int rc)
+{
+    if (st != NUMACOLL_OK)
+        return nm_finish(comm, t, what, st);
+    nm_count(coll, 1);
+    if (rc != MPI_SUCCESS)
+        PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
+int nm_local_fail(MPI_Comm comm, int rc)
+{
+    PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
 }
 
 /* ---- MPI_Finalize ------------------------------------------------------- */

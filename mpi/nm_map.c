@@ -148,3 +148,31 @@ int nm_map_dtype(MPI_Datatype d, MPI_Op op, size_t (*size_of)(MPI_Datatype))
         return pair_of(size_of(d), NUMACOLL_DTYPE_2DOUBLE, sizeof(numacoll_2double_t));
     return -1;
 }
+
+int nm_error_class(int st)
+{
+    switch ((numacoll_status_t)st) {
+    case NUMACOLL_OK:              return MPI_SUCCESS;
+    case NUMACOLL_ERR_ARG:         return MPI_ERR_ARG;
+    case NUMACOLL_ERR_NOMEM:       return MPI_ERR_NO_MEM;
+    case NUMACOLL_ERR_SYS:         return MPI_ERR_INTERN;
+    case NUMACOLL_ERR_TOPO:        return MPI_ERR_INTERN;
+    case NUMACOLL_ERR_BOOTSTRAP:   return MPI_ERR_INTERN;
+    case NUMACOLL_ERR_TIMEOUT:     return MPI_ERR_OTHER;
+#ifdef MPI_ERR_PROC_FAILED
+    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_FAILED;
+#elif defined(MPI_ERR_PROC_ABORTED)
+    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_ABORTED;
+#else
+    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_OTHER;
+#endif
+    case NUMACOLL_ERR_ABORTED:     return MPI_ERR_OTHER;
+    case NUMACOLL_ERR_CALLBACK:    return MPI_ERR_INTERN;
+    case NUMACOLL_ERR_BUDGET:      return MPI_ERR_NO_MEM;
+    case NUMACOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    case NUMACOLL_ERR_TRUNCATE:    return MPI_ERR_TRUNCATE;
+    case NUMACOLL_ERR_MISMATCH:    return MPI_ERR_ARG;
+    case NUMACOLL_ERR_NOSPACE:     return MPI_ERR_NO_MEM;
+    }
+    return MPI_ERR_UNKNOWN;
+}

@@ -1,7 +1,7 @@
 /*
  * MPI's predefined datatypes and ops as the core's (mpi/nm_map.c), through
- * MPI's public handles only: shared by libnumacoll-mpi and the Open MPI
- * component.
+ * MPI's public handles only, and core statuses as MPI error classes: shared
+ * by libnumacoll-mpi and the Open MPI component.
  */
 #ifndef NM_MAP_H
 #define NM_MAP_H
@@ -24,5 +24,10 @@ int nm_op_is_predefined(MPI_Op op);
  * unknown); it is asked only about d, for the types whose size is the
  * build's (Fortran's, MPI_AINT, ...). */
 int nm_map_dtype(MPI_Datatype d, MPI_Op op, size_t (*size_of)(MPI_Datatype));
+
+/* The MPI error class of a core status (MPI_SUCCESS for NUMACOLL_OK). A
+ * switch over the enum without default, so that -Wswitch flags a status
+ * added to the core and not mapped here. */
+int nm_error_class(int st);
 
 #endif

@@ -36,8 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NM_MPI(coll, call) (nm_count((coll), 0), (call))
-
 typedef struct nm_nb {
     struct nm_nb *prev, *next;  /* the requests in flight (nm_live)        */
     numacoll_request_t *nreq;   /* NULL once completed                     */

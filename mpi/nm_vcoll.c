@@ -13,26 +13,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define NM_MPI(coll, call) (nm_count((coll), 0), (call))
-
-/* The end of a served call: count it, report a failure. */
-static int nm_vdone(MPI_Comm comm, numacoll_team_t *t, numacoll_coll_t coll,
-                    const char *what, int st, int rc)
-{
-    if (st != NUMACOLL_OK)
-        return nm_finish(comm, t, what, st);
-    nm_count(coll, 1);
-    if (rc != MPI_SUCCESS)
-        PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
-}
-
-static int nm_vfail(MPI_Comm comm, int rc)
-{
-    PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
-}
-
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    void *recvbuf, const int recvcounts[], const int displs[],
                    MPI_Datatype recvtype, MPI_Comm comm)
@@ -64,7 +44,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (rc != MPI_SUCCESS) {
         nm_span_end(&s, 0, comm);
         nm_vspan_end(&r, 0, -1, comm);
-        return nm_vfail(comm, rc);
+        return nm_local_fail(comm, rc);
     }
     int st = numacoll_allgatherv(t, in_place ? NUMACOLL_IN_PLACE : s.run,
                                  r.len[me], r.run, r.len, r.off);
@@ -76,7 +56,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                       recvcounts, displs, recvtype, comm));
     }
     rc = nm_vspan_end(&r, st == NUMACOLL_OK, in_place ? me : -1, comm);
-    return nm_vdone(comm, t, NUMACOLL_COLL_ALLGATHER, "MPI_Allgatherv", st,
+    return nm_done(comm, t, NUMACOLL_COLL_ALLGATHER, "MPI_Allgatherv", st,
                     rc);
 }
 
@@ -106,7 +86,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (rc != MPI_SUCCESS) {
         nm_span_end(&s, 0, comm);
         nm_vspan_end(&r, 0, -1, comm);
-        return nm_vfail(comm, rc);
+        return nm_local_fail(comm, rc);
     }
     int st = numacoll_gatherv(t, in_place ? NUMACOLL_IN_PLACE : s.run,
                               in_place ? r.len[me] : s.bytes,
@@ -119,7 +99,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                    recvcounts, displs, recvtype, root, comm));
     }
     rc = nm_vspan_end(&r, st == NUMACOLL_OK, in_place ? me : -1, comm);
-    return nm_vdone(comm, t, NUMACOLL_COLL_GATHER, "MPI_Gatherv", st, rc);
+    return nm_done(comm, t, NUMACOLL_COLL_GATHER, "MPI_Gatherv", st, rc);
 }
 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
@@ -148,7 +128,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
     if (rc != MPI_SUCCESS) {
         nm_span_end(&r, 0, comm);
         nm_vspan_end(&s, 0, -1, comm);
-        return nm_vfail(comm, rc);
+        return nm_local_fail(comm, rc);
     }
     int st = numacoll_scatterv(
         t, me == root ? s.run : NULL, s.len, s.off,
@@ -162,7 +142,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
                                     recvbuf, recvcount, recvtype, root, comm));
     }
     rc = nm_span_end(&r, st == NUMACOLL_OK, comm);
-    return nm_vdone(comm, t, NUMACOLL_COLL_SCATTER, "MPI_Scatterv", st, rc);
+    return nm_done(comm, t, NUMACOLL_COLL_SCATTER, "MPI_Scatterv", st, rc);
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
@@ -187,7 +167,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
     if (rc != MPI_SUCCESS) {
         nm_vspan_end(&s, 0, -1, comm);
         nm_vspan_end(&r, 0, -1, comm);
-        return nm_vfail(comm, rc);
+        return nm_local_fail(comm, rc);
     }
     int st = numacoll_alltoallv(t, in_place ? NUMACOLL_IN_PLACE : s.run,
                                 in_place ? NULL : s.len,
@@ -201,7 +181,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
                                      comm));
     }
     rc = nm_vspan_end(&r, st == NUMACOLL_OK, -1, comm);
-    return nm_vdone(comm, t, NUMACOLL_COLL_ALLTOALL, "MPI_Alltoallv", st, rc);
+    return nm_done(comm, t, NUMACOLL_COLL_ALLTOALL, "MPI_Alltoallv", st, rc);
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
@@ -240,6 +220,6 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
         return NM_MPI(NUMACOLL_COLL_REDUCE_SCATTER,
                       PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt,
                                           op, comm));
-    return nm_vdone(comm, t, NUMACOLL_COLL_REDUCE_SCATTER,
+    return nm_done(comm, t, NUMACOLL_COLL_REDUCE_SCATTER,
                     "MPI_Reduce_scatter", st, MPI_SUCCESS);
 }

@@ -18,6 +18,7 @@
  * pairs with the same signature, as MPI allows.
  */
 #include "coll_numacoll.h"
+#include "mpi/nm_map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -644,34 +645,11 @@ bool nc_ready(nc_module_t *m)
 
 /* ---- errors ----------------------------------------------------------- */
 
-/* Core status to MPI error class. A switch over the enum, without default,
- * so that -Wswitch flags a status added to the core and not mapped here. */
+/* Core status to MPI error class (mpi/nm_map.c, shared with
+ * libnumacoll-mpi). */
 static int nc_mpi_error(numacoll_status_t st)
 {
-    switch (st) {
-    case NUMACOLL_OK:              return MPI_SUCCESS;
-    case NUMACOLL_ERR_ARG:         return MPI_ERR_ARG;
-    case NUMACOLL_ERR_NOMEM:       return MPI_ERR_NO_MEM;
-    case NUMACOLL_ERR_SYS:         return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_TOPO:        return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_BOOTSTRAP:   return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_TIMEOUT:     return MPI_ERR_OTHER;
-#ifdef MPI_ERR_PROC_FAILED
-    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_FAILED;
-#elif defined(MPI_ERR_PROC_ABORTED)
-    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_PROC_ABORTED;
-#else
-    case NUMACOLL_ERR_PEER_DEAD:   return MPI_ERR_OTHER;
-#endif
-    case NUMACOLL_ERR_ABORTED:     return MPI_ERR_OTHER;
-    case NUMACOLL_ERR_CALLBACK:    return MPI_ERR_INTERN;
-    case NUMACOLL_ERR_BUDGET:      return MPI_ERR_NO_MEM;
-    case NUMACOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
-    case NUMACOLL_ERR_TRUNCATE:    return MPI_ERR_TRUNCATE;
-    case NUMACOLL_ERR_MISMATCH:    return MPI_ERR_ARG;
-    case NUMACOLL_ERR_NOSPACE:     return MPI_ERR_NO_MEM;
-    }
-    return MPI_ERR_UNKNOWN;
+    return nm_error_class(st);
 }
 
 bool nc_hands_back(int st)
