@@ -796,7 +796,10 @@ NUMACOLL_API int numacoll_progress(numacoll_team_t *team);
  * and numacoll_test() on other teams, and returns nonzero while it has
  * requests in flight, which keeps the wait from sleeping (it yields
  * instead: a sleeping rank would move nothing). Process-wide; NULL removes
- * it. A wait inside the hook's own calls does not call it again. Since
+ * it. A wait inside the hook's own calls does not call it again. Set it
+ * while no wait runs in another thread (a wait may pair a hook with the
+ * context set just before or after it), and keep what ctx points to alive:
+ * a wait that began before a change may still call the old hook. Since
  * 0.5.
  */
 typedef int (*numacoll_wait_hook_fn)(void *ctx, const numacoll_team_t *team);

@@ -29,6 +29,20 @@
  * rank. */
 numacoll_team_t *nm_team(MPI_Comm comm);
 
+/* A communicator's record, for a nonblocking call: the communicator's
+ * team where it has one already, created by an earlier blocking call
+ * (never here: a nonblocking start must not wait for the other ranks, and
+ * MPI lets them start nonblocking calls on different communicators in
+ * different orders); NULL otherwise, the same on every rank, since every
+ * rank has made the same calls on comm before. A request holds its
+ * record (nm_comm_hold) until it completes (nm_comm_release), so the team
+ * outlives an MPI_Comm_free with the request pending. */
+typedef struct nm_comm nm_comm_t;
+nm_comm_t *nm_comm_served(MPI_Comm comm);
+numacoll_team_t *nm_comm_team(const nm_comm_t *c);
+void nm_comm_hold(nm_comm_t *c);
+void nm_comm_release(nm_comm_t *c);
+
 /* Count a call of coll that the core ran (ran = 1) or that went to the MPI
  * library's own collective (0). */
 void nm_count(numacoll_coll_t coll, int ran);
@@ -55,6 +69,11 @@ int nm_declines(numacoll_team_t *t, numacoll_coll_t coll, size_t nbytes);
  * staging, an operation the team does not support). */
 int nm_hands_back(int st);
 
+/* The MPI error class of a core status, its sentence said on stderr (at
+ * verbose >= 1); no handler called (a nonblocking call's result goes out
+ * through its request). */
+int nm_error(numacoll_team_t *t, const char *what, int st);
+
 /* The MPI result of a core status: MPI_SUCCESS, or an error class passed
  * to comm's error handler first (with the core's sentence on stderr). */
 int nm_finish(MPI_Comm comm, numacoll_team_t *t, const char *what, int st);
@@ -72,6 +91,9 @@ typedef struct nm_span {
     MPI_Datatype dt;
     size_t bytes;       /* count x the type's size                          */
 } nm_span_t;
+
+/* 1 for a predefined (named) datatype, which the user cannot free. */
+int nm_type_named(MPI_Datatype dt);
 
 /* Bytes of count x dt into *bytes; 0 on success, -1 for a negative count
  * or a size that overflows. */

@@ -38,7 +38,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     numacoll_team_t *t = nm_team(comm);
     size_t bytes = 0;
     if (!t || root < 0 || root >= numacoll_team_size(t) ||
-        nm_bytes(count, dt, &bytes) != 0 ||
+        nm_bytes(count, dt, &bytes) != 0 || bytes > INT32_MAX ||
         nm_declines(t, NUMACOLL_COLL_BCAST, bytes))
         return NM_MPI(NUMACOLL_COLL_BCAST,
                       PMPI_Bcast(buf, count, dt, root, comm));
@@ -251,11 +251,23 @@ static size_t nm_block(int count, MPI_Datatype dt)
     return nm_bytes(count, dt, &b) == 0 ? b : SIZE_MAX;
 }
 
-/* p blocks of count x type, as a count that fits an int, or -1 */
-static int nm_times(int count, int p)
+/* p blocks of count x type as one count, where p blocks of `block` bytes
+ * fit an int (a temporary is packed with PMPI_Pack's int sizes): the
+ * test rests on the block, equal on every rank, so all ranks decide alike;
+ * -1 beyond (the call goes to the MPI everywhere). A count of p blocks of
+ * count elements of at least one byte fits then too. */
+static int nm_times(int count, int p, size_t block)
 {
-    const long long n = (long long)count * p;
-    return n > INT32_MAX ? -1 : (int)n;
+    if (block == SIZE_MAX || block > INT32_MAX / (size_t)p)
+        return -1;
+    return block ? count * p : 0;
+}
+
+/* The same test alone, where this rank's count means nothing (off the
+ * root): 0 when p blocks fit, -1 otherwise. */
+static int nm_fits(int p, size_t block)
+{
+    return nm_times(0, p, block) < 0 ? -1 : 0;
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -264,7 +276,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 {
     numacoll_team_t *t = nm_team(comm);
     const size_t block = nm_block(recvcount, recvtype);
-    const int all = t ? nm_times(recvcount, numacoll_team_size(t)) : -1;
+    const int all =
+        t ? nm_times(recvcount, numacoll_team_size(t), block) : -1;
     if (!t || block == SIZE_MAX || all < 0 ||
         nm_declines(t, NUMACOLL_COLL_ALLGATHER, block))
         return NM_MPI(NUMACOLL_COLL_ALLGATHER,
@@ -304,9 +317,9 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
      * others' send side (MPI makes them equal) */
     const size_t block = me == root ? nm_block(recvcount, recvtype)
                                     : nm_block(sendcount, sendtype);
-    const int all = nm_times(recvcount, p);
-    if (!t || root < 0 || root >= p || block == SIZE_MAX ||
-        (me == root && all < 0) ||
+    const int all = !t ? -1 : me == root ? nm_times(recvcount, p, block)
+                                         : nm_fits(p, block);
+    if (!t || root < 0 || root >= p || all < 0 ||
         nm_declines(t, NUMACOLL_COLL_GATHER, block))
         return NM_MPI(NUMACOLL_COLL_GATHER,
                       PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf,
@@ -342,9 +355,9 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const int in_place = me == root && recvbuf == MPI_IN_PLACE;
     const size_t block = me == root ? nm_block(sendcount, sendtype)
                                     : nm_block(recvcount, recvtype);
-    const int all = nm_times(sendcount, p);
-    if (!t || root < 0 || root >= p || block == SIZE_MAX ||
-        (me == root && all < 0) ||
+    const int all = !t ? -1 : me == root ? nm_times(sendcount, p, block)
+                                         : nm_fits(p, block);
+    if (!t || root < 0 || root >= p || all < 0 ||
         nm_declines(t, NUMACOLL_COLL_SCATTER, block))
         return NM_MPI(NUMACOLL_COLL_SCATTER,
                       PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf,
@@ -379,10 +392,10 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     numacoll_team_t *t = nm_team(comm);
     const int p = t ? numacoll_team_size(t) : 0;
     const size_t block = nm_block(recvcount, recvtype);
-    const int all_r = nm_times(recvcount, p);
+    const int all_r = t ? nm_times(recvcount, p, block) : -1;
     const int in_place = sendbuf == MPI_IN_PLACE;
-    const int all_s = in_place ? 0 : nm_times(sendcount, p);
-    if (!t || block == SIZE_MAX || all_r < 0 || all_s < 0 ||
+    const int all_s = in_place || !t ? 0 : nm_times(sendcount, p, block);
+    if (!t || all_r < 0 || all_s < 0 ||
         nm_declines(t, NUMACOLL_COLL_ALLTOALL, block))
         return NM_MPI(NUMACOLL_COLL_ALLTOALL,
                       PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf,

@@ -109,18 +109,34 @@ static void nm_say_counters(void)
 
 /* ---- the team of a communicator -------------------------------------------- */
 
-/* The attribute's value: the team, or none (declined for good). */
-typedef struct nm_comm {
+/* The attribute's value: the team, or none (declined for good), and its
+ * references: the communicator's own, and one per nonblocking request in
+ * flight, since MPI lets a communicator be freed with requests pending.
+ * The last one out destroys the team. */
+struct nm_comm {
     numacoll_team_t *team;
-} nm_comm_t;
+    atomic_int refs;
+};
+
+void nm_comm_hold(nm_comm_t *c)
+{
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+}
+
+void nm_comm_release(nm_comm_t *c)
+{
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (c->team)
+        (void)numacoll_team_destroy(c->team);
+    free(c);
+}
 
 static int nm_comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
-    nm_comm_t *c = val;
-    if (c && c->team)
-        (void)numacoll_team_destroy(c->team);
-    free(c);
+    if (val)
+        nm_comm_release(val);
     return MPI_SUCCESS;
 }
 
@@ -162,6 +178,8 @@ static int nm_one_node(MPI_Comm comm, int size)
 static nm_comm_t *nm_setup(MPI_Comm comm)
 {
     nm_comm_t *c = calloc(1, sizeof *c);
+    if (c)
+        atomic_init(&c->refs, 1);
     int inter = 0, size = 0, rank = 0;
     PMPI_Comm_test_inter(comm, &inter);
     PMPI_Comm_size(comm, &size);
@@ -200,7 +218,9 @@ static nm_comm_t *nm_setup(MPI_Comm comm)
     return c;
 }
 
-numacoll_team_t *nm_team(MPI_Comm comm)
+/* The record of comm; created (collectively) where it has none and
+ * `create` says so. */
+static nm_comm_t *nm_record(MPI_Comm comm, int create)
 {
     pthread_once(&nm_once, nm_init_once);
     if (!nm_enabled || comm == MPI_COMM_NULL)
@@ -209,8 +229,24 @@ numacoll_team_t *nm_team(MPI_Comm comm)
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, nm_keyval, &val, &flag) != MPI_SUCCESS)
         return NULL;
-    nm_comm_t *c = flag ? val : nm_setup(comm);
+    return flag ? val : create ? nm_setup(comm) : NULL;
+}
+
+numacoll_team_t *nm_team(MPI_Comm comm)
+{
+    nm_comm_t *c = nm_record(comm, 1);
     return c ? c->team : NULL;
+}
+
+nm_comm_t *nm_comm_served(MPI_Comm comm)
+{
+    nm_comm_t *c = nm_record(comm, 0);
+    return c && c->team ? c : NULL;
+}
+
+numacoll_team_t *nm_comm_team(const nm_comm_t *c)
+{
+    return c->team;
 }
 
 int nm_declines(numacoll_team_t *t, numacoll_coll_t coll, size_t nbytes)
@@ -235,15 +271,20 @@ int nm_hands_back(int st)
     return 1;
 }
 
+int nm_error(numacoll_team_t *t, const char *what, int st)
+{
+    if (st != NUMACOLL_OK && nm_cfg.verbose >= 1)
+        fprintf(stderr, "numacoll: %s failed on rank %d: %s: %s\n", what,
+                numacoll_team_rank(t), numacoll_strerror(st),
+                t ? numacoll_team_last_error(t) : "");
+    return nm_error_class(st);
+}
+
 int nm_finish(MPI_Comm comm, numacoll_team_t *t, const char *what, int st)
 {
     if (st == NUMACOLL_OK)
         return MPI_SUCCESS;
-    if (nm_cfg.verbose >= 1)
-        fprintf(stderr, "numacoll: %s failed on rank %d: %s: %s\n", what,
-                numacoll_team_rank(t), numacoll_strerror(st),
-                t ? numacoll_team_last_error(t) : "");
-    int err = nm_error_class(st);
+    int err = nm_error(t, what, st);
     /* the wrapper is MPI's entry point: the communicator's handler is ours
      * to call (MPI_ERRORS_ARE_FATAL aborts here) */
     PMPI_Comm_call_errhandler(comm, err);

@@ -18,6 +18,14 @@
  * a blocking collective on one communicator still feeds its nonblocking
  * one on another.
  *
+ * A communicator's team is made by its first blocking collective (a start
+ * must not wait for the other ranks, who may start calls on other
+ * communicators first); until then its nonblocking calls are MPICH's, as
+ * are those of a program that asked for MPI_THREAD_MULTIPLE (a poll or a
+ * blocking wait would move a team another thread may be using) and those
+ * with a user op on a derived datatype (the op is called with the user's
+ * handle, which the user may free once the call has started).
+ *
  * Limit: MPICH calls the poll function only while a generalized request
  * is tested or waited for, not inside its own progress engine; a rank
  * blocked in a point-to-point wait does not move its numacoll requests.
@@ -38,33 +46,35 @@
 
 typedef struct nm_nb {
     struct nm_nb *prev, *next;  /* the requests in flight (nm_live)        */
-    numacoll_request_t *nreq;   /* NULL once completed                     */
+    numacoll_request_t *nreq;   /* the core's request; NULL once done      */
+    nm_comm_t *rec;             /* held: the team outlives MPI_Comm_free   */
     numacoll_team_t *team;
     MPI_Request req;            /* the generalized request                 */
-    MPI_Comm comm;
     nm_span_t span[2];          /* the buffers; drain[i]: unpack at the end */
     int nspan, drain[2];
     int dup[2];                 /* span[i].dt is our copy: free it         */
     nm_red_ctx_t ctx;           /* a user op's context                     */
     int err;                    /* the MPI result, for query               */
-    int completed;              /* MPI_Grequest_complete called            */
+    int completed;              /* done: set under nm_live_lock            */
+    int live;                   /* on the list                             */
 } nm_nb_t;
 
 static pthread_mutex_t nm_live_lock = PTHREAD_MUTEX_INITIALIZER;
 static nm_nb_t *nm_live;
-static int nm_nb_off = -1;
 
-/* NUMACOLL_MPI_NB=0 hands every nonblocking call to the MPI. */
-static int nm_nb_enabled(void)
+/* The nonblocking calls' communicator record, or NULL: the call goes to
+ * MPICH (NUMACOLL_MPI_NB=0, MPI_THREAD_MULTIPLE, no team yet). */
+static nm_comm_t *nm_nb_comm(MPI_Comm comm)
 {
-    if (nm_nb_off < 0) {
+    static int off = -1;
+    if (off < 0) {
         const char *v = getenv("NUMACOLL_MPI_NB");
-        nm_nb_off = v && strcmp(v, "0") == 0;
+        int level = MPI_THREAD_SINGLE;
+        PMPI_Query_thread(&level);
+        off = (v && strcmp(v, "0") == 0) || level == MPI_THREAD_MULTIPLE;
     }
-    return !nm_nb_off;
+    return off ? NULL : nm_comm_served(comm);
 }
-
-static void nm_nb_set_hook(void);
 
 /* The core's blocking waits call this (numacoll_set_wait_hook): a rank
  * inside a blocking collective keeps its requests on other teams moving,
@@ -83,6 +93,11 @@ static int nm_nb_hook(void *ctx, const numacoll_team_t *waiting)
     return busy;
 }
 
+static void nm_nb_set_hook(void)
+{
+    numacoll_set_wait_hook(nm_nb_hook, NULL);
+}
+
 static void nm_live_add(nm_nb_t *s)
 {
     static pthread_once_t hooked = PTHREAD_ONCE_INIT;
@@ -93,23 +108,68 @@ static void nm_live_add(nm_nb_t *s)
     if (nm_live)
         nm_live->prev = s;
     nm_live = s;
+    s->live = 1;
     pthread_mutex_unlock(&nm_live_lock);
 }
 
-static void nm_nb_set_hook(void)
-{
-    numacoll_set_wait_hook(nm_nb_hook, NULL);
-}
-
+/* Under nm_live_lock. */
 static void nm_live_remove(nm_nb_t *s)
 {
+    if (!s->live)
+        return;
     if (s->prev)
         s->prev->next = s->next;
-    else if (nm_live == s)
+    else
         nm_live = s->next;
     if (s->next)
         s->next->prev = s->prev;
     s->prev = s->next = NULL;
+    s->live = 0;
+}
+
+static int nm_nb_span(nm_nb_t *s, const void *user, int count,
+                      MPI_Datatype dt, int fill, int drain)
+{
+    const int i = s->nspan++;
+    /* MPI_COMM_SELF: the call's communicator may be freed before the
+     * request completes; the packed form is the same (one node) */
+    int rc = nm_span_begin(&s->span[i], user, count, dt, fill,
+                           MPI_COMM_SELF);
+    s->drain[i] = drain;
+    /* the user may free the datatype once the call has started (MPI keeps
+     * it alive for the request): a temporary unpacked at the end needs a
+     * copy of its own */
+    if (rc == MPI_SUCCESS && drain && s->span[i].tmp) {
+        rc = PMPI_Type_dup(dt, &s->span[i].dt);
+        s->dup[i] = rc == MPI_SUCCESS;
+    }
+    return rc;
+}
+
+/* Close the spans (drain: unpack the receive side); the first error. */
+static int nm_nb_spans_end(nm_nb_t *s, int drain)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < s->nspan; i++) {
+        int r = nm_span_end(&s->span[i], drain && s->drain[i], MPI_COMM_SELF);
+        if (s->dup[i])
+            PMPI_Type_free(&s->span[i].dt);
+        s->dup[i] = 0;
+        if (rc == MPI_SUCCESS)
+            rc = r;
+    }
+    s->nspan = 0;
+    return rc;
+}
+
+/* Everything a state holds, and the state. */
+static void nm_nb_drop(nm_nb_t *s)
+{
+    if (s->nreq)
+        numacoll_request_free(&s->nreq); /* detached: the core ends it */
+    (void)nm_nb_spans_end(s, 0);
+    nm_comm_release(s->rec);
+    free(s);
 }
 
 static int nm_nb_query(void *state, MPI_Status *status)
@@ -125,11 +185,12 @@ static int nm_nb_query(void *state, MPI_Status *status)
 static int nm_nb_free(void *state)
 {
     nm_nb_t *s = state;
-    /* MPI forbids freeing an active collective request; a core request
-     * still here is detached (the core runs it to its end) */
-    if (s->nreq)
-        numacoll_request_free(&s->nreq);
-    free(s);
+    /* MPI forbids freeing an active collective request; one freed anyway
+     * leaves the list here, its core request detached */
+    pthread_mutex_lock(&nm_live_lock);
+    nm_live_remove(s);
+    pthread_mutex_unlock(&nm_live_lock);
+    nm_nb_drop(s);
     return MPI_SUCCESS;
 }
 
@@ -139,37 +200,36 @@ static int nm_nb_cancel(void *state, int complete)
     return MPI_SUCCESS; /* collectives cannot be cancelled */
 }
 
-static int nm_nb_span_end(nm_nb_t *s, int i, int drain);
-
 /* Move every request in flight; complete this one if it is done. */
 static int nm_nb_poll(void *state, MPI_Status *status)
 {
     (void)status;
     nm_nb_t *s = state;
     pthread_mutex_lock(&nm_live_lock);
+    if (s->completed) {
+        pthread_mutex_unlock(&nm_live_lock);
+        return MPI_SUCCESS;
+    }
     for (nm_nb_t *o = nm_live; o; o = o->next)
         if (o != s && o->nreq)
             (void)numacoll_progress(o->team);
-    int done = !s->completed, st = NUMACOLL_OK;
+    int done = 1, st = NUMACOLL_OK;
     /* a request the core finished at its start has no nreq left */
     if (s->nreq)
         st = numacoll_test(&s->nreq, &done);
-    if (done)
+    if (done) {
         nm_live_remove(s);
+        s->completed = 1;
+    }
     pthread_mutex_unlock(&nm_live_lock);
     if (!done)
         return MPI_SUCCESS;
-    s->completed = 1;
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < s->nspan; i++) {
-        int r = nm_nb_span_end(s, i, st == NUMACOLL_OK);
-        if (rc == MPI_SUCCESS)
-            rc = r;
-    }
-    s->nspan = 0;
-    s->err = st != NUMACOLL_OK ? nm_finish(s->comm, s->team, "a nonblocking "
-                                           "collective", st)
-                               : rc;
+    int rc = nm_nb_spans_end(s, st == NUMACOLL_OK);
+    /* the result goes out through query, to the handler of the call that
+     * tests or waits (the communicator may be gone by now) */
+    s->err = st != NUMACOLL_OK
+                 ? nm_error(s->team, "a nonblocking collective", st)
+                 : rc;
     return PMPI_Grequest_complete(s->req);
 }
 
@@ -182,86 +242,64 @@ static int nm_nb_wait(int count, void **states, double timeout,
     (void)timeout;
     for (int i = 0; i < count; i++) {
         nm_nb_t *s = states[i];
-        while (!s->completed) {
+        for (;;) {
             int rc = nm_nb_poll(s, status);
             if (rc != MPI_SUCCESS)
                 return rc;
-            if (!s->completed)
-                sched_yield();
+            pthread_mutex_lock(&nm_live_lock);
+            const int done = s->completed;
+            pthread_mutex_unlock(&nm_live_lock);
+            if (done)
+                break;
+            sched_yield();
         }
     }
     return MPI_SUCCESS;
 }
 
-/* The state of a call about to start; NULL without memory (the call then
- * goes to the MPI: the same on every rank only while memory lasts, as
- * for any temporary). */
-static nm_nb_t *nm_nb_new(numacoll_team_t *t, MPI_Comm comm)
+/* A state for a call served on rec; NULL without memory. */
+static nm_nb_t *nm_nb_new(nm_comm_t *rec)
 {
     nm_nb_t *s = calloc(1, sizeof *s);
     if (s) {
-        s->team = t;
-        s->comm = comm;
+        nm_comm_hold(rec);
+        s->rec = rec;
+        s->team = nm_comm_team(rec);
     }
     return s;
 }
 
-static int nm_nb_span(nm_nb_t *s, const void *user, int count,
-                      MPI_Datatype dt, int fill, int drain)
+/* A failure of this rank alone once the call is decided (no memory): the
+ * other ranks are in the call already, so it is the call's error. */
+static int nm_nb_fail(nm_nb_t *s, MPI_Comm comm, int rc)
 {
-    const int i = s->nspan++;
-    int rc = nm_span_begin(&s->span[i], user, count, dt, fill, s->comm);
-    s->drain[i] = drain;
-    /* the user may free the datatype once the call has started (MPI keeps
-     * it alive for the request): a temporary unpacked at the end needs a
-     * copy of its own */
-    if (rc == MPI_SUCCESS && drain && s->span[i].tmp) {
-        rc = PMPI_Type_dup(dt, &s->span[i].dt);
-        s->dup[i] = rc == MPI_SUCCESS;
-    }
-    return rc;
-}
-
-static int nm_nb_span_end(nm_nb_t *s, int i, int drain)
-{
-    int rc = nm_span_end(&s->span[i], drain && s->drain[i], s->comm);
-    if (s->dup[i])
-        PMPI_Type_free(&s->span[i].dt);
-    s->dup[i] = 0;
-    return rc;
-}
-
-static void nm_nb_drop(nm_nb_t *s)
-{
-    for (int i = 0; i < s->nspan; i++)
-        (void)nm_nb_span_end(s, i, 0);
-    free(s);
+    if (s)
+        nm_nb_drop(s);
+    return nm_local_fail(comm, rc);
 }
 
 /* After the core's start: MPI_SUCCESS with *req the generalized request;
- * st handed back: -1 (the caller runs the MPI's call); else an error. */
-static int nm_nb_started(nm_nb_t *s, numacoll_coll_t coll, int st,
-                         MPI_Request *req)
+ * -1 when the core handed the call back (the caller runs MPICH's); else
+ * an error. */
+static int nm_nb_started(nm_nb_t *s, MPI_Comm comm, numacoll_coll_t coll,
+                         int st, MPI_Request *req)
 {
     if (nm_hands_back(st)) {
         nm_nb_drop(s);
         return -1;
     }
     if (st != NUMACOLL_OK) {
-        MPI_Comm comm = s->comm;
         numacoll_team_t *t = s->team;
+        int rc = nm_finish(comm, t, "a nonblocking collective", st);
         nm_nb_drop(s);
-        return nm_finish(comm, t, "a nonblocking collective", st);
+        return rc;
     }
     int rc = PMPIX_Grequest_start(nm_nb_query, nm_nb_free, nm_nb_cancel,
                                   nm_nb_poll, nm_nb_wait, s, req);
     if (rc != MPI_SUCCESS) {
         /* no request to hand out: finish the call here */
-        MPI_Comm comm = s->comm;
         (void)numacoll_wait(&s->nreq);
-        nm_nb_drop(s);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
+        return nm_nb_fail(s, comm, rc);
     }
     s->req = *req;
     nm_count(coll, 1);
@@ -271,22 +309,16 @@ static int nm_nb_started(nm_nb_t *s, numacoll_coll_t coll, int st,
     return MPI_SUCCESS;
 }
 
-/* A team for a nonblocking call of coll, or NULL: the call goes to the
- * MPI. */
-static numacoll_team_t *nm_nb_team(MPI_Comm comm)
-{
-    return nm_nb_enabled() ? nm_team(comm) : NULL;
-}
-
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
-    numacoll_team_t *t = nm_nb_team(comm);
-    nm_nb_t *s = t && !nm_declines(t, NUMACOLL_COLL_BARRIER, 0)
-                     ? nm_nb_new(t, comm) : NULL;
-    if (!s)
+    nm_comm_t *rec = nm_nb_comm(comm);
+    if (!rec || nm_declines(nm_comm_team(rec), NUMACOLL_COLL_BARRIER, 0))
         return NM_MPI(NUMACOLL_COLL_BARRIER, PMPI_Ibarrier(comm, req));
-    int rc = nm_nb_started(s, NUMACOLL_COLL_BARRIER,
-                           numacoll_ibarrier(t, &s->nreq), req);
+    nm_nb_t *s = nm_nb_new(rec);
+    if (!s)
+        return nm_nb_fail(s, comm, MPI_ERR_NO_MEM);
+    int rc = nm_nb_started(s, comm, NUMACOLL_COLL_BARRIER,
+                           numacoll_ibarrier(s->team, &s->nreq), req);
     return rc >= 0 ? rc : NM_MPI(NUMACOLL_COLL_BARRIER,
                                  PMPI_Ibarrier(comm, req));
 }
@@ -294,23 +326,22 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root,
                MPI_Comm comm, MPI_Request *req)
 {
-    numacoll_team_t *t = nm_nb_team(comm);
+    nm_comm_t *rec = nm_nb_comm(comm);
+    numacoll_team_t *t = rec ? nm_comm_team(rec) : NULL;
     size_t bytes = 0;
-    nm_nb_t *s = t && root >= 0 && root < numacoll_team_size(t) &&
-                         nm_bytes(count, dt, &bytes) == 0 &&
-                         !nm_declines(t, NUMACOLL_COLL_BCAST, bytes)
-                     ? nm_nb_new(t, comm) : NULL;
-    if (!s)
+    if (!t || root < 0 || root >= numacoll_team_size(t) ||
+        nm_bytes(count, dt, &bytes) != 0 || bytes > INT32_MAX ||
+        nm_declines(t, NUMACOLL_COLL_BCAST, bytes))
         return NM_MPI(NUMACOLL_COLL_BCAST,
                       PMPI_Ibcast(buf, count, dt, root, comm, req));
+    nm_nb_t *s = nm_nb_new(rec);
+    if (!s)
+        return nm_nb_fail(s, comm, MPI_ERR_NO_MEM);
     const int me = numacoll_team_rank(t);
     int rc = nm_nb_span(s, buf, count, dt, me == root, me != root);
-    if (rc != MPI_SUCCESS) {
-        nm_nb_drop(s);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
-    rc = nm_nb_started(s, NUMACOLL_COLL_BCAST,
+    if (rc != MPI_SUCCESS)
+        return nm_nb_fail(s, comm, rc);
+    rc = nm_nb_started(s, comm, NUMACOLL_COLL_BCAST,
                        numacoll_ibcast(t, s->span[0].run, bytes, root,
                                        &s->nreq), req);
     return rc >= 0 ? rc : NM_MPI(NUMACOLL_COLL_BCAST,
@@ -325,19 +356,24 @@ static int nm_ired(const void *sendbuf, void *recvbuf, int count,
     const int all = root < 0;
     const numacoll_coll_t coll =
         all ? NUMACOLL_COLL_ALLREDUCE : NUMACOLL_COLL_REDUCE;
-    numacoll_team_t *t = nm_nb_team(comm);
-    nm_nb_t *s = t && (all || root < numacoll_team_size(t))
-                     ? nm_nb_new(t, comm) : NULL;
+    nm_comm_t *rec = nm_nb_comm(comm);
+    numacoll_team_t *t = rec ? nm_comm_team(rec) : NULL;
     nm_red_t r;
-    if (s && (nm_red_plan(count, dt, op, &r, &s->ctx) != 0 ||
-              nm_declines(t, coll, (size_t)count * r.elem_size) ||
-              (r.user && numacoll_team_max_elem(t, all, (size_t)count *
-                                                r.elem_size) < r.elem_size))) {
-        free(s);
-        s = NULL;
-    }
+    nm_red_ctx_t ctx;
+    const int serve =
+        t && (all || root < numacoll_team_size(t)) &&
+        nm_red_plan(count, dt, op, &r, &ctx) == 0 &&
+        (!r.user || nm_type_named(dt)) &&
+        !nm_declines(t, coll, (size_t)count * r.elem_size) &&
+        (!r.user || numacoll_team_max_elem(t, all, (size_t)count *
+                                           r.elem_size) >= r.elem_size);
+    nm_nb_t *s = serve ? nm_nb_new(rec) : NULL;
+    if (serve && !s)
+        return nm_nb_fail(s, comm, MPI_ERR_NO_MEM);
     int rc = -1;
     if (s) {
+        s->ctx = ctx;
+        r.ctx = &s->ctx;
         const int me = numacoll_team_rank(t);
         const void *sb = sendbuf == MPI_IN_PLACE && (all || me == root)
                              ? NUMACOLL_IN_PLACE : sendbuf;
@@ -356,7 +392,7 @@ static int nm_ired(const void *sendbuf, void *recvbuf, int count,
                                                 root, &s->nreq)
                         : numacoll_ireduce(t, sb, rb, n, r.dt, r.op, root,
                                            &s->nreq);
-        rc = nm_nb_started(s, coll, st, req);
+        rc = nm_nb_started(s, comm, coll, st, req);
     }
     if (rc >= 0)
         return rc;
@@ -396,47 +432,53 @@ static int nm_igather(nm_gk_t k, const void *sendbuf, int scount,
         NUMACOLL_COLL_ALLGATHER, NUMACOLL_COLL_GATHER, NUMACOLL_COLL_SCATTER,
         NUMACOLL_COLL_ALLTOALL};
     const numacoll_coll_t coll = colls[k];
-    numacoll_team_t *t = nm_nb_team(comm);
-    const int p = t ? numacoll_team_size(t) : 0;
+    nm_comm_t *rec = nm_nb_comm(comm);
+    numacoll_team_t *t = rec ? nm_comm_team(rec) : NULL;
+    const int p = t ? numacoll_team_size(t) : 1;
     const int me = t ? numacoll_team_rank(t) : -1;
     const int rooted = k == NM_GA || k == NM_SC;
-    /* the block as this rank knows it (MPI makes it equal everywhere) */
+    /* the block as this rank knows it (MPI makes it equal everywhere):
+     * the decision rests on it alone */
     size_t block = SIZE_MAX;
     const int by_send = (k == NM_GA && me != root) || (k == NM_SC && me == root);
     if (t && nm_bytes(by_send ? scount : rcount, by_send ? stype : rtype,
                       &block) != 0)
         block = SIZE_MAX;
-    const long long ps = (long long)scount * p, pr = (long long)rcount * p;
-    nm_nb_t *s = t && block != SIZE_MAX && ps <= INT32_MAX &&
-                         pr <= INT32_MAX &&
-                         (!rooted || (root >= 0 && root < p)) &&
-                         !nm_declines(t, coll, block)
-                     ? nm_nb_new(t, comm) : NULL;
-    int rc = s ? MPI_SUCCESS : -1;
+    const int serve = t && block <= INT32_MAX / (size_t)p &&
+                      (!rooted || (root >= 0 && root < p)) &&
+                      !nm_declines(t, coll, block);
+    nm_nb_t *s = serve ? nm_nb_new(rec) : NULL;
+    if (serve && !s)
+        return nm_nb_fail(s, comm, MPI_ERR_NO_MEM);
     const int in_place = k == NM_SC ? me == root && recvbuf == MPI_IN_PLACE
                          : k == NM_GA ? me == root && sendbuf == MPI_IN_PLACE
                                       : sendbuf == MPI_IN_PLACE;
     /* send side: Scatter's at the root, p blocks; Alltoall's p blocks;
      * the others' one block; none where in place (Scatter: the receive
-     * side is the one in place) */
+     * side is the one in place). Receive side: Allgather's and
+     * Alltoall's p blocks, Gather's at the root; Scatter's one block
+     * unless in place. */
     const int has_s = k == NM_SC ? me == root : !in_place;
-    const int s_count = k == NM_SC || k == NM_AA ? (int)ps : scount;
-    /* receive side: Allgather's and Alltoall's p blocks, Gather's at the
-     * root; Scatter's one block unless in place */
+    const int s_blocks = k == NM_SC || k == NM_AA ? p : 1;
     const int has_r = k == NM_SC ? !in_place : k == NM_GA ? me == root : 1;
-    const int r_count = k == NM_SC ? rcount : (int)pr;
-    const int r_fill = in_place && k != NM_SC;
-    if (s && has_s)
-        rc = nm_nb_span(s, sendbuf, s_count, stype, 1, 0);
-    const int ri = s ? s->nspan : 0;
-    if (s && rc == MPI_SUCCESS && has_r)
-        rc = nm_nb_span(s, recvbuf, r_count, rtype, r_fill, 1);
-    if (s && rc != MPI_SUCCESS) {
-        nm_nb_drop(s);
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
+    const int r_blocks = k == NM_SC ? 1 : p;
+    int rc = -1;
     if (s) {
+        /* counts of p blocks fit an int: p x block bytes do */
+        rc = MPI_SUCCESS;
+        if (has_s)
+            rc = nm_nb_span(s, sendbuf, block ? scount * s_blocks : 0, stype,
+                            1, 0);
+        const int ri = s->nspan;
+        if (rc == MPI_SUCCESS && has_r)
+            rc = nm_nb_span(s, recvbuf, block ? rcount * r_blocks : 0, rtype,
+                            in_place && k != NM_SC, 1);
+        if (rc == MPI_SUCCESS &&
+            ((has_s && s->span[0].bytes != block * (size_t)s_blocks) ||
+             (has_r && s->span[ri].bytes != block * (size_t)r_blocks)))
+            rc = MPI_ERR_TRUNCATE;
+        if (rc != MPI_SUCCESS)
+            return nm_nb_fail(s, comm, rc);
         const void *sb = in_place && k != NM_SC ? NUMACOLL_IN_PLACE
                          : has_s ? s->span[0].run : NULL;
         void *rb = k == NM_SC && in_place
@@ -449,7 +491,7 @@ static int nm_igather(nm_gk_t k, const void *sendbuf, int scount,
                                                   &s->nreq)
                               : numacoll_ialltoall(t, sb, rb, block,
                                                    &s->nreq);
-        rc = nm_nb_started(s, coll, st, req);
+        rc = nm_nb_started(s, comm, coll, st, req);
     }
     if (rc >= 0)
         return rc;

@@ -25,6 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+int nm_type_named(MPI_Datatype dt)
+{
+    int ni, na, nd, comb;
+    return PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+           comb == MPI_COMBINER_NAMED;
+}
+
 int nm_bytes(int count, MPI_Datatype dt, size_t *bytes)
 {
     int size = 0;
@@ -238,10 +245,16 @@ int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
             nm_cap_uops = cap;
         }
     }
-    /* no room: the op stays unknown here, and its calls go to the MPI */
-    if (nm_nuops < nm_cap_uops)
+    /* no room: an op known on some ranks only would make them decide
+     * differently, so the op is not made */
+    const int room = nm_nuops < nm_cap_uops;
+    if (room)
         nm_uops[nm_nuops++] = (nm_uop_t){*op, fn, commute};
     pthread_mutex_unlock(&nm_uops_lock);
+    if (!room) {
+        PMPI_Op_free(op);
+        return MPI_ERR_NO_MEM;
+    }
     return rc;
 }
 

@@ -26,7 +26,10 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
             if (recvcounts[j] > 0 &&
                 (size_t)recvcounts[j] * (size_t)rsize > largest)
                 largest = (size_t)recvcounts[j] * (size_t)rsize;
-    if (!t || nm_declines(t, NUMACOLL_COLL_ALLGATHER, largest))
+    /* a block packs with PMPI_Pack's int sizes; recvcounts are the same
+     * on every rank, so is the answer */
+    if (!t || largest > INT32_MAX ||
+        nm_declines(t, NUMACOLL_COLL_ALLGATHER, largest))
         return NM_MPI(NUMACOLL_COLL_ALLGATHER,
                       PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                       recvcounts, displs, recvtype, comm));
@@ -195,18 +198,18 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
         total += recvcounts[j] < 0 ? (long long)INT32_MAX + 1 : recvcounts[j];
     nm_red_t r;
     nm_red_ctx_t ctx;
-    size_t *counts = NULL;
-    if (t && total <= INT32_MAX &&
-        nm_red_plan((int)total, dt, op, &r, &ctx) == 0 &&
-        !nm_declines(t, NUMACOLL_COLL_REDUCE_SCATTER,
-                     (size_t)total * r.elem_size) &&
-        (!r.user || numacoll_team_max_elem(t, 1, (size_t)total * r.elem_size) >=
-                        r.elem_size * (size_t)p))
-        counts = malloc((size_t)p * sizeof *counts);
-    if (!counts)
+    if (!t || total > INT32_MAX ||
+        nm_red_plan((int)total, dt, op, &r, &ctx) != 0 ||
+        nm_declines(t, NUMACOLL_COLL_REDUCE_SCATTER,
+                    (size_t)total * r.elem_size) ||
+        (r.user && numacoll_team_max_elem(t, 1, (size_t)total * r.elem_size) <
+                       r.elem_size * (size_t)p))
         return NM_MPI(NUMACOLL_COLL_REDUCE_SCATTER,
                       PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt,
                                           op, comm));
+    size_t *counts = malloc((size_t)p * sizeof *counts);
+    if (!counts)
+        return nm_local_fail(comm, MPI_ERR_NO_MEM);
     for (int j = 0; j < p; j++)
         counts[j] = (size_t)recvcounts[j];
     const void *sbuf = sendbuf == MPI_IN_PLACE ? NUMACOLL_IN_PLACE : sendbuf;
