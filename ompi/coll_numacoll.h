@@ -279,9 +279,6 @@ bool nc_call_verbose(void);
 /* True when the core takes this communicator's calls; creates the team on
  * the first call (collective: every rank makes that call). */
 #define nc_ready mca_coll_numacoll_ready
-/* Set while a nonblocking call starts (its entry points): nc_ready then
- * sets no team up. */
-extern _Thread_local int nc_nb_start;
 bool nc_ready(nc_module_t *m);
 
 /* The MPI error class of a core status, after printing the core's

@@ -1108,8 +1108,8 @@ static bool nc_ga_rule_declines(nc_module_t *m, const nc_ga_args_t *a)
  * call. Blocking calls run in the core right here unless requests
  * are in flight (then through one, as coll_numacoll_nb.c explains).
  */
-static int nc_ga_entry_run(nc_module_t *m, nc_form_t form,
-                           const nc_ga_args_t *a, ompi_request_t **req)
+static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
+                       ompi_request_t **req)
 {
     const nc_ga_kind_t k = a->kind;
     /* a team made by this call (the first) is asked below */
@@ -1175,17 +1175,6 @@ static int nc_ga_entry_run(nc_module_t *m, nc_form_t form,
     g->heap = true;
     return nc_nb_ga(m, form == NC_FORM_PERSISTENT, nothing, name, counter, g,
                     form == NC_FORM_BLOCKING ? NULL : req);
-}
-
-/* A nonblocking start sets no team up (nc_ready, nc_nb_start). */
-static int nc_ga_entry(nc_module_t *m, nc_form_t form, const nc_ga_args_t *a,
-                       ompi_request_t **req)
-{
-    const int was = nc_nb_start;
-    nc_nb_start = form == NC_FORM_NB;
-    int rc = nc_ga_entry_run(m, form, a, req);
-    nc_nb_start = was;
-    return rc;
 }
 
 /*

@@ -636,17 +636,9 @@ static void nc_setup(nc_module_t *m)
     }
 }
 
-_Thread_local int nc_nb_start;
-
 bool nc_ready(nc_module_t *m)
 {
-    /* A nonblocking start never sets the team up: the setup's exchange
-     * waits for the other ranks, who may be starting calls on other
-     * communicators first (MPI orders calls per communicator only). Until
-     * a blocking call has made the team, nonblocking calls go to the
-     * previous component, on every rank alike (each made the same calls
-     * on this communicator before). */
-    if (m->state == MCA_COLL_NUMACOLL_LAZY && !nc_nb_start)
+    if (m->state == MCA_COLL_NUMACOLL_LAZY)
         nc_setup(m);
     return m->state == MCA_COLL_NUMACOLL_READY;
 }

@@ -669,11 +669,9 @@ static int nc_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root,
                      mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    nc_nb_start = 1; /* no team set up here (nc_ready) */
     int rc = nc_req_make(m, NC_BCAST, false, "MPI_Ibcast",
                          NC_CNT_IBCAST, NULL, buf, count, dtype,
                          NULL, root, req);
-    nc_nb_start = 0;
     NC_OR_PREV(ibcast, IBCAST, (buf, count, dtype, root, comm, req,
                                   m->prev_ibcast_module));
 }
@@ -682,11 +680,9 @@ static int nc_ibarrier(ompi_communicator_t *comm, ompi_request_t **req,
                        mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    nc_nb_start = 1; /* no team set up here (nc_ready) */
     int rc = nc_req_make(m, NC_BARRIER, false, "MPI_Ibarrier",
                          NC_CNT_IBARRIER, NULL, NULL, 0, NULL, NULL,
                          -1, req);
-    nc_nb_start = 0;
     NC_OR_PREV(ibarrier, IBARRIER, (comm, req, m->prev_ibarrier_module));
 }
 
@@ -696,11 +692,9 @@ static int nc_ireduce(const void *sbuf, void *rbuf, int count,
                       mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    nc_nb_start = 1; /* no team set up here (nc_ready) */
     int rc = nc_req_make(m, NC_REDUCE, false, "MPI_Ireduce",
                          NC_CNT_IREDUCE, sbuf, rbuf, count, dtype,
                          op, root, req);
-    nc_nb_start = 0;
     NC_OR_PREV(ireduce, IREDUCE, (sbuf, rbuf, count, dtype, op, root, comm,
                                     req, m->prev_ireduce_module));
 }
@@ -711,11 +705,9 @@ static int nc_iallreduce(const void *sbuf, void *rbuf, int count,
                          mca_coll_base_module_t *module)
 {
     nc_module_t *m = (nc_module_t *)module;
-    nc_nb_start = 1; /* no team set up here (nc_ready) */
     int rc = nc_req_make(m, NC_ALLREDUCE, false, "MPI_Iallreduce",
                          NC_CNT_IALLREDUCE, sbuf, rbuf, count, dtype,
                          op, -1, req);
-    nc_nb_start = 0;
     NC_OR_PREV(iallreduce, IALLREDUCE, (sbuf, rbuf, count, dtype, op, comm,
                                           req, m->prev_iallreduce_module));
 }

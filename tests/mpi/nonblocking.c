@@ -488,54 +488,6 @@ static void persistent(MPI_Comm comm, const char *cname)
 }
 #endif
 
-/*
- * Nonblocking calls as the first calls on two new communicators, started
- * in opposite orders on even and odd ranks (MPI orders calls per
- * communicator only): they must not wait for each other; then a large
- * Ibcast pending while its communicator is freed (MPI lets it complete).
- */
-static void fresh_comms(MPI_Comm a, MPI_Comm b)
-{
-    int rank;
-    MPI_Comm_rank(a, &rank);
-    int x = rank == 0 ? 7 : 0, y = rank == 0 ? 9 : 0;
-    MPI_Request r[2];
-    if (rank % 2) {
-        MPI_Ibcast(&y, 1, MPI_INT, 0, b, &r[1]);
-        MPI_Ibcast(&x, 1, MPI_INT, 0, a, &r[0]);
-    } else {
-        MPI_Ibcast(&x, 1, MPI_INT, 0, a, &r[0]);
-        MPI_Ibcast(&y, 1, MPI_INT, 0, b, &r[1]);
-    }
-    /* no team is set up by a nonblocking start (its exchange would wait
-     * for ranks busy on the other communicator): these go to the MPI's
-     * own collectives */
-    made_on(a, &made[IC_BCAST_FB]);
-    made_on(b, &made[IC_BCAST_FB]);
-    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
-    MPIT_CHECK(x == 7 && y == 9, "first calls on new communicators in "
-               "opposite orders: %d %d, expected 7 9", x, y);
-    MPI_Barrier(a); /* the first blocking call: the team */
-    made_on(a, &made_barrier);
-    const size_t n = (size_t)1 << 20;
-    unsigned char *buf = malloc(n), *want = malloc(n);
-    mpit_fill(want, n, 777u);
-    if (rank == 0)
-        memcpy(buf, want, n);
-    else
-        memset(buf, 0, n);
-    MPI_Request q;
-    MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, a, &q);
-    made_on(a, &made[IC_BCAST]);
-    MPI_Comm_free(&a);
-    MPI_Wait(&q, MPI_STATUS_IGNORE);
-    MPIT_CHECK(memcmp(buf, want, n) == 0, "Ibcast of %zu bytes whose "
-               "communicator was freed while it was pending: wrong data", n);
-    free(buf);
-    free(want);
-    MPI_Comm_free(&b); /* fresh_comms frees both */
-}
-
 int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "nonblocking");
@@ -545,15 +497,6 @@ int main(int argc, char **argv)
     mpit_make_comms(comms);
     MPI_Op pair_op;
     MPI_Op_create(pair_sum, 1, &pair_op);
-
-    /* a blocking call first on each: numacoll sets a team up in blocking
-     * calls only (fresh_comms), and every call below must run in it */
-    for (int i = 0; i < MPIT_NCOMMS; i++)
-        MPI_Barrier(comms[i]);
-    /* made here: Open MPI's MPI_Comm_dup runs Iallreduces on the parent */
-    MPI_Comm fresh_a, fresh_b;
-    MPI_Comm_dup(comms[0], &fresh_a);
-    MPI_Comm_dup(comms[0], &fresh_b);
 
     mpit_counters_t b0, b1;
     unsigned long long before[IC_N], after[IC_N];
@@ -571,8 +514,6 @@ int main(int argc, char **argv)
         printf("nonblocking: this MPI has no persistent collectives; that "
                "part is skipped\n");
 #endif
-
-    fresh_comms(fresh_a, fresh_b);
 
     mpit_counters(&b1);
     mpit_named_read(&ic, after);
