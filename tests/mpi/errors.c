@@ -72,7 +72,11 @@ int main(int argc, char **argv)
     MPI_Comm_create_errhandler(handler, &eh);
     MPI_Comm_set_errhandler(d3, eh);
 
-    /* First calls create the teams, with every rank present. */
+    /* First blocking calls create the teams, with every rank present
+     * (MPI_COMM_WORLD's too: mpit_finish's calls on it come after the late
+     * ranks below, too late for a setup under a 200 ms timeout). */
+    MPIT_CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS,
+               "first Barrier on MPI_COMM_WORLD");
     memset(buf, mpit_rank, sizeof buf);
     MPIT_CHECK(MPI_Bcast(buf, sizeof buf, MPI_BYTE, 0, d1) == MPI_SUCCESS,
                "first Bcast on d1");

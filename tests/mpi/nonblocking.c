@@ -488,6 +488,34 @@ static void persistent(MPI_Comm comm, const char *cname)
 }
 #endif
 
+/*
+ * A large Ibcast pending while its communicator is freed (MPI lets it
+ * complete). a has had no call yet: its first, a Barrier, makes its team.
+ */
+static void freed_while_pending(MPI_Comm a)
+{
+    int rank;
+    MPI_Comm_rank(a, &rank);
+    MPI_Barrier(a);
+    made_on(a, &made_barrier);
+    const size_t n = (size_t)1 << 20;
+    unsigned char *buf = malloc(n), *want = malloc(n);
+    mpit_fill(want, n, 777u);
+    if (rank == 0)
+        memcpy(buf, want, n);
+    else
+        memset(buf, 0, n);
+    MPI_Request q;
+    MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, a, &q);
+    made_on(a, &made[IC_BCAST]);
+    MPI_Comm_free(&a);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    MPIT_CHECK(memcmp(buf, want, n) == 0, "Ibcast of %zu bytes whose "
+               "communicator was freed while it was pending: wrong data", n);
+    free(buf);
+    free(want);
+}
+
 int main(int argc, char **argv)
 {
     mpit_init(&argc, &argv, "nonblocking");
@@ -497,6 +525,11 @@ int main(int argc, char **argv)
     mpit_make_comms(comms);
     MPI_Op pair_op;
     MPI_Op_create(pair_sum, 1, &pair_op);
+
+    /* made before the counters are read: Open MPI's MPI_Comm_dup runs
+     * Iallreduces on the parent */
+    MPI_Comm freed;
+    MPI_Comm_dup(comms[0], &freed);
 
     mpit_counters_t b0, b1;
     unsigned long long before[IC_N], after[IC_N];
@@ -514,6 +547,8 @@ int main(int argc, char **argv)
         printf("nonblocking: this MPI has no persistent collectives; that "
                "part is skipped\n");
 #endif
+
+    freed_while_pending(freed);
 
     mpit_counters(&b1);
     mpit_named_read(&ic, after);
